@@ -1,0 +1,6 @@
+//! kaissa: a Lichess bot daemon with its own chess engine.
+//!
+//! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
+//! and `bot` are the two front ends, `lichess` talks to the server.
+
+pub mod chess;

@@ -1,0 +1,3 @@
+//! The `kaissa` command line.
+
+fn main() {}
