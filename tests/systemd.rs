@@ -1,0 +1,67 @@
+//! The systemd units: `systemd-analyze verify` is clean and the offline
+//! security analysis reports an exposure of at most 2.0. The units are
+//! checked as shipped, with only ExecStart pointed at the freshly built
+//! binary (verify insists that the executable exists).
+
+use std::path::Path;
+use std::process::Command;
+
+fn prepare(unit: &str, installed_as: &str, dir: &Path) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("systemd")
+        .join(unit);
+    let text = std::fs::read_to_string(&src).expect("unit file readable");
+    assert!(text.contains("ExecStart=/usr/local/bin/kaissa "));
+    let text = text.replace("/usr/local/bin/kaissa", env!("CARGO_BIN_EXE_kaissa"));
+    let dest = dir.join(installed_as);
+    std::fs::write(&dest, text).expect("write unit copy");
+    dest
+}
+
+fn analyze(args: &[&str]) -> (bool, String) {
+    let out = Command::new("systemd-analyze")
+        .args(args)
+        .output()
+        .expect("systemd-analyze must be installed (apt-get install systemd)");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+fn check(unit: &str, installed_as: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = prepare(unit, installed_as, dir.path());
+    let path = path.to_str().expect("utf-8 path");
+
+    let (ok, text) = analyze(&["verify", path]);
+    assert!(
+        ok && text.trim().is_empty(),
+        "systemd-analyze verify {unit}:\n{text}"
+    );
+
+    let (ok, text) = analyze(&["security", "--offline=true", "--no-pager", path]);
+    assert!(ok, "systemd-analyze security {unit}:\n{text}");
+    let level: f64 = text
+        .lines()
+        .find_map(|l| {
+            let rest = l.split("Overall exposure level for ").nth(1)?;
+            rest.split(':')
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no exposure level in:\n{text}"));
+    assert!(level <= 2.0, "{unit}: exposure {level} > 2.0\n{text}");
+}
+
+#[test]
+fn kaissa_service_is_valid_and_hardened() {
+    check("kaissa.service", "kaissa.service");
+}
+
+#[test]
+fn kaissa_template_is_valid_and_hardened() {
+    check("kaissa@.service", "kaissa@alice.service");
+}
