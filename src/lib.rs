@@ -4,3 +4,4 @@
 //! and `bot` are the two front ends, `lichess` talks to the server.
 
 pub mod chess;
+pub mod systemd;
