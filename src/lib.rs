@@ -3,5 +3,6 @@
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
 //! and `bot` are the two front ends, `lichess` talks to the server.
 
+pub mod bot;
 pub mod chess;
 pub mod systemd;

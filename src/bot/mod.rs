@@ -1,0 +1,5 @@
+//! The Lichess bot: the daemon's event loop, the challenge policy, one task
+//! per game, chat, and the PGN of each finished game.
+
+pub mod pgn;
+pub mod record;
