@@ -5,4 +5,5 @@
 
 pub mod bot;
 pub mod chess;
+pub mod engine;
 pub mod systemd;
