@@ -1,5 +1,6 @@
 //! The Lichess bot: the daemon's event loop, the challenge policy, one task
 //! per game, chat, and the PGN of each finished game.
 
+pub mod chat;
 pub mod pgn;
 pub mod record;
