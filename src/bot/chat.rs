@@ -54,7 +54,7 @@ pub struct EngineView {
 /// The reply to a chat line, if it is a command we answer. `!eval` is
 /// answered only in the spectator room, so the opponent gets no help.
 pub fn reply(text: &str, room: Room, me: &str, engine: &EngineView) -> Option<String> {
-    let command = text.trim().split_whitespace().next()?.to_ascii_lowercase();
+    let command = text.split_whitespace().next()?.to_ascii_lowercase();
     let answer = match command.as_str() {
         "!help" => "Commands: !name, !eval (spectators), !help".to_string(),
         "!name" => format!(
