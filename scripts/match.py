@@ -27,6 +27,7 @@ import math
 import os
 import random
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -192,10 +193,17 @@ class Player:
     def kill(self) -> None:
         self.dead = True
         if self.transport is not None:
+            # The engine runs in its own process group (setpgrp): kill the
+            # whole group so wrapper scripts do not leave orphans behind.
+            pid = self.transport.get_pid()
             try:
-                self.transport.kill()
-            except (ProcessLookupError, OSError):
-                pass
+                if self.transport.get_returncode() is None:
+                    os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, OSError):
+                try:
+                    self.transport.kill()
+                except (ProcessLookupError, OSError):
+                    pass
             try:
                 self.transport.close()
             except Exception:
@@ -473,6 +481,9 @@ def elo_pentanomial(pairs: List[float]) -> Tuple[float, float]:
 
 
 def fmt_elo(e: float, err: float) -> str:
+    if math.isnan(e):
+        return "n/a"
+    e = 0.0 if e == 0 else e  # no "-0.0"
     es = f"{e:+.1f}" if math.isfinite(e) else ("+inf" if e > 0 else "-inf")
     return f"{es} +/- {err:.1f}" if math.isfinite(err) else f"{es} +/- inf"
 
@@ -788,13 +799,14 @@ async def run(args: argparse.Namespace) -> int:
                 e, err, _ = elo_with_error(tally.w, tally.d, tally.l)
                 print(f"  Elo after {tally.n}: {fmt_elo(e, err)}", flush=True)
 
+    tasks = [asyncio.create_task(worker(first_pair if i == 0 else None)) for i in range(conc)]
     try:
-        tasks = [asyncio.create_task(worker(first_pair if i == 0 else None)) for i in range(conc)]
         await asyncio.gather(*tasks)
     finally:
-        for t in asyncio.all_tasks():
-            if t is not asyncio.current_task() and t.get_coro().__name__ == "worker":
-                t.cancel()
+        # On error or Ctrl-C: stop the other games, then the engines.
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(p.close() for p in all_players), return_exceptions=True)
         if pgn_file:
             pgn_file.close()
