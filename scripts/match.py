@@ -702,6 +702,16 @@ async def run(args: argparse.Namespace) -> int:
         raise FatalError("give a limit: --tc BASE+INC and/or --nodes N / --depth N")
     base, inc = args.tc if args.tc else (None, 0.0)
 
+    # SIGTERM/SIGHUP end the run like Ctrl-C: report, then close the engines
+    # (some, e.g. sjeng, spin at 100% CPU instead of exiting on a closed stdin).
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, me.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
     specs = []
     for i in ("1", "2"):
         cmd = shlex.split(getattr(args, f"engine{i}"))
@@ -834,7 +844,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except FatalError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("interrupted", file=sys.stderr)
         return 130
 
