@@ -5,7 +5,8 @@
 #                          [-O NAME=VALUE]... [-n NAME,NAME...] [-- MATCH.PY ARGS...]
 #   -l LIST    opponent list (default scripts/engines.txt):
 #              "name | uci|xboard | command line | OPT=V,OPT=V" per line
-#   -o OUTDIR  where the per-opponent PGN, JSON and log go (default ladder-<date>)
+#   -o OUTDIR  where the per-opponent PGN, JSON and log go
+#              (default target/ladder/<date>/ in the repository, git-ignored)
 #   -e CMD     engine under test (default: match.py's, target/release/kaissa uci)
 #   -p PROTO   its protocol (default uci)
 #   -O OPT     an option for the engine under test (repeatable)
@@ -18,7 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 list="$here/engines.txt"
-outdir="ladder-$(date +%Y%m%d-%H%M%S)"
+outdir="$(dirname "$here")/target/ladder/$(date +%Y%m%d-%H%M%S)"
 engine1=""
 proto1="uci"
 only=""
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
         -p) proto1=$2; shift 2 ;;
         -O) opts1+=(--option1 "$2"); shift 2 ;;
         -n) only=",$2,"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         --) shift; break ;;
         *) echo "unknown argument: $1 (match.py arguments go after --)" >&2; exit 2 ;;
     esac

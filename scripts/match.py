@@ -776,6 +776,12 @@ async def run(args: argparse.Namespace) -> int:
         return pa, pb
 
     first_pair = await make_pair()
+    if args.nodes is not None:
+        for pl in first_pair:
+            if isinstance(pl.protocol, chess.engine.XBoardProtocol) and dict.get(pl.protocol.features, "nps", 0) != 1:
+                await asyncio.gather(*(p.close() for p in all_players))
+                raise FatalError(f"engine {pl.spec.label} ({pl.name}) is xboard without feature nps=1: "
+                                 "it cannot search a node count (it would read 'st N' as N seconds)")
     names["A"], names["B"] = first_pair[0].name, first_pair[1].name
     if names["A"] == names["B"]:
         names["B"] += " (2)"
