@@ -178,17 +178,25 @@ class Player:
         that hash clearing etc. is not charged to its clock. Uses
         python-chess internals; if they change we fall back to letting
         play() do it (then the setup time counts on the clock)."""
-        await self.ensure()
-        p = self.protocol
-        try:
-            if isinstance(p, chess.engine.UciProtocol):
-                p._ucinewgame()
-                p.game = token
-            elif isinstance(p, chess.engine.XBoardProtocol):
-                p._new(board, token, {})
-            await asyncio.wait_for(p.ping(), INIT_TIMEOUT)
-        except (AttributeError, TypeError):
-            pass
+        for attempt in (1, 2):
+            await self.ensure()
+            p = self.protocol
+            try:
+                if isinstance(p, chess.engine.UciProtocol):
+                    p._ucinewgame()
+                    p.game = token
+                elif isinstance(p, chess.engine.XBoardProtocol):
+                    p._new(board, token, {})
+                await asyncio.wait_for(p.ping(), INIT_TIMEOUT)
+                return
+            except (AttributeError, TypeError):
+                return
+            except (chess.engine.EngineError, chess.engine.EngineTerminatedError, asyncio.TimeoutError) as e:
+                # Died or wedged between games: restart it once.
+                print(f"warning: engine {self.spec.label} ({self.name}) not ready for a new game ({e!r}), "
+                      "restarting", file=sys.stderr, flush=True)
+                self.kill()
+        raise FatalError(f"engine {self.spec.label} ({self.name}) keeps failing at the start of a game")
 
     def kill(self) -> None:
         self.dead = True
@@ -684,7 +692,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--draw-moves", type=int, default=8,
                    help="draw adjudication when both sides report |score|<=draw-score for this many moves (0=off)")
     g.add_argument("--draw-score", type=int, default=10, metavar="CP")
-    g.add_argument("--maxplies", type=int, default=400, help="adjudicate a draw after this many plies (0=off)")
+    g.add_argument("--maxplies", type=int, default=400,
+                   help="adjudicate a draw after this many plies from the opening position (0=off)")
     g.add_argument("--no-adjudication", action="store_true", help="turn off resign/draw/maxplies adjudication")
 
     g = p.add_argument_group("output")

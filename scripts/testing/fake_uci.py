@@ -9,6 +9,7 @@ told to misbehave on its Nth move of a game:
   --crash-at N       exit(1) instead of answering move N
   --hang-at N        never answer move N (ignores "stop" too)
   --score CP         report this score (centipawns, side to move) in info
+  --exit-at-newgame N  exit(1) on the Nth ucinewgame (dies between games)
 
 Examples:
   match.py --engine2 "python3 scripts/testing/fake_uci.py --sleep 0.3" --tc 2+0
@@ -30,12 +31,14 @@ def main() -> None:
     ap.add_argument("--crash-at", type=int, default=0)
     ap.add_argument("--hang-at", type=int, default=0)
     ap.add_argument("--score", type=int, default=0)
+    ap.add_argument("--exit-at-newgame", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
 
     rng = random.Random(a.seed)
     board = chess.Board()
     nmove = 0
+    ngames = 0
 
     def out(s: str) -> None:
         sys.stdout.write(s + "\n")
@@ -55,6 +58,9 @@ def main() -> None:
             out("readyok")
         elif cmd == "ucinewgame":
             nmove = 0
+            ngames += 1
+            if ngames == a.exit_at_newgame:
+                sys.exit(1)
         elif cmd == "position":
             if tok[1] == "startpos":
                 board = chess.Board()
