@@ -1,0 +1,868 @@
+#!/usr/bin/env python3
+"""Engine-vs-engine matches for kaissa, driven by python-chess.
+
+Plays engine 1 ("A", by default target/release/kaissa uci) against engine 2
+("B"), each speaking UCI or XBoard/CECP, from a balanced opening set. Every
+opening is played twice with colours reversed. Clocks are kept by this
+script with real wall time: a side whose clock runs out loses on time.
+Illegal moves, crashes and hangs lose too, and are reported separately.
+
+Results are printed from engine A's point of view: W/D/L, score, Elo
+difference with a 95% error bar (trinomial, per-game variance), plus the
+pentanomial (opening pair) view, LOS, time losses and termination reasons.
+
+Run with --help for all options; see scripts/README.md for examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import dataclasses
+import datetime
+import json
+import logging
+import math
+import os
+import random
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+try:
+    import chess
+    import chess.engine
+    import chess.pgn
+except ImportError:  # pragma: no cover
+    sys.exit("python-chess is missing: run scripts/install-engines.sh or `pip install chess`")
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_ENGINE1 = f"{REPO / 'target' / 'release' / 'kaissa'} uci"
+DEFAULT_OPENINGS = REPO.parent / "shared" / "data" / "openings-8ply.epd"
+
+# Extra wall time we wait for a move after the mover's clock (plus margin)
+# has run out before declaring the engine hung and killing it. The game is
+# lost on time either way; this only decides whether the process is reused.
+HANG_GRACE = 3.0
+INIT_TIMEOUT = 20.0
+
+LOG = logging.getLogger("match")
+
+
+# --------------------------------------------------------------------------
+# XBoard engines without "setboard" (e.g. Fairy-Max): translate to "edit".
+# --------------------------------------------------------------------------
+
+class _Features(dict):
+    """python-chess insists on feature setboard=1. We pretend it is there
+    and translate setboard into the old edit-mode commands instead."""
+
+    def get(self, key, default=None):  # type: ignore[override]
+        if key == "setboard":
+            return 1
+        return super().get(key, default)
+
+
+def edit_commands(fen: str) -> List[str]:
+    """CECP edit-mode sequence equivalent to `setboard fen`.
+
+    Sent right after new + force, as xboard itself does. Black to move is set
+    up by playing a2a3 from the initial position first (the protocol's own
+    idiom). Castling rights are whatever the engine infers from unmoved kings
+    and rooks; an en-passant square cannot be expressed.
+    """
+    board = chess.Board(fen)
+    lines = ["a2a3"] if board.turn == chess.BLACK else []
+    lines += ["edit", "#"]
+    for color in (chess.WHITE, chess.BLACK):
+        if color == chess.BLACK:
+            lines.append("c")
+        for sq, piece in sorted(board.piece_map().items()):
+            if piece.color == color:
+                lines.append(piece.symbol().upper() + chess.square_name(sq))
+    lines.append(".")
+    return lines
+
+
+class XBoardEngine(chess.engine.XBoardProtocol):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = _Features()
+
+    def send_line(self, line: str) -> None:
+        if line.startswith("setboard ") and not dict.get(self.features, "setboard", 0):
+            for sub in edit_commands(line[len("setboard "):]):
+                super().send_line(sub)
+        else:
+            super().send_line(line)
+
+
+# --------------------------------------------------------------------------
+# Engines
+# --------------------------------------------------------------------------
+
+class FatalError(Exception):
+    """Something that makes the whole run pointless (engine will not start,
+    bad option...)."""
+
+
+@dataclasses.dataclass
+class EngineSpec:
+    cmd: List[str]
+    proto: str
+    options: Dict[str, str]
+    cwd: Optional[str]
+    name: Optional[str]
+    label: str  # "A" or "B"
+
+    def describe(self) -> str:
+        opts = " ".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{shlex.join(self.cmd)} [{self.proto}]" + (f" {opts}" if opts else "")
+
+
+class Player:
+    """One running engine process, restarted on demand after a crash/hang."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        self.spec = spec
+        self.transport: Optional[asyncio.SubprocessTransport] = None
+        self.protocol: Optional[chess.engine.Protocol] = None
+        self.name = spec.name or os.path.basename(spec.cmd[0])
+        self.dead = True
+
+    async def start(self) -> None:
+        cls = chess.engine.UciProtocol if self.spec.proto == "uci" else XBoardEngine
+        try:
+            self.transport, self.protocol = await cls.popen(
+                self.spec.cmd, setpgrp=True, stderr=subprocess.DEVNULL, cwd=self.spec.cwd)
+        except OSError as e:
+            raise FatalError(f"engine {self.spec.label}: cannot start {shlex.join(self.spec.cmd)}: {e}") from e
+        try:
+            await asyncio.wait_for(self.protocol.initialize(), INIT_TIMEOUT)
+            await self.protocol.configure(self._typed_options())
+            await asyncio.wait_for(self.protocol.ping(), INIT_TIMEOUT)
+        except (chess.engine.EngineError, chess.engine.EngineTerminatedError, asyncio.TimeoutError) as e:
+            self.kill()
+            raise FatalError(f"engine {self.spec.label} ({shlex.join(self.spec.cmd)}, {self.spec.proto}): "
+                             f"initialisation failed: {e!r}") from e
+        if not self.spec.name:
+            self.name = self.protocol.id.get("name") or self.name
+        self.dead = False
+
+    def _typed_options(self) -> Dict[str, object]:
+        assert self.protocol is not None
+        out: Dict[str, object] = {}
+        for key, value in self.spec.options.items():
+            opt = self.protocol.options.get(key)
+            if opt is None:
+                known = ", ".join(sorted(self.protocol.options)) or "none"
+                raise chess.engine.EngineError(f"no option {key!r} (engine options: {known})")
+            if opt.type == "check":
+                out[key] = str(value).lower() in ("1", "true", "yes", "on")
+            else:
+                out[key] = value
+        return out
+
+    async def ensure(self) -> None:
+        if self.dead:
+            self.kill()
+            await self.start()
+
+    async def new_game(self, board: chess.Board, token: object) -> None:
+        """Tell the engine a new game starts and wait until it is ready, so
+        that hash clearing etc. is not charged to its clock. Uses
+        python-chess internals; if they change we fall back to letting
+        play() do it (then the setup time counts on the clock)."""
+        for attempt in (1, 2):
+            await self.ensure()
+            p = self.protocol
+            try:
+                if isinstance(p, chess.engine.UciProtocol):
+                    p._ucinewgame()
+                    p.game = token
+                elif isinstance(p, chess.engine.XBoardProtocol):
+                    p._new(board, token, {})
+                await asyncio.wait_for(p.ping(), INIT_TIMEOUT)
+                return
+            except (AttributeError, TypeError):
+                return
+            except (chess.engine.EngineError, chess.engine.EngineTerminatedError, asyncio.TimeoutError) as e:
+                # Died or wedged between games: restart it once.
+                print(f"warning: engine {self.spec.label} ({self.name}) not ready for a new game ({e!r}), "
+                      "restarting", file=sys.stderr, flush=True)
+                self.kill()
+        raise FatalError(f"engine {self.spec.label} ({self.name}) keeps failing at the start of a game")
+
+    def kill(self) -> None:
+        self.dead = True
+        if self.transport is not None:
+            # The engine runs in its own process group (setpgrp): kill the
+            # whole group so wrapper scripts do not leave orphans behind.
+            pid = self.transport.get_pid()
+            try:
+                if self.transport.get_returncode() is None:
+                    os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, OSError):
+                try:
+                    self.transport.kill()
+                except (ProcessLookupError, OSError):
+                    pass
+            try:
+                self.transport.close()
+            except Exception:
+                pass
+        self.transport = None
+        self.protocol = None
+
+    async def close(self) -> None:
+        if self.protocol is not None and not self.dead:
+            try:
+                await asyncio.wait_for(self.protocol.quit(), 2.0)
+            except Exception:
+                pass
+        self.kill()
+
+
+# --------------------------------------------------------------------------
+# Games
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Settings:
+    base: Optional[float]
+    inc: float
+    nodes: Optional[int]
+    depth: Optional[int]
+    timemargin: float
+    move_timeout: float
+    resign_moves: int
+    resign_score: int
+    draw_movenumber: int
+    draw_moves: int
+    draw_score: int
+    maxplies: int
+
+
+@dataclasses.dataclass
+class GameResult:
+    index: int           # 0-based game number
+    opening: int         # 0-based opening index
+    a_white: bool
+    result: str          # "1-0", "0-1", "1/2-1/2", "*"
+    reason: str
+    failure: Optional[str]   # "time", "crash", "illegal", "hang", "error" (loser's failure)
+    loser: Optional[str]     # "A" / "B" when failure is set
+    pgn: Optional[chess.pgn.Game]
+    move_times: Dict[str, List[float]]
+    plies: int
+
+    @property
+    def a_score(self) -> Optional[float]:
+        if self.result == "1/2-1/2":
+            return 0.5
+        if self.result == "1-0":
+            return 1.0 if self.a_white else 0.0
+        if self.result == "0-1":
+            return 0.0 if self.a_white else 1.0
+        return None
+
+
+def _cp(score: Optional[chess.engine.PovScore], color: chess.Color) -> Optional[int]:
+    if score is None:
+        return None
+    return score.pov(color).score(mate_score=100000)
+
+
+def _fmt_score(cp: Optional[int]) -> str:
+    if cp is None:
+        return "?"
+    if abs(cp) >= 90000:
+        n = 100000 - abs(cp)
+        return ("+M" if cp > 0 else "-M") + str(n)
+    return f"{cp / 100:+.2f}"
+
+
+async def play_game(idx: int, opening_idx: int, fen: str, a_white: bool,
+                    pa: Player, pb: Player, st: Settings, tc_str: str) -> GameResult:
+    start = chess.Board(fen)
+    board = start.copy()
+    token = object()
+    players = {chess.WHITE: pa if a_white else pb, chess.BLACK: pb if a_white else pa}
+    label = {chess.WHITE: "A" if a_white else "B", chess.BLACK: "B" if a_white else "A"}
+    clocks = {chess.WHITE: st.base, chess.BLACK: st.base}
+    scores: Dict[chess.Color, List[Optional[int]]] = {chess.WHITE: [], chess.BLACK: []}
+    move_times: Dict[str, List[float]] = {"A": [], "B": []}
+    comments: List[str] = []
+
+    for c in (chess.WHITE, chess.BLACK):
+        await players[c].new_game(start, token)
+
+    result, reason, failure, loser = "*", "", None, None
+
+    def lose(color: chess.Color, why: str, kind: Optional[str] = None) -> None:
+        nonlocal result, reason, failure, loser
+        result = "0-1" if color == chess.WHITE else "1-0"
+        reason = why
+        failure, loser = kind, (label[color] if kind else None)
+
+    while True:
+        outcome = board.outcome(claim_draw=True)
+        if outcome is not None:
+            result = outcome.result()
+            reason = {
+                chess.Termination.CHECKMATE: ("White" if outcome.winner else "Black") + " mates",
+                chess.Termination.STALEMATE: "stalemate",
+                chess.Termination.INSUFFICIENT_MATERIAL: "insufficient material",
+                chess.Termination.FIFTY_MOVES: "fifty-move rule",
+                chess.Termination.THREEFOLD_REPETITION: "threefold repetition",
+                chess.Termination.SEVENTYFIVE_MOVES: "seventy-five-move rule",
+                chess.Termination.FIVEFOLD_REPETITION: "fivefold repetition",
+            }.get(outcome.termination, outcome.termination.name.lower())
+            break
+        if st.maxplies and len(board.move_stack) >= st.maxplies:
+            result, reason = "1/2-1/2", f"adjudication: max plies ({st.maxplies})"
+            break
+
+        turn = board.turn
+        player = players[turn]
+        name = player.name
+        if st.base is not None:
+            limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK],
+                                       white_inc=st.inc, black_inc=st.inc, clock_id=token,
+                                       nodes=st.nodes, depth=st.depth)
+            wait = max(0.0, clocks[turn]) + st.timemargin + HANG_GRACE
+        else:
+            limit = chess.engine.Limit(nodes=st.nodes, depth=st.depth)
+            wait = st.move_timeout
+
+        t0 = time.monotonic()
+        try:
+            res = await asyncio.wait_for(
+                player.protocol.play(board, limit, game=token, info=chess.engine.INFO_SCORE),
+                wait)
+        except asyncio.TimeoutError:
+            elapsed = time.monotonic() - t0
+            player.kill()
+            if st.base is not None:
+                if board.has_insufficient_material(not turn):
+                    result, reason = "1/2-1/2", f"{name} hangs/flags, opponent cannot mate"
+                else:
+                    lose(turn, f"{name} loses on time (no reply after {elapsed:.1f}s)", "time")
+            else:
+                lose(turn, f"{name} hangs (no move after {elapsed:.0f}s)", "hang")
+            break
+        except chess.engine.EngineTerminatedError as e:
+            player.kill()
+            lose(turn, f"{name} crashed/exited ({e})", "crash")
+            break
+        except chess.engine.EngineError as e:
+            msg = str(e)
+            player.kill()  # state unknown: restart for the next game
+            if "illegal" in msg.lower() or "invalid" in msg.lower() or "expected" in msg.lower():
+                lose(turn, f"{name} makes an illegal move ({msg})", "illegal")
+            else:
+                lose(turn, f"{name} protocol error ({msg})", "error")
+            break
+        elapsed = time.monotonic() - t0
+        move_times[label[turn]].append(elapsed)
+
+        if st.base is not None:
+            clocks[turn] -= elapsed
+            if clocks[turn] < -st.timemargin:
+                over = -clocks[turn]
+                if board.has_insufficient_material(not turn):
+                    result, reason = "1/2-1/2", f"{name} flags ({over * 1000:.0f} ms over), opponent cannot mate"
+                else:
+                    lose(turn, f"{name} loses on time ({over * 1000:.0f} ms over)", "time")
+                break
+            clocks[turn] += st.inc
+
+        if res.resigned:
+            lose(turn, f"{name} resigns")
+            break
+        mv = res.move
+        if mv is None or mv not in board.legal_moves:
+            player.kill()
+            lose(turn, f"{name} makes no/illegal move ({mv})", "illegal")
+            break
+
+        cp = _cp(res.info.get("score"), turn)
+        scores[turn].append(cp)
+        depth = res.info.get("depth")
+        comments.append(f"{_fmt_score(cp)}/{depth if depth is not None else '?'} {elapsed:.2f}s")
+        board.push(mv)
+
+        # Adjudication on engine scores (both sides must agree).
+        if st.resign_moves > 0:
+            done = False
+            for c in (chess.WHITE, chess.BLACK):
+                mine, theirs = scores[c][-st.resign_moves:], scores[not c][-st.resign_moves:]
+                if (len(mine) == st.resign_moves and len(theirs) == st.resign_moves
+                        and all(s is not None and s <= -st.resign_score for s in mine)
+                        and all(s is not None and s >= st.resign_score for s in theirs)):
+                    lose(c, f"adjudication: {players[c].name} is lost (both engines agree)")
+                    done = True
+                    break
+            if done:
+                break
+        if st.draw_moves > 0 and board.fullmove_number >= st.draw_movenumber:
+            w, b = scores[chess.WHITE][-st.draw_moves:], scores[chess.BLACK][-st.draw_moves:]
+            if (len(w) == st.draw_moves and len(b) == st.draw_moves
+                    and all(s is not None and abs(s) <= st.draw_score for s in w + b)):
+                result, reason = "1/2-1/2", "adjudication: draw (scores near 0)"
+                break
+
+    # PGN
+    game = chess.pgn.Game()
+    game.setup(start)
+    game.headers["Event"] = "kaissa match"
+    game.headers["Site"] = "local"
+    game.headers["Date"] = datetime.date.today().strftime("%Y.%m.%d")
+    game.headers["Round"] = str(idx + 1)
+    game.headers["White"] = players[chess.WHITE].name
+    game.headers["Black"] = players[chess.BLACK].name
+    game.headers["Result"] = result
+    game.headers["TimeControl"] = tc_str
+    game.headers["Termination"] = {"time": "time forfeit", "crash": "abandoned", "hang": "stalled connection",
+                                   "illegal": "illegal move", "error": "abandoned"}.get(
+        failure or "", "adjudication" if reason.startswith("adjudication") else "normal")
+    game.headers["PlyCount"] = str(len(board.move_stack))
+    node = game
+    for mv, com in zip(board.move_stack, comments):
+        node = node.add_variation(mv, comment=com)
+    node.comment = (node.comment + " " if node.comment else "") + reason
+    return GameResult(idx, opening_idx, a_white, result, reason, failure, loser, game, move_times,
+                      len(board.move_stack))
+
+
+# --------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------
+
+Z95 = 1.959963984540054
+
+
+def elo_from_score(s: float) -> float:
+    if s <= 0.0:
+        return -math.inf
+    if s >= 1.0:
+        return math.inf
+    return -400.0 * math.log10(1.0 / s - 1.0)
+
+
+def elo_with_error(w: int, d: int, l: int) -> Tuple[float, float, float]:
+    """Elo difference, half-width of the 95% interval and LOS (trinomial).
+
+    s = (W + D/2)/N; per-game variance var = [W(1-s)^2 + D(1/2-s)^2 + L s^2]/N;
+    interval s +- 1.96 sqrt(var/N) mapped through Elo(s) = -400 log10(1/s - 1);
+    error = (Elo(hi) - Elo(lo))/2 as cutechess-cli prints it.
+    """
+    n = w + d + l
+    if n == 0:
+        return 0.0, math.inf, 0.5
+    s = (w + 0.5 * d) / n
+    var = (w * (1 - s) ** 2 + d * (0.5 - s) ** 2 + l * s ** 2) / n
+    delta = Z95 * math.sqrt(var / n)
+    lo, hi = s - delta, s + delta
+    err = (elo_from_score(hi) - elo_from_score(lo)) / 2 if 0 < lo and hi < 1 else math.inf
+    los = 0.5 * (1 + math.erf((w - l) / math.sqrt(2 * (w + l)))) if w + l else 0.5
+    return elo_from_score(s), err, los
+
+
+def elo_pentanomial(pairs: List[float]) -> Tuple[float, float]:
+    """Elo and 95% half-width from opening-pair scores (each in 0..2)."""
+    n = len(pairs)
+    if n < 2:
+        return math.nan, math.inf
+    x = [p / 2 for p in pairs]
+    s = sum(x) / n
+    var = sum((v - s) ** 2 for v in x) / n
+    delta = Z95 * math.sqrt(var / n)
+    lo, hi = s - delta, s + delta
+    err = (elo_from_score(hi) - elo_from_score(lo)) / 2 if 0 < lo and hi < 1 else math.inf
+    return elo_from_score(s), err
+
+
+def fmt_elo(e: float, err: float) -> str:
+    if math.isnan(e):
+        return "n/a"
+    e = 0.0 if e == 0 else e  # no "-0.0"
+    es = f"{e:+.1f}" if math.isfinite(e) else ("+inf" if e > 0 else "-inf")
+    return f"{es} +/- {err:.1f}" if math.isfinite(err) else f"{es} +/- inf"
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.results: List[GameResult] = []
+        self.w = self.d = self.l = 0
+        self.failures: Dict[str, collections.Counter] = {"A": collections.Counter(), "B": collections.Counter()}
+        self.reasons: collections.Counter = collections.Counter()
+        self.times: Dict[str, List[float]] = {"A": [], "B": []}
+
+    def add(self, r: GameResult) -> None:
+        self.results.append(r)
+        sc = r.a_score
+        if sc == 1.0:
+            self.w += 1
+        elif sc == 0.5:
+            self.d += 1
+        elif sc == 0.0:
+            self.l += 1
+        if r.failure:
+            self.failures[r.loser][r.failure] += 1
+        key = r.reason
+        for who in ("A", "B"):
+            self.times[who].extend(r.move_times[who])
+        # Strip per-game numbers so reasons aggregate.
+        if "loses on time" in key:
+            key = key.split(" loses on time")[0] + " loses on time"
+        elif "(" in key:
+            key = key.split(" (")[0]
+        self.reasons[key] += 1
+
+    @property
+    def n(self) -> int:
+        return self.w + self.d + self.l
+
+    def score_line(self, na: str, nb: str) -> str:
+        n = self.n
+        s = (self.w + 0.5 * self.d) / n if n else 0.0
+        return f"Score of {na} vs {nb}: {self.w} - {self.l} - {self.d}  [{s:.3f}] {n}"
+
+    def pairs(self) -> List[float]:
+        by_open: Dict[Tuple[int, int], List[float]] = collections.defaultdict(list)
+        for r in self.results:
+            if r.a_score is not None:
+                by_open[(r.index // 2, r.opening)].append(r.a_score)
+        return [sum(v) for v in by_open.values() if len(v) == 2]
+
+    def summary(self, na: str, nb: str) -> dict:
+        e, err, los = elo_with_error(self.w, self.d, self.l)
+        pairs = self.pairs()
+        pe, perr = elo_pentanomial(pairs)
+        penta = [0] * 5
+        for p in pairs:
+            penta[int(round(p * 2))] += 1
+
+        def tstats(v: List[float]) -> dict:
+            return {"moves": len(v), "avg": (sum(v) / len(v)) if v else 0.0, "max": max(v) if v else 0.0}
+
+        return {
+            "engine1": na, "engine2": nb, "games": self.n, "wins": self.w, "draws": self.d, "losses": self.l,
+            "score": (self.w + 0.5 * self.d) / self.n if self.n else None,
+            "elo": e, "elo_error95": err, "los": los,
+            "pentanomial": penta, "elo_penta": pe, "elo_penta_error95": perr,
+            "time_losses": {"A": self.failures["A"]["time"], "B": self.failures["B"]["time"]},
+            "failures": {k: dict(v) for k, v in self.failures.items()},
+            "reasons": dict(self.reasons),
+            "move_time": {"A": tstats(self.times["A"]), "B": tstats(self.times["B"])},
+        }
+
+
+def print_report(t: Tally, na: str, nb: str, header: str) -> dict:
+    s = t.summary(na, nb)
+    print()
+    print(f"=== {header}")
+    if t.n == 0:
+        print("no games finished")
+        return s
+    print(f"W/D/L ({na} vs {nb}): {t.w}/{t.d}/{t.l}   score {100 * s['score']:.1f}%   "
+          f"draws {100 * t.d / t.n:.1f}%   games {t.n}")
+    print(f"Elo difference: {fmt_elo(s['elo'], s['elo_error95'])} (95%, trinomial)   LOS {100 * s['los']:.1f}%")
+    pn = s["pentanomial"]
+    if sum(pn):
+        print(f"Pentanomial [0, 0.5, 1, 1.5, 2] per opening pair: {pn}   "
+              f"Elo {fmt_elo(s['elo_penta'], s['elo_penta_error95'])}")
+    fa, fb = t.failures["A"], t.failures["B"]
+    print(f"Time losses: {na} {fa['time']}, {nb} {fb['time']}")
+    other_a = {k: v for k, v in fa.items() if k != "time"}
+    other_b = {k: v for k, v in fb.items() if k != "time"}
+    if other_a or other_b:
+        print(f"Crashes/illegal/hangs: {na} {other_a or 0}, {nb} {other_b or 0}")
+    mt = s["move_time"]
+    print(f"Move time: {na} avg {mt['A']['avg'] * 1000:.0f} ms max {mt['A']['max'] * 1000:.0f} ms "
+          f"({mt['A']['moves']} moves); {nb} avg {mt['B']['avg'] * 1000:.0f} ms max "
+          f"{mt['B']['max'] * 1000:.0f} ms ({mt['B']['moves']} moves)")
+    print("Terminations:")
+    for k, v in t.reasons.most_common():
+        print(f"  {v:4d}  {k}")
+    return s
+
+
+# --------------------------------------------------------------------------
+# Openings, arguments, main loop
+# --------------------------------------------------------------------------
+
+def load_openings(path: Path) -> List[str]:
+    fens = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            pos = line.split(";")[0].strip()
+            parts = pos.split()
+            try:
+                if len(parts) >= 6 and parts[4].isdigit() and parts[5].isdigit():
+                    board = chess.Board(" ".join(parts[:6]))
+                else:
+                    board, _ = chess.Board.from_epd(line)
+            except ValueError as e:
+                print(f"warning: {path}:{lineno}: bad position skipped ({e})", file=sys.stderr)
+                continue
+            if not board.is_valid() or board.is_game_over():
+                print(f"warning: {path}:{lineno}: invalid or finished position skipped", file=sys.stderr)
+                continue
+            fens.append(board.fen())
+    if not fens:
+        raise FatalError(f"no usable positions in {path}")
+    return fens
+
+
+def parse_tc(s: str) -> Tuple[float, float]:
+    """'10+0.1' -> (10.0, 0.1); '1:30+1' -> (90, 1); '60' -> (60, 0)."""
+    base, _, inc = s.partition("+")
+    if ":" in base:
+        m, sec = base.split(":", 1)
+        b = 60 * float(m) + float(sec)
+    else:
+        b = float(base)
+    i = float(inc) if inc else 0.0
+    if b <= 0 or i < 0:
+        raise argparse.ArgumentTypeError(f"bad time control {s!r}")
+    return b, i
+
+
+def parse_options(items: List[str], which: str) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for it in items or []:
+        if "=" not in it:
+            raise FatalError(f"--option{which} {it!r}: expected Name=value")
+        k, v = it.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Play engine A against engine B (UCI or XBoard) with python-chess.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    g = p.add_argument_group("engines")
+    g.add_argument("--engine1", default=DEFAULT_ENGINE1, help="command line of engine A (the engine under test)")
+    g.add_argument("--proto1", choices=["uci", "xboard"], default="uci")
+    g.add_argument("--option1", action="append", metavar="NAME=VALUE", help="engine A option (repeatable)")
+    g.add_argument("--name1", help="display name of engine A (default: engine's id)")
+    g.add_argument("--cwd1", help="working directory for engine A")
+    g.add_argument("--engine2", required=True, help="command line of engine B (opponent)")
+    g.add_argument("--proto2", choices=["uci", "xboard"], default="uci")
+    g.add_argument("--option2", action="append", metavar="NAME=VALUE", help="engine B option (repeatable)")
+    g.add_argument("--name2", help="display name of engine B")
+    g.add_argument("--cwd2", help="working directory for engine B")
+    g.add_argument("--sf-elo", type=int, metavar="N",
+                   help="set UCI_LimitStrength=true UCI_Elo=N on the side whose command is stockfish")
+    g.add_argument("--sf-elo1", type=int, metavar="N", help="same, explicitly on engine A")
+    g.add_argument("--sf-elo2", type=int, metavar="N", help="same, explicitly on engine B")
+
+    g = p.add_argument_group("games")
+    g.add_argument("--tc", type=parse_tc, metavar="BASE+INC",
+                   help="time control in seconds, e.g. 10+0.1 (also M:SS+INC)")
+    g.add_argument("--nodes", type=int, help="fixed node limit per move")
+    g.add_argument("--depth", type=int, help="fixed depth limit per move")
+    g.add_argument("--timemargin", type=int, default=0, metavar="MS",
+                   help="tolerated clock overrun in milliseconds before a time loss")
+    g.add_argument("--move-timeout", type=float, default=120.0, metavar="SEC",
+                   help="with --nodes/--depth only: a move taking longer counts as a hang (loss)")
+    g.add_argument("--games", type=int, default=100, help="number of games (2 per opening)")
+    g.add_argument("--concurrency", type=int, default=1, help="games played in parallel")
+    g.add_argument("--openings", type=Path, default=DEFAULT_OPENINGS, help="EPD file, lines 'FEN ; comment'")
+    g.add_argument("--start", type=int, default=1, help="first opening to use (1-based, after shuffling)")
+    g.add_argument("--shuffle", action="store_true", help="shuffle the openings")
+    g.add_argument("--seed", type=int, default=None, help="seed for --shuffle")
+
+    g = p.add_argument_group("adjudication")
+    g.add_argument("--resign-moves", type=int, default=4,
+                   help="resign adjudication when both engines agree for this many moves each (0=off)")
+    g.add_argument("--resign-score", type=int, default=800, metavar="CP")
+    g.add_argument("--draw-movenumber", type=int, default=40, help="draw adjudication only from this move on")
+    g.add_argument("--draw-moves", type=int, default=8,
+                   help="draw adjudication when both sides report |score|<=draw-score for this many moves (0=off)")
+    g.add_argument("--draw-score", type=int, default=10, metavar="CP")
+    g.add_argument("--maxplies", type=int, default=400,
+                   help="adjudicate a draw after this many plies from the opening position (0=off)")
+    g.add_argument("--no-adjudication", action="store_true", help="turn off resign/draw/maxplies adjudication")
+
+    g = p.add_argument_group("output")
+    g.add_argument("--pgn", type=Path, help="append every finished game to this PGN file")
+    g.add_argument("--json", type=Path, help="write the final summary as JSON (used by ladder.sh)")
+    g.add_argument("--quiet", action="store_true", help="no per-game lines, only the final report")
+    g.add_argument("--report-every", type=int, default=0, metavar="N",
+                   help="print the Elo estimate every N games (0=only at the end)")
+    g.add_argument("--debug", type=Path, metavar="FILE", help="log all engine I/O (python-chess debug) to FILE")
+    return p
+
+
+async def run(args: argparse.Namespace) -> int:
+    if args.tc is None and args.nodes is None and args.depth is None:
+        raise FatalError("give a limit: --tc BASE+INC and/or --nodes N / --depth N")
+    base, inc = args.tc if args.tc else (None, 0.0)
+
+    # SIGTERM/SIGHUP end the run like Ctrl-C: report, then close the engines
+    # (some, e.g. sjeng, spin at 100% CPU instead of exiting on a closed stdin).
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, me.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    specs = []
+    for i in ("1", "2"):
+        cmd = shlex.split(getattr(args, f"engine{i}"))
+        if not cmd:
+            raise FatalError(f"--engine{i} is empty")
+        specs.append(EngineSpec(cmd, getattr(args, f"proto{i}"), parse_options(getattr(args, f"option{i}"), i),
+                                getattr(args, f"cwd{i}"), getattr(args, f"name{i}"), "AB"[int(i) - 1]))
+    if args.sf_elo is not None:
+        sf = [s for s in specs if "stockfish" in os.path.basename(s.cmd[0]).lower()]
+        if len(sf) != 1:
+            raise FatalError("--sf-elo: exactly one engine command must be stockfish; use --sf-elo1/--sf-elo2")
+        sf[0].options.update({"UCI_LimitStrength": "true", "UCI_Elo": str(args.sf_elo)})
+    for spec, v in ((specs[0], args.sf_elo1), (specs[1], args.sf_elo2)):
+        if v is not None:
+            spec.options.update({"UCI_LimitStrength": "true", "UCI_Elo": str(v)})
+    for spec in specs:
+        if spec.proto == "xboard" and args.nodes is not None and base is not None:
+            raise FatalError("xboard engines cannot combine --nodes with --tc")
+
+    openings = load_openings(args.openings)
+    if args.shuffle:
+        random.Random(args.seed).shuffle(openings)
+    first = max(0, args.start - 1)
+    need = (args.games + 1) // 2
+    if first + need > len(openings):
+        print(f"warning: {need} openings needed from #{first + 1}, file has {len(openings)}: wrapping around",
+              file=sys.stderr)
+
+    st = Settings(base=base, inc=inc, nodes=args.nodes, depth=args.depth,
+                  timemargin=args.timemargin / 1000.0, move_timeout=args.move_timeout,
+                  resign_moves=0 if args.no_adjudication else args.resign_moves,
+                  resign_score=args.resign_score, draw_movenumber=args.draw_movenumber,
+                  draw_moves=0 if args.no_adjudication else args.draw_moves,
+                  draw_score=args.draw_score, maxplies=0 if args.no_adjudication else args.maxplies)
+    if base is not None:
+        tc_str = f"{base:g}+{inc:g}"
+    else:
+        tc_str = "-"
+    limit_desc = " ".join(x for x in (
+        f"tc {tc_str}" if base is not None else "",
+        f"nodes {args.nodes}" if args.nodes else "",
+        f"depth {args.depth}" if args.depth else "") if x)
+
+    conc = max(1, min(args.concurrency, args.games))
+    queue: asyncio.Queue = asyncio.Queue()
+    for g in range(args.games):
+        queue.put_nowait(g)
+
+    tally = Tally()
+    names = {"A": specs[0].name or os.path.basename(specs[0].cmd[0]),
+             "B": specs[1].name or os.path.basename(specs[1].cmd[0])}
+    pgn_file = open(args.pgn, "a") if args.pgn else None
+    all_players: List[Player] = []
+    started = time.monotonic()
+
+    # Start one pair first so that a bad command or option fails fast, once.
+    async def make_pair() -> Tuple[Player, Player]:
+        pa, pb = Player(specs[0]), Player(specs[1])
+        all_players.extend((pa, pb))
+        await pa.start()
+        await pb.start()
+        return pa, pb
+
+    first_pair = await make_pair()
+    if args.nodes is not None:
+        for pl in first_pair:
+            if isinstance(pl.protocol, chess.engine.XBoardProtocol) and dict.get(pl.protocol.features, "nps", 0) != 1:
+                await asyncio.gather(*(p.close() for p in all_players))
+                raise FatalError(f"engine {pl.spec.label} ({pl.name}) is xboard without feature nps=1: "
+                                 "it cannot search a node count (it would read 'st N' as N seconds)")
+    names["A"], names["B"] = first_pair[0].name, first_pair[1].name
+    if names["A"] == names["B"]:
+        names["B"] += " (2)"
+        first_pair[1].name = names["B"]
+    print(f"A: {names['A']}: {specs[0].describe()}")
+    print(f"B: {names['B']}: {specs[1].describe()}")
+    print(f"{args.games} games, {limit_desc}, concurrency {conc}, openings {args.openings} "
+          f"(from #{first + 1}{', shuffled' if args.shuffle else ''})", flush=True)
+
+    async def worker(pair: Optional[Tuple[Player, Player]]) -> None:
+        pa, pb = pair if pair else await make_pair()
+        pa.name, pb.name = names["A"], names["B"]
+        while True:
+            try:
+                g = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            oi = (first + g // 2) % len(openings)
+            a_white = g % 2 == 0
+            r = await play_game(g, oi, openings[oi], a_white, pa, pb, st, tc_str)
+            tally.add(r)
+            if pgn_file:
+                r.pgn.headers["Opening"] = f"#{oi + 1}"
+                print(r.pgn, file=pgn_file, end="\n\n", flush=True)
+            if not args.quiet:
+                w, b = (names["A"], names["B"]) if a_white else (names["B"], names["A"])
+                print(f"Game {g + 1}/{args.games} (opening {oi + 1}): {w} vs {b}: {r.result} {{{r.reason}}}, "
+                      f"{r.plies} plies", flush=True)
+                print("  " + tally.score_line(names["A"], names["B"]), flush=True)
+            if args.report_every and tally.n % args.report_every == 0:
+                e, err, _ = elo_with_error(tally.w, tally.d, tally.l)
+                print(f"  Elo after {tally.n}: {fmt_elo(e, err)}", flush=True)
+
+    tasks = [asyncio.create_task(worker(first_pair if i == 0 else None)) for i in range(conc)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        # On error or Ctrl-C: stop the other games, then the engines.
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(p.close() for p in all_players), return_exceptions=True)
+        if pgn_file:
+            pgn_file.close()
+        header = (f"{names['A']} vs {names['B']}, {limit_desc}, {tally.n}/{args.games} games, "
+                  f"{time.monotonic() - started:.0f}s")
+        summary = print_report(tally, names["A"], names["B"], header)
+        summary.update({"limit": limit_desc, "planned_games": args.games,
+                        "engine1_cmd": specs[0].describe(), "engine2_cmd": specs[1].describe()})
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=1, default=lambda x: None)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.debug:
+        logging.basicConfig(filename=args.debug, level=logging.DEBUG,
+                            format="%(asctime)s.%(msecs)03d %(name)s %(message)s", datefmt="%H:%M:%S")
+    else:
+        # python-chess warns about every unparsed engine line (sjeng, toga2...).
+        logging.basicConfig(level=logging.ERROR, format="%(name)s: %(message)s")
+    try:
+        return asyncio.run(run(args))
+    except FatalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
