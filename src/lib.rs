@@ -4,3 +4,5 @@
 //! and `bot` are the two front ends, `lichess` talks to the server.
 
 pub mod chess;
+pub mod engine;
+pub mod uci;
