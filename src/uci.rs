@@ -61,7 +61,11 @@ pub fn format_event(e: &Event, chess960: bool) -> String {
         }
         Event::BestMove { best, .. } => match best.mv {
             Some(m) => match best.ponder {
-                Some(p) => format!("bestmove {} ponder {}", m.to_uci(chess960), p.to_uci(chess960)),
+                Some(p) => format!(
+                    "bestmove {} ponder {}",
+                    m.to_uci(chess960),
+                    p.to_uci(chess960)
+                ),
                 None => format!("bestmove {}", m.to_uci(chess960)),
             },
             None => "bestmove 0000".to_string(),
@@ -131,7 +135,10 @@ impl Session {
         let rest: Vec<&str> = tokens.collect();
         match cmd {
             "uci" => {
-                say(&self.out, &format!("id name {NAME} {}", env!("CARGO_PKG_VERSION")));
+                say(
+                    &self.out,
+                    &format!("id name {NAME} {}", env!("CARGO_PKG_VERSION")),
+                );
                 say(&self.out, "id author the kaissa authors");
                 for opt in [
                     "option name Hash type spin default 16 min 1 max 65536",
@@ -167,7 +174,10 @@ impl Session {
             ),
             "eval" => say(
                 &self.out,
-                &format!("info string static eval {} cp (side to move)", evaluate(&self.position)),
+                &format!(
+                    "info string static eval {} cp (side to move)",
+                    evaluate(&self.position)
+                ),
             ),
             "debug" | "register" => {}
             _ => self.error(&format!("unknown command {cmd:?}")),
@@ -288,7 +298,9 @@ impl Session {
             return;
         }
         let value_at = args.iter().position(|&t| t == "value");
-        let name = args[1..value_at.unwrap_or(args.len())].join(" ").to_lowercase();
+        let name = args[1..value_at.unwrap_or(args.len())]
+            .join(" ")
+            .to_lowercase();
         let value = value_at.map(|i| args[i + 1..].join(" "));
         let int = |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse::<u64>().ok());
         let boolean = |v: &Option<String>| match v.as_deref().map(str::trim) {

@@ -74,7 +74,10 @@ impl Uci {
 
 fn bestmove(lines: &[String]) -> String {
     let last = lines.last().expect("a line");
-    last.split_whitespace().nth(1).expect("bestmove arg").to_string()
+    last.split_whitespace()
+        .nth(1)
+        .expect("bestmove arg")
+        .to_string()
 }
 
 #[test]
@@ -83,7 +86,11 @@ fn handshake_search_and_bad_input() {
     e.send("uci");
     let lines = e.until("uciok");
     assert!(lines.iter().any(|l| l.starts_with("id name kaissa")));
-    assert!(lines.iter().any(|l| l.starts_with("option name Hash type spin")));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("option name Hash type spin"))
+    );
     e.send("isready");
     e.until("readyok");
 
@@ -94,7 +101,10 @@ fn handshake_search_and_bad_input() {
         .iter()
         .find(|l| l.starts_with("info depth 6"))
         .expect("depth 6 info");
-    assert!(info.contains(" score cp ") || info.contains(" score mate "), "{info}");
+    assert!(
+        info.contains(" score cp ") || info.contains(" score mate "),
+        "{info}"
+    );
     assert!(info.contains(" pv "));
     let m = bestmove(&lines);
     let pos = kaissa::chess::Position::startpos();
@@ -105,8 +115,10 @@ fn handshake_search_and_bad_input() {
     // Garbage is reported and ignored.
     e.send("flibbertigibbet 42");
     e.until("info string error");
+    // A bad value is reported and ignored: this one searches until stopped.
     e.send("go depth banana");
     e.until("info string error");
+    e.send("stop");
     e.until("bestmove");
     e.send("setoption name Hash value lots");
     e.until("info string error");
@@ -122,7 +134,10 @@ fn handshake_search_and_bad_input() {
     let m = bestmove(&e.until("bestmove"));
     let after_e4 = kaissa::chess::Position::startpos();
     let after_e4 = after_e4.play(after_e4.parse_uci("e2e4", false).unwrap());
-    assert!(after_e4.parse_uci(&m, false).is_ok(), "{m} not a Black move");
+    assert!(
+        after_e4.parse_uci(&m, false).is_ok(),
+        "{m} not a Black move"
+    );
 
     // Infinite search stops on request with a legal move.
     e.send("position startpos");
@@ -130,7 +145,11 @@ fn handshake_search_and_bad_input() {
     std::thread::sleep(Duration::from_millis(300));
     e.send("stop");
     let m = bestmove(&e.until("bestmove"));
-    assert!(kaissa::chess::Position::startpos().parse_uci(&m, false).is_ok());
+    assert!(
+        kaissa::chess::Position::startpos()
+            .parse_uci(&m, false)
+            .is_ok()
+    );
 
     // Checkmated: nothing to play.
     e.send("position fen R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1");

@@ -10,7 +10,7 @@ use crate::chess::Position;
 use std::time::{Duration, Instant};
 
 /// Default depth: about ten seconds on the development machine.
-pub const DEFAULT_DEPTH: u32 = 12;
+pub const DEFAULT_DEPTH: u32 = 16;
 
 /// Openings, middlegames, endgames, tactics and Chess960 starts.
 pub const POSITIONS: &[&str] = &[

@@ -67,8 +67,16 @@ pub const N_PARAMS: usize = TEMPO + 1;
 /// Name, offset and length of each group of weights (for the tuner's
 /// output and for reading the weights file).
 pub const SECTIONS: &[(&str, usize, usize)] = &[
-    ("material (pawn, knight, bishop, rook, queen, king)", MATERIAL, 6),
-    ("piece-square: pawn (a1..h1, a2..h2, ... a8..h8; White's view)", PST, 64),
+    (
+        "material (pawn, knight, bishop, rook, queen, king)",
+        MATERIAL,
+        6,
+    ),
+    (
+        "piece-square: pawn (a1..h1, a2..h2, ... a8..h8; White's view)",
+        PST,
+        64,
+    ),
     ("piece-square: knight", PST + 64, 64),
     ("piece-square: bishop", PST + 128, 64),
     ("piece-square: rook", PST + 192, 64),
@@ -79,16 +87,40 @@ pub const SECTIONS: &[(&str, usize, usize)] = &[
     ("mobility: rook (0..14)", MOB_ROOK, 15),
     ("mobility: queen (0..27)", MOB_QUEEN, 28),
     ("passed pawn by relative rank", PASSED, 8),
-    ("passed pawn, stop square occupied, by rank", PASSED_BLOCKED, 8),
-    ("passed pawn: own king distance to stop square", PASSED_OWN_KING, 8),
-    ("passed pawn: enemy king distance to stop square", PASSED_THEIR_KING, 8),
-    ("connected pawn (supported or phalanx) by rank", CONNECTED, 8),
+    (
+        "passed pawn, stop square occupied, by rank",
+        PASSED_BLOCKED,
+        8,
+    ),
+    (
+        "passed pawn: own king distance to stop square",
+        PASSED_OWN_KING,
+        8,
+    ),
+    (
+        "passed pawn: enemy king distance to stop square",
+        PASSED_THEIR_KING,
+        8,
+    ),
+    (
+        "connected pawn (supported or phalanx) by rank",
+        CONNECTED,
+        8,
+    ),
     ("isolated pawn", ISOLATED, 1),
     ("doubled pawn", DOUBLED, 1),
     ("backward pawn", BACKWARD, 1),
     ("king shield pawns on ranks 2 and 3", SHIELD, 2),
-    ("files next to the king without own pawns", KING_SEMI_OPEN, 1),
-    ("king zone squares attacked by knight, bishop, rook, queen", KING_ATTACK, 4),
+    (
+        "files next to the king without own pawns",
+        KING_SEMI_OPEN,
+        1,
+    ),
+    (
+        "king zone squares attacked by knight, bishop, rook, queen",
+        KING_ATTACK,
+        4,
+    ),
     ("safe checks by knight, bishop, rook, queen", SAFE_CHECK, 4),
     ("bishop pair", BISHOP_PAIR, 1),
     ("rook on open file", ROOK_OPEN, 1),
@@ -319,8 +351,8 @@ impl<T: Trace> Eval<'_, T> {
                     Role::Knight | Role::Bishop => {
                         // An outpost: in the enemy half, guarded by a pawn,
                         // and no enemy pawn can ever chase the piece away.
-                        let span = Bitboard(PASSED_SPAN[ci][sq.index()])
-                            & !Bitboard::file(sq.file());
+                        let span =
+                            Bitboard(PASSED_SPAN[ci][sq.index()]) & !Bitboard::file(sq.file());
                         if (3..=5).contains(&rel_rank)
                             && self.attacked_by[ci][0].contains(sq)
                             && (span & their_pawns).is_empty()
@@ -403,7 +435,13 @@ impl<T: Trace> Eval<'_, T> {
         let defended_by_pawn = self.attacked_by[ti][0];
         let minors_att = self.attacked_by[ci][1] | self.attacked_by[ci][2];
         let rook_att = self.attacked_by[ci][3];
-        for role in [Role::Pawn, Role::Knight, Role::Bishop, Role::Rook, Role::Queen] {
+        for role in [
+            Role::Pawn,
+            Role::Knight,
+            Role::Bishop,
+            Role::Rook,
+            Role::Queen,
+        ] {
             let victims = pos.pieces(them, role);
             let weak_for_minor = if role >= Role::Rook {
                 victims
@@ -590,6 +628,13 @@ mod tests {
             c.sort_by_key(|ch| (ch.is_ascii_lowercase(), *ch));
             c.into_iter().collect()
         };
-        format!("{} {} {} - {} {}", board.join("/"), turn, castling, parts[4], parts[5])
+        format!(
+            "{} {} {} - {} {}",
+            board.join("/"),
+            turn,
+            castling,
+            parts[4],
+            parts[5]
+        )
     }
 }

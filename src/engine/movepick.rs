@@ -2,8 +2,9 @@
 //! cuts as early as possible, and are generated lazily: a cutoff on the
 //! transposition-table move costs no move generation at all.
 //!
-//! Main search: TT move, good captures (MVV/LVA plus capture history, SEE
-//! >= 0), two killers, the countermove, quiets by history, bad captures.
+//! Main search: TT move, good captures (MVV/LVA plus capture history,
+//! SEE at least 0), two killers, the countermove, quiets by history, bad
+//! captures.
 //! Quiescence: TT move if noisy, then every noisy move by MVV/LVA; when in
 //! check the main search order is used so that all evasions are tried.
 
@@ -80,7 +81,11 @@ impl MovePicker {
     pub fn new(pos: &Position, tt_move: Move, ctx: OrderingContext) -> MovePicker {
         let tt_ok = !tt_move.is_none() && pos.is_legal(tt_move);
         MovePicker {
-            stage: if tt_ok { Stage::TtMove } else { Stage::GenNoisy },
+            stage: if tt_ok {
+                Stage::TtMove
+            } else {
+                Stage::GenNoisy
+            },
             tt_move: if tt_ok { tt_move } else { Move::NONE },
             ctx,
             list: MoveList::new(),
@@ -97,7 +102,11 @@ impl MovePicker {
     pub fn new_qsearch(pos: &Position, tt_move: Move) -> MovePicker {
         let tt_ok = !tt_move.is_none() && is_noisy(pos, tt_move) && pos.is_legal(tt_move);
         MovePicker {
-            stage: if tt_ok { Stage::TtMove } else { Stage::QGenNoisy },
+            stage: if tt_ok {
+                Stage::TtMove
+            } else {
+                Stage::QGenNoisy
+            },
             tt_move: if tt_ok { tt_move } else { Move::NONE },
             ctx: OrderingContext::default(),
             list: MoveList::new(),
@@ -309,7 +318,10 @@ mod tests {
                 "e2a6",
             ),
             ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", "b4f4"),
-            ("r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", "c4c5"),
+            (
+                "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1",
+                "c4c5",
+            ),
             ("4k3/8/8/8/8/8/8/4K2R w K - 0 1", "e1h1"),
         ] {
             let pos = Position::from_fen(fen).unwrap();

@@ -12,9 +12,7 @@ use super::eval::evaluate;
 use super::history::{ContKey, History, stat_bonus};
 use super::limits::Limits;
 use super::movepick::{MovePicker, OrderingContext, captured_role, is_capture, is_noisy};
-use super::score::{
-    DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in,
-};
+use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
 use super::timeman::{self, TimeBudget};
 use super::tt::{Bound, TranspositionTable};
@@ -271,7 +269,7 @@ impl Searcher {
                 };
                 loop {
                     let v = self.root_search(pos, alpha, beta, depth, tt, ctrl);
-                    self.root_moves[pv_idx..].sort_by(|a, b| b.value.cmp(&a.value));
+                    self.root_moves[pv_idx..].sort_by_key(|rm| std::cmp::Reverse(rm.value));
                     if self.stopped {
                         break;
                     }
@@ -285,7 +283,7 @@ impl Searcher {
                     }
                     delta += delta / 2;
                 }
-                self.root_moves[..=pv_idx].sort_by(|a, b| b.value.cmp(&a.value));
+                self.root_moves[..=pv_idx].sort_by_key(|rm| std::cmp::Reverse(rm.value));
                 if self.stopped {
                     break;
                 }
@@ -419,7 +417,11 @@ impl Searcher {
         let f = self.frame_mut(ply);
         f.current = m;
         f.cont = cont;
-        let pfn = if m.is_none() { 0 } else { f.plies_from_null + 1 };
+        let pfn = if m.is_none() {
+            0
+        } else {
+            f.plies_from_null + 1
+        };
         let next = self.frame_mut(ply + 1);
         next.plies_from_null = pfn;
         next.excluded = Move::NONE;
@@ -475,7 +477,16 @@ impl Searcher {
                     ctrl,
                 );
                 if v > alpha && r > 0 {
-                    v = -self.negamax::<false>(&child, -alpha - 1, -alpha, new_depth, 1, false, tt, ctrl);
+                    v = -self.negamax::<false>(
+                        &child,
+                        -alpha - 1,
+                        -alpha,
+                        new_depth,
+                        1,
+                        false,
+                        tt,
+                        ctrl,
+                    );
                 }
                 if v > alpha && v < beta {
                     v = -self.negamax::<true>(&child, -beta, -alpha, new_depth, 1, false, tt, ctrl);
@@ -635,10 +646,7 @@ impl Searcher {
         if !PV && !in_check && excluded.is_none() {
             // Reverse futility: so far above beta that even giving back a
             // margin per remaining ply would still fail high.
-            if depth <= 8
-                && eval - 80 * (depth - improving as i32) >= beta
-                && eval < MATE_BOUND
-            {
+            if depth <= 8 && eval - 80 * (depth - improving as i32) >= beta && eval < MATE_BOUND {
                 return eval;
             }
 
@@ -690,7 +698,8 @@ impl Searcher {
                     }
                     // Verify at high depth with null moves off for a while.
                     self.nmp_min_ply = ply + (3 * (depth - r) / 4) as usize;
-                    let w = self.negamax::<false>(pos, beta - 1, beta, depth - r, ply, false, tt, ctrl);
+                    let w =
+                        self.negamax::<false>(pos, beta - 1, beta, depth - r, ply, false, tt, ctrl);
                     self.nmp_min_ply = 0;
                     if w >= beta {
                         return v;
@@ -755,9 +764,7 @@ impl Searcher {
                     }
                     // Futility: even a generous positional gain cannot
                     // bring a quiet move up to alpha.
-                    if lmr_depth <= 6
-                        && static_eval + 100 + 90 * lmr_depth + hist / 64 <= alpha
-                    {
+                    if lmr_depth <= 6 && static_eval + 100 + 90 * lmr_depth + hist / 64 <= alpha {
                         continue;
                     }
                     // Quiets that hang material by exchange.
@@ -783,7 +790,16 @@ impl Searcher {
             }
             let mut v;
             if PV && move_count == 1 {
-                v = -self.negamax::<true>(&child, -beta, -alpha, new_depth, ply + 1, false, tt, ctrl);
+                v = -self.negamax::<true>(
+                    &child,
+                    -beta,
+                    -alpha,
+                    new_depth,
+                    ply + 1,
+                    false,
+                    tt,
+                    ctrl,
+                );
             } else {
                 // Late-move reductions: search late, unpromising moves
                 // shallower with a null window, and re-search if they
@@ -803,7 +819,16 @@ impl Searcher {
                     }
                     r -= hist / 8_000;
                     let d = (new_depth - r).clamp(1, new_depth.max(1));
-                    v = -self.negamax::<false>(&child, -alpha - 1, -alpha, d, ply + 1, true, tt, ctrl);
+                    v = -self.negamax::<false>(
+                        &child,
+                        -alpha - 1,
+                        -alpha,
+                        d,
+                        ply + 1,
+                        true,
+                        tt,
+                        ctrl,
+                    );
                     if v > alpha && d < new_depth {
                         v = -self.negamax::<false>(
                             &child,
@@ -829,7 +854,16 @@ impl Searcher {
                     );
                 }
                 if PV && v > alpha && v < beta {
-                    v = -self.negamax::<true>(&child, -beta, -alpha, new_depth, ply + 1, false, tt, ctrl);
+                    v = -self.negamax::<true>(
+                        &child,
+                        -beta,
+                        -alpha,
+                        new_depth,
+                        ply + 1,
+                        false,
+                        tt,
+                        ctrl,
+                    );
                 }
             }
             self.leave_child();

@@ -51,7 +51,8 @@ pub fn see_ge(pos: &Position, m: Move, threshold: i32) -> bool {
 
     let mut occupied = pos.occupied() ^ Bitboard::from_square(from) | Bitboard::from_square(to);
     if m.is_en_passant() {
-        occupied ^= Bitboard::from_square(crate::chess::Square::from_coords(to.file(), from.rank()));
+        occupied ^=
+            Bitboard::from_square(crate::chess::Square::from_coords(to.file(), from.rank()));
     }
     let mut attackers = pos.attackers_to(to, occupied) & occupied;
     let diagonal = pos.by_role(Role::Bishop) | pos.by_role(Role::Queen);
@@ -64,7 +65,11 @@ pub fn see_ge(pos: &Position, m: Move, threshold: i32) -> bool {
 
     loop {
         let mut mine = attackers & pos.by_color(side);
-        let pinned = if side == Color::White { pinned_w } else { pinned_b };
+        let pinned = if side == Color::White {
+            pinned_w
+        } else {
+            pinned_b
+        };
         if (pinned & mine).any() {
             let king = pos.king(side);
             let pinners = (rook_attacks(king, Bitboard::EMPTY) & straight
@@ -79,7 +84,10 @@ pub fn see_ge(pos: &Position, m: Move, threshold: i32) -> bool {
             break;
         }
         // Recapture with the least valuable attacker.
-        let Some(role) = Role::ALL.into_iter().find(|&r| (mine & pos.by_role(r)).any()) else {
+        let Some(role) = Role::ALL
+            .into_iter()
+            .find(|&r| (mine & pos.by_role(r)).any())
+        else {
             break;
         };
         occupied ^= Bitboard::from_square((mine & pos.by_role(role)).lsb());
@@ -157,10 +165,7 @@ mod tests {
         assert_eq!(see_of("4k3/8/8/3p4/8/3N4/8/4K3 w - - 0 1", "d3c5"), 0);
         assert_eq!(see_of("4k3/8/3p4/8/8/3N4/8/4K3 w - - 0 1", "d3c5"), -320);
         // En passant wins a pawn.
-        assert_eq!(
-            see_of("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 1", "e5d6"),
-            100
-        );
+        assert_eq!(see_of("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 1", "e5d6"), 100);
         // Unguarded promotion to a queen.
         assert_eq!(see_of("4k3/1P6/8/8/8/8/8/4K3 w - - 0 1", "b7b8q"), 850);
     }

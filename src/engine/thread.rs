@@ -212,7 +212,11 @@ impl Drop for Engine {
     }
 }
 
-fn engine_loop(mut options: EngineOptions, rx: mpsc::Receiver<Command>, events: UnboundedSender<Event>) {
+fn engine_loop(
+    mut options: EngineOptions,
+    rx: mpsc::Receiver<Command>,
+    events: UnboundedSender<Event>,
+) {
     let mut tt = TranspositionTable::new(options.hash_mb);
     let mut searcher = Searcher::new();
     while let Ok(cmd) = rx.recv() {

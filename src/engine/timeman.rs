@@ -25,7 +25,9 @@ pub fn budget(limits: &Limits, us: Color) -> TimeBudget {
         return TimeBudget::default();
     }
     if let Some(mt) = limits.movetime {
-        let t = mt.saturating_sub(limits.move_overhead).max(Duration::from_millis(1));
+        let t = mt
+            .saturating_sub(limits.move_overhead)
+            .max(Duration::from_millis(1));
         return TimeBudget {
             soft: Some(t),
             hard: Some(t),
@@ -93,6 +95,9 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(budget(&mt, Color::White).hard, Some(ms(480)));
-        assert_eq!(budget(&Limits::default(), Color::White), TimeBudget::default());
+        assert_eq!(
+            budget(&Limits::default(), Color::White),
+            TimeBudget::default()
+        );
     }
 }

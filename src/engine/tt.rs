@@ -106,7 +106,7 @@ impl TranspositionTable {
 
     /// Size in mebibytes.
     pub fn size_mb(&self) -> usize {
-        self.buckets.len() * std::mem::size_of::<Bucket>() >> 20
+        (self.buckets.len() * std::mem::size_of::<Bucket>()) >> 20
     }
 
     /// Forgets everything (new game, or "Clear Hash").
