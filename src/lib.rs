@@ -7,3 +7,4 @@ pub mod bot;
 pub mod chess;
 pub mod engine;
 pub mod systemd;
+pub mod uci;

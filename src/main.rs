@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use kaissa::chess::{self, Position};
+use kaissa::engine::bench;
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -34,6 +35,14 @@ enum Command {
         #[arg(long)]
         chess960: bool,
     },
+    /// Speak UCI on stdin/stdout (for chess GUIs and engine matches).
+    Uci,
+    /// Search a fixed set of positions to a fixed depth and print the
+    /// total node count (the search signature) and speed.
+    Bench {
+        /// Depth in plies.
+        depth: Option<u32>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -45,6 +54,11 @@ fn main() -> Result<()> {
             divide,
             chess960,
         } => run_perft(depth, fen.as_deref(), divide, chess960),
+        Command::Uci => {
+            kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
+            Ok(())
+        }
+        Command::Bench { depth } => run_bench(depth),
     }
 }
 
@@ -69,5 +83,17 @@ fn run_perft(depth: u32, fen: Option<&str>, divide: bool, chess960: bool) -> Res
     println!("nodes {nodes}");
     println!("time {:.3} s", secs);
     println!("speed {:.1} Mnps", nodes as f64 / secs.max(1e-9) / 1e6);
+    Ok(())
+}
+
+fn run_bench(depth: Option<u32>) -> Result<()> {
+    let depth = depth.unwrap_or(bench::DEFAULT_DEPTH).clamp(1, 64);
+    let r = bench::run(depth, &mut |i, fen, nodes| {
+        println!("position {:>2} nodes {:>10}  {fen}", i + 1, nodes);
+    });
+    println!();
+    println!("Total time (ms) : {}", r.time.as_millis());
+    println!("Nodes searched  : {}", r.nodes);
+    println!("Nodes/second    : {}", r.nps());
     Ok(())
 }

@@ -1,4 +1,31 @@
-//! The chess engine: search, evaluation, transposition table, time
-//! management and the engine thread. Nothing here is async.
+//! The engine: a searcher over `chess` positions and the thread that runs
+//! it. Nothing here is async and nothing does I/O except the `Engine`
+//! handle's event channel; the two front ends (`uci` and the bot) drive it
+//! through `Engine`.
+//!
+//! One idea per file: `score` (values and mate arithmetic), `tt`
+//! (transposition table), `see` (static exchange), `history` (move
+//! ordering statistics), `movepick` (staged move ordering), `eval` and
+//! `params` (the evaluation and its tuned weights), `search` (iterative
+//! deepening and alpha-beta), `limits` and `timeman` (what the caller
+//! asked for and how much time to use), `thread` (the engine thread and
+//! its handle), `bench` (the search signature), `tune` and `datagen` (the
+//! Texel tuner and its training data).
 
+pub mod bench;
+pub mod eval;
+pub mod history;
+pub mod limits;
+pub mod movepick;
+pub mod params;
+pub mod score;
+pub mod search;
+pub mod see;
+pub mod thread;
 pub mod timeman;
+pub mod tt;
+
+pub use limits::Limits;
+pub use score::Score;
+pub use search::{SearchInfo, SearchResult};
+pub use thread::{BestMove, Engine, EngineOptions, Event, GoRequest, SearchId};

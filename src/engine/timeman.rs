@@ -1,144 +1,61 @@
-//! Time management: how long to think on a move, from the clock.
+//! Time management: turns `Limits` and the side to move into a soft limit
+//! (do not start another iteration after it) and a hard limit (abort the
+//! search when it is reached).
 //!
-//! Two limits come out of the clock. The *soft* limit is checked between
-//! iterations of iterative deepening and is stretched or shrunk by how the
-//! search is going (a best move that keeps changing or a falling score
-//! asks for more time, a stable one for less). The *hard* limit is checked
-//! inside the search and is never exceeded. Both already leave out the
-//! move overhead, the time lost between our engine deciding and the
-//! server's clock stopping.
-//!
-//! The shape follows Stockfish 15.1's published formulas: plan for up to
-//! 50 moves, spend a share of the time that grows with the game ply, allow
-//! a few times that share in an emergency, never more than 80% of what is
-//! left.
+//! This is the simple first budget: soft = left/30 + 3/4 inc, hard =
+//! 3 x soft, at most a fifth of the time left, both minus the move
+//! overhead. A later task replaces it with one that scales by best-move
+//! stability and score trend.
 
+use super::limits::Limits;
+use crate::chess::Color;
 use std::time::Duration;
 
-/// Our side's clock at the moment the search starts.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Clock {
-    /// Time left on our clock.
-    pub time: Duration,
-    /// Our increment per move.
-    pub increment: Duration,
-    /// Moves until the next time control, if the control has one.
-    pub moves_to_go: Option<u32>,
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct TimeBudget {
+    /// Do not start a new iteration once this much time has gone.
+    pub soft: Option<Duration>,
+    /// Stop searching when this much time has gone.
+    pub hard: Option<Duration>,
 }
 
-/// The two limits of one search.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Budget {
-    pub soft: Duration,
-    pub hard: Duration,
-}
-
-/// Below this a move is played from whatever depth the search reached.
-const MIN_THINK: Duration = Duration::from_millis(1);
-
-/// The limits for a move at game ply `ply` (0 = White's first move).
-/// `ponder`: we will also think on the opponent's time, so a little more
-/// of our own can be spent.
-pub fn budget(clock: Clock, overhead: Duration, ply: u32, ponder: bool) -> Budget {
-    let time = clock.time.as_secs_f64() * 1000.0;
-    let inc = clock.increment.as_secs_f64() * 1000.0;
-    let overhead = overhead.as_secs_f64() * 1000.0;
-    // What we can spend at all: the clock minus the overhead of this move,
-    // and a safety share of the clock for the very last seconds.
-    let usable = (time - overhead).max(0.0);
-    if usable <= 1.0 {
-        return Budget {
-            soft: MIN_THINK,
-            hard: MIN_THINK,
+/// The budget for a search by `us` under `limits`.
+pub fn budget(limits: &Limits, us: Color) -> TimeBudget {
+    if limits.infinite {
+        return TimeBudget::default();
+    }
+    if let Some(mt) = limits.movetime {
+        let t = mt
+            .saturating_sub(limits.move_overhead)
+            .max(Duration::from_millis(1));
+        return TimeBudget {
+            soft: Some(t),
+            hard: Some(t),
         };
     }
-
-    let mut mtg = clock.moves_to_go.map_or(50.0, |m| m.clamp(1, 50) as f64);
-    // Under one second, plan for fewer moves: spreading crumbs over fifty
-    // moves loses more to overhead than it gains.
-    if time < 1000.0 && mtg / time > 0.05 {
-        mtg = (time * 0.05).max(1.0);
-    }
-    // Time we expect to have over the next `mtg` moves.
-    let left = (time + inc * (mtg - 1.0) - overhead * (2.0 + mtg)).max(1.0);
-    let ply = ply as f64;
-
-    let (opt_scale, max_scale) = if clock.moves_to_go.is_none() {
-        let opt = (0.0120 + (ply + 3.0).powf(0.45) * 0.0039).min(0.2 * time / left);
-        // With a large increment a little more of the bank is safe.
-        let extra = (1.0 + 12.0 * inc / time.max(1.0)).clamp(1.0, 1.12);
-        (opt * extra, (4.0 + ply / 12.0).min(7.0))
-    } else {
-        let opt = ((0.88 + ply / 116.4) / mtg).min(0.88 * time / left);
-        (opt, (1.5 + 0.11 * mtg).min(6.3))
+    let (time, inc) = match us {
+        Color::White => (limits.wtime, limits.winc),
+        Color::Black => (limits.btime, limits.binc),
     };
-
-    let mut soft = opt_scale * left;
-    let hard = (max_scale * soft).min(0.8 * time - overhead).min(usable);
-    if ponder {
-        soft *= 1.25;
-    }
-    let hard = hard.max(1.0);
-    let soft = soft.clamp(1.0, hard);
-    Budget {
-        soft: Duration::from_secs_f64(soft / 1000.0),
-        hard: Duration::from_secs_f64(hard / 1000.0),
-    }
-}
-
-/// Follows the iterations of one search and says when to stop.
-#[derive(Clone, Debug)]
-pub struct Pacer {
-    budget: Budget,
-    best_move_changes: f64,
-    last_best: u16,
-    last_score: Option<i32>,
-    /// Average of the previous iterations' scores.
-    average_score: Option<i32>,
-}
-
-impl Pacer {
-    pub fn new(budget: Budget) -> Pacer {
-        Pacer {
-            budget,
-            best_move_changes: 0.0,
-            last_best: 0,
-            last_score: None,
-            average_score: None,
-        }
-    }
-
-    pub fn budget(&self) -> Budget {
-        self.budget
-    }
-
-    /// Records a finished iteration (best move as bits, score in cp from
-    /// the side to move) and says whether to start another, given the time
-    /// spent so far.
-    pub fn next_iteration(&mut self, best_move: u16, score: i32, elapsed: Duration) -> bool {
-        // Older changes count less: halve the tally each iteration.
-        self.best_move_changes *= 0.5;
-        if self.last_score.is_some() && best_move != self.last_best {
-            self.best_move_changes += 1.0;
-        }
-        self.last_best = best_move;
-        let previous = self.average_score.unwrap_or(score);
-        let falling = ((previous - score).clamp(-500, 500)) as f64;
-        self.average_score = Some(match self.average_score {
-            Some(avg) => (avg + score) / 2,
-            None => score,
-        });
-        self.last_score = Some(score);
-
-        // A falling score means trouble we have just seen: think longer.
-        // An unstable best move: think longer. A stable one: stop early.
-        let falling_factor = (1.0 + falling / 200.0).clamp(0.6, 1.6);
-        let instability = 0.75 + 0.9 * self.best_move_changes;
-        let target = self.budget.soft.as_secs_f64() * falling_factor * instability;
-        let target = target.min(self.budget.hard.as_secs_f64());
-        // Another iteration takes a multiple of the last one: don't start
-        // it if it cannot finish before the target.
-        elapsed.as_secs_f64() < target * 0.6
+    let Some(left) = time else {
+        return TimeBudget::default();
+    };
+    let inc = inc.unwrap_or_default();
+    let overhead = limits.move_overhead;
+    // What we may spend at most, keeping the overhead for every move.
+    let usable = left.saturating_sub(overhead);
+    let moves = limits.movestogo.map_or(30, |m| m.clamp(1, 30));
+    let soft = usable / moves + inc * 3 / 4;
+    let cap = if limits.movestogo == Some(1) {
+        usable * 4 / 5
+    } else {
+        usable / 5
+    };
+    let hard = (soft * 3).min(cap).max(Duration::from_millis(1));
+    let soft = soft.min(hard);
+    TimeBudget {
+        soft: Some(soft),
+        hard: Some(hard),
     }
 }
 
@@ -150,83 +67,37 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    fn clock(time: u64, inc: u64, mtg: Option<u32>) -> Clock {
-        Clock {
-            time: ms(time),
-            increment: ms(inc),
-            moves_to_go: mtg,
-        }
-    }
-
     #[test]
-    fn limits_never_exceed_the_clock() {
-        let overhead = ms(50);
-        for time in [
-            0, 1, 20, 50, 51, 100, 300, 1000, 5000, 60_000, 600_000, 10_800_000,
-        ] {
-            for inc in [0, 10, 100, 2000, 30_000] {
-                for mtg in [None, Some(1), Some(2), Some(40)] {
-                    for ply in [0, 1, 30, 80, 300] {
-                        let b = budget(clock(time, inc, mtg), overhead, ply, ply % 2 == 0);
-                        assert!(b.soft <= b.hard, "{time} {inc} {mtg:?} {ply}: {b:?}");
-                        let usable = ms(time).saturating_sub(overhead).max(MIN_THINK);
-                        assert!(b.hard <= usable, "{time} {inc} {mtg:?} {ply}: {b:?}");
-                        if time >= 1000 {
-                            assert!(b.hard.as_secs_f64() <= 0.8 * time as f64 / 1000.0);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn sensible_shares_at_common_controls() {
-        // Blitz 3+2, first move: a few seconds at most, well above zero.
-        let b = budget(clock(180_000, 2000, None), ms(50), 0, false);
-        assert!(b.soft > ms(2000) && b.soft < ms(8000), "{b:?}");
-        // Bullet 1+0 with 2 s left: a small fraction.
-        let b = budget(clock(2000, 0, None), ms(50), 80, false);
-        assert!(b.hard < ms(700), "{b:?}");
-        // The last move before the time control may use most of the time,
-        // but not all of it.
-        let b = budget(clock(10_000, 0, Some(1)), ms(50), 60, false);
-        assert!(b.soft > ms(3000) && b.hard <= ms(8000), "{b:?}");
-        // More time never means a smaller budget.
-        let mut prev = Duration::ZERO;
-        for t in (1..200).map(|k| k * 500) {
-            let b = budget(clock(t, 0, None), ms(50), 40, false);
-            assert!(b.soft >= prev, "{t}: {b:?}");
-            prev = b.soft;
-        }
-    }
-
-    #[test]
-    fn pacer_stops_sooner_when_stable_and_later_when_falling() {
-        let b = Budget {
-            soft: ms(1000),
-            hard: ms(4000),
+    fn clock_budgets() {
+        let limits = Limits {
+            wtime: Some(ms(60_000)),
+            winc: Some(ms(1_000)),
+            btime: Some(ms(1_000)),
+            move_overhead: ms(50),
+            ..Limits::default()
         };
-        let mut stable = Pacer::new(b);
-        let mut stop_stable = None;
-        for i in 0..30 {
-            if !stable.next_iteration(7, 30, ms(100 * i)) {
-                stop_stable = Some(i);
-                break;
-            }
-        }
-        let mut falling = Pacer::new(b);
-        let mut stop_falling = None;
-        for i in 0..30 {
-            let best = if i % 2 == 0 { 7 } else { 9 };
-            if !falling.next_iteration(best, 30 - 40 * i as i32, ms(100 * i)) {
-                stop_falling = Some(i);
-                break;
-            }
-        }
-        let (s, f) = (stop_stable.unwrap(), stop_falling.unwrap());
-        assert!(s < f, "stable stopped at {s}, unstable/falling at {f}");
-        // Never past the hard limit.
-        assert!(f * 100 <= 4000);
+        let b = budget(&limits, Color::White);
+        let soft = b.soft.unwrap();
+        let hard = b.hard.unwrap();
+        assert!(soft > ms(2_000) && soft < ms(3_500), "{soft:?}");
+        assert!(hard >= soft && hard <= ms(12_000));
+        // Almost no time left: tiny but non-zero budget, under the clock.
+        let b = budget(&limits, Color::Black);
+        assert!(b.hard.unwrap() <= ms(200) && b.hard.unwrap() > ms(0));
+        let zero = Limits {
+            btime: Some(ms(0)),
+            ..Limits::default()
+        };
+        assert_eq!(budget(&zero, Color::Black).hard, Some(ms(1)));
+        let mt = Limits {
+            movetime: Some(ms(500)),
+            move_overhead: ms(20),
+            ..Limits::default()
+        };
+        assert_eq!(budget(&mt, Color::White).hard, Some(ms(480)));
+        assert_eq!(
+            budget(&Limits::default(), Color::White),
+            TimeBudget::default()
+        );
     }
 }

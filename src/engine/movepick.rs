@@ -1,0 +1,343 @@
+//! Staged move ordering. Moves come out best-guess first so that alpha-beta
+//! cuts as early as possible, and are generated lazily: a cutoff on the
+//! transposition-table move costs no move generation at all.
+//!
+//! Main search: TT move, good captures (MVV/LVA plus capture history,
+//! SEE at least 0), two killers, the countermove, quiets by history, bad
+//! captures.
+//! Quiescence: TT move if noisy, then every noisy move by MVV/LVA; when in
+//! check the main search order is used so that all evasions are tried.
+
+use super::history::{ContKey, History};
+use super::see::{SEE_VALUE, see_ge};
+use crate::chess::{MAX_MOVES, Move, MoveList, Position, Role};
+
+/// Whether `m` is a capture (castling is "king takes own rook" internally
+/// and is no capture).
+#[inline(always)]
+pub fn is_capture(pos: &Position, m: Move) -> bool {
+    m.is_en_passant() || (!m.is_castle() && pos.piece_at(m.to()).is_some())
+}
+
+/// Captures, en passant and queen promotions: what `generate_noisy` makes.
+#[inline(always)]
+pub fn is_noisy(pos: &Position, m: Move) -> bool {
+    is_capture(pos, m) || m.promotion_role() == Some(Role::Queen)
+}
+
+/// The role captured by `m`, if any.
+#[inline(always)]
+pub fn captured_role(pos: &Position, m: Move) -> Option<Role> {
+    if m.is_en_passant() {
+        Some(Role::Pawn)
+    } else if m.is_castle() {
+        None
+    } else {
+        pos.role_at(m.to())
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Stage {
+    TtMove,
+    GenNoisy,
+    GoodNoisy,
+    Killer1,
+    Killer2,
+    Counter,
+    GenQuiet,
+    Quiet,
+    BadNoisy,
+    QGenNoisy,
+    QNoisy,
+    Done,
+}
+
+/// What the ordering needs to know about the path to this node.
+#[derive(Copy, Clone, Default)]
+pub struct OrderingContext {
+    pub killers: [Move; 2],
+    pub counter: Move,
+    /// Continuation keys of the moves one and two plies earlier.
+    pub cont: [ContKey; 2],
+}
+
+pub struct MovePicker {
+    stage: Stage,
+    tt_move: Move,
+    ctx: OrderingContext,
+    list: MoveList,
+    scores: [i32; MAX_MOVES],
+    idx: usize,
+    bad: MoveList,
+    bad_idx: usize,
+    /// Set by the search when late quiet moves are no longer wanted.
+    pub skip_quiets: bool,
+    qsearch: bool,
+}
+
+impl MovePicker {
+    /// For the main search (and for quiescence nodes in check).
+    pub fn new(pos: &Position, tt_move: Move, ctx: OrderingContext) -> MovePicker {
+        let tt_ok = !tt_move.is_none() && pos.is_legal(tt_move);
+        MovePicker {
+            stage: if tt_ok {
+                Stage::TtMove
+            } else {
+                Stage::GenNoisy
+            },
+            tt_move: if tt_ok { tt_move } else { Move::NONE },
+            ctx,
+            list: MoveList::new(),
+            scores: [0; MAX_MOVES],
+            idx: 0,
+            bad: MoveList::new(),
+            bad_idx: 0,
+            skip_quiets: false,
+            qsearch: false,
+        }
+    }
+
+    /// For quiescence nodes not in check: noisy moves only.
+    pub fn new_qsearch(pos: &Position, tt_move: Move) -> MovePicker {
+        let tt_ok = !tt_move.is_none() && is_noisy(pos, tt_move) && pos.is_legal(tt_move);
+        MovePicker {
+            stage: if tt_ok {
+                Stage::TtMove
+            } else {
+                Stage::QGenNoisy
+            },
+            tt_move: if tt_ok { tt_move } else { Move::NONE },
+            ctx: OrderingContext::default(),
+            list: MoveList::new(),
+            scores: [0; MAX_MOVES],
+            idx: 0,
+            bad: MoveList::new(),
+            bad_idx: 0,
+            skip_quiets: true,
+            qsearch: true,
+        }
+    }
+
+    /// Whether the picker has reached the losing captures.
+    pub fn in_bad_captures(&self) -> bool {
+        self.stage == Stage::BadNoisy
+    }
+
+    fn score_noisy(&mut self, pos: &Position, hist: &History) {
+        for (i, &m) in self.list.iter().enumerate() {
+            let victim = captured_role(pos, m).map_or(0, |r| SEE_VALUE[r.index()]);
+            let promo = match m.promotion_role() {
+                Some(r) => SEE_VALUE[r.index()] - SEE_VALUE[0],
+                None => 0,
+            };
+            let hist_score = match (pos.piece_at(m.from()), captured_role(pos, m)) {
+                (Some(p), Some(c)) => hist.capture(p, m.to(), c),
+                _ => 0,
+            };
+            // Most valuable victim first; history breaks the ties between
+            // attackers better than a fixed least-valuable-attacker rule.
+            self.scores[i] = 8 * (victim + promo) + hist_score / 16;
+        }
+    }
+
+    fn score_quiet(&mut self, pos: &Position, hist: &History) {
+        let us = pos.turn();
+        for (i, &m) in self.list.iter().enumerate() {
+            let Some(p) = pos.piece_at(m.from()) else {
+                continue;
+            };
+            let key = ContKey::new(p, m.to());
+            self.scores[i] = hist.butterfly(us, m)
+                + hist.continuation(self.ctx.cont[0], key)
+                + hist.continuation(self.ctx.cont[1], key);
+        }
+    }
+
+    /// Sorts `list[idx..]` by descending score (insertion sort: the lists
+    /// are short and often nearly sorted).
+    fn sort(&mut self) {
+        let n = self.list.len();
+        let moves = self.list.as_mut_slice();
+        for i in 1..n {
+            let (m, s) = (moves[i], self.scores[i]);
+            let mut j = i;
+            while j > 0 && self.scores[j - 1] < s {
+                moves[j] = moves[j - 1];
+                self.scores[j] = self.scores[j - 1];
+                j -= 1;
+            }
+            moves[j] = m;
+            self.scores[j] = s;
+        }
+    }
+
+    fn is_special(&self, m: Move) -> bool {
+        m == self.tt_move
+            || m == self.ctx.killers[0]
+            || m == self.ctx.killers[1]
+            || m == self.ctx.counter
+    }
+
+    /// The next move to try, or `None` when all have been returned.
+    pub fn next(&mut self, pos: &Position, hist: &History) -> Option<Move> {
+        loop {
+            match self.stage {
+                Stage::TtMove => {
+                    self.stage = if self.qsearch {
+                        Stage::QGenNoisy
+                    } else {
+                        Stage::GenNoisy
+                    };
+                    return Some(self.tt_move);
+                }
+                Stage::GenNoisy => {
+                    self.list.clear();
+                    pos.generate_noisy(&mut self.list);
+                    self.score_noisy(pos, hist);
+                    self.sort();
+                    self.idx = 0;
+                    self.stage = Stage::GoodNoisy;
+                }
+                Stage::GoodNoisy => {
+                    while self.idx < self.list.len() {
+                        let m = self.list[self.idx];
+                        self.idx += 1;
+                        if m == self.tt_move {
+                            continue;
+                        }
+                        if see_ge(pos, m, 0) {
+                            return Some(m);
+                        }
+                        self.bad.push(m);
+                    }
+                    self.stage = Stage::Killer1;
+                }
+                Stage::Killer1 | Stage::Killer2 | Stage::Counter => {
+                    let (m, next) = match self.stage {
+                        Stage::Killer1 => (self.ctx.killers[0], Stage::Killer2),
+                        Stage::Killer2 => (self.ctx.killers[1], Stage::Counter),
+                        _ => (self.ctx.counter, Stage::GenQuiet),
+                    };
+                    let dup = match self.stage {
+                        Stage::Killer1 => m == self.tt_move,
+                        Stage::Killer2 => m == self.tt_move || m == self.ctx.killers[0],
+                        _ => {
+                            m == self.tt_move
+                                || m == self.ctx.killers[0]
+                                || m == self.ctx.killers[1]
+                        }
+                    };
+                    self.stage = next;
+                    if !self.skip_quiets
+                        && !m.is_none()
+                        && !dup
+                        && !is_noisy(pos, m)
+                        && pos.is_legal(m)
+                    {
+                        return Some(m);
+                    }
+                }
+                Stage::GenQuiet => {
+                    if self.skip_quiets {
+                        self.stage = Stage::BadNoisy;
+                        continue;
+                    }
+                    self.list.clear();
+                    pos.generate_quiet(&mut self.list);
+                    self.score_quiet(pos, hist);
+                    self.sort();
+                    self.idx = 0;
+                    self.stage = Stage::Quiet;
+                }
+                Stage::Quiet => {
+                    while self.idx < self.list.len() {
+                        let m = self.list[self.idx];
+                        self.idx += 1;
+                        // Once quiets are skipped, under-promotions (which
+                        // the generator files as quiet) are still tried.
+                        if !self.is_special(m) && (!self.skip_quiets || m.is_promotion()) {
+                            return Some(m);
+                        }
+                    }
+                    self.stage = Stage::BadNoisy;
+                }
+                Stage::BadNoisy => {
+                    if self.bad_idx < self.bad.len() {
+                        let m = self.bad[self.bad_idx];
+                        self.bad_idx += 1;
+                        return Some(m);
+                    }
+                    self.stage = Stage::Done;
+                }
+                Stage::QGenNoisy => {
+                    self.list.clear();
+                    pos.generate_noisy(&mut self.list);
+                    self.score_noisy(pos, hist);
+                    self.sort();
+                    self.idx = 0;
+                    self.stage = Stage::QNoisy;
+                }
+                Stage::QNoisy => {
+                    while self.idx < self.list.len() {
+                        let m = self.list[self.idx];
+                        self.idx += 1;
+                        if m != self.tt_move {
+                            return Some(m);
+                        }
+                    }
+                    self.stage = Stage::Done;
+                }
+                Stage::Done => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_moves(fen: &str, tt: &str) -> Vec<Move> {
+        let pos = Position::from_fen(fen).unwrap();
+        let tt = pos.parse_uci(tt, false).unwrap_or(Move::NONE);
+        let hist = History::new();
+        let mut mp = MovePicker::new(&pos, tt, OrderingContext::default());
+        let mut out = Vec::new();
+        while let Some(m) = mp.next(&pos, &hist) {
+            out.push(m);
+        }
+        out
+    }
+
+    #[test]
+    fn every_legal_move_exactly_once() {
+        for (fen, tt) in [
+            (
+                "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+                "e2a6",
+            ),
+            ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", "b4f4"),
+            (
+                "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1",
+                "c4c5",
+            ),
+            ("4k3/8/8/8/8/8/8/4K2R w K - 0 1", "e1h1"),
+        ] {
+            let pos = Position::from_fen(fen).unwrap();
+            let mut got = all_moves(fen, tt);
+            let mut want: Vec<Move> = pos.legal_moves().iter().copied().collect();
+            got.sort_by_key(|m| m.to_bits());
+            want.sort_by_key(|m| m.to_bits());
+            assert_eq!(got, want, "{fen}");
+        }
+    }
+
+    #[test]
+    fn tt_move_first_then_best_capture() {
+        let fen = "4k3/8/3q4/2P1r3/3P4/8/8/K6Q w - - 0 1";
+        let moves = all_moves(fen, "a1b1");
+        assert_eq!(moves[0].to_uci(false), "a1b1");
+        assert_eq!(moves[1].to_uci(false), "c5d6");
+    }
+}

@@ -1,0 +1,272 @@
+//! The engine thread and its handle. A search runs on its own OS thread,
+//! never on an async runtime; `Engine` is the one handle both front ends
+//! (the UCI loop and the bot daemon) use to drive it.
+//!
+//! Commands go to the thread over a std channel and are handled in order,
+//! so `set_hash` or `new_game` sent during a search take effect after it.
+//! Each search gets fresh stop/ponder flags, so a `stop` can never be
+//! lost to, or leak into, a neighbouring search. Results come back as
+//! `Event`s on a tokio unbounded channel: sending never blocks, the async
+//! daemon can `.recv().await` and a sync caller can `blocking_recv()`.
+
+use super::limits::Limits;
+use super::search::{SearchControl, SearchInfo, Searcher};
+use super::tt::TranspositionTable;
+use crate::chess::{Move, Position};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// Engine settings that outlive a search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Transposition table size in MiB.
+    pub hash_mb: usize,
+    /// Search threads (currently one thread searches; stored for later).
+    pub threads: usize,
+    /// Number of principal variations reported.
+    pub multipv: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            hash_mb: 16,
+            threads: 1,
+            multipv: 1,
+        }
+    }
+}
+
+/// A request to search one position.
+#[derive(Clone, Debug)]
+pub struct GoRequest {
+    pub position: Position,
+    /// Keys of the game's earlier positions, oldest first, the last one
+    /// being the position just before `position` (for repetitions).
+    pub history: Vec<u64>,
+    pub limits: Limits,
+    /// Start in ponder mode: the clock does not run until `ponderhit`,
+    /// and the best move is held back until `ponderhit` or `stop`.
+    pub ponder: bool,
+}
+
+impl GoRequest {
+    pub fn new(position: Position, history: Vec<u64>, limits: Limits) -> GoRequest {
+        GoRequest {
+            position,
+            history,
+            limits,
+            ponder: false,
+        }
+    }
+}
+
+/// Identifies one `go`: every event carries the id of its search, so a
+/// caller can tell a late answer of a stopped search from the current one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SearchId(pub u64);
+
+/// The answer of a search.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BestMove {
+    /// The move to play; `None` when the position has no legal move.
+    pub mv: Option<Move>,
+    /// The expected reply, to ponder on.
+    pub ponder: Option<Move>,
+}
+
+/// What the engine thread reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Progress of a search (one per completed iteration and PV line).
+    Info { id: SearchId, info: SearchInfo },
+    /// A search is over. Exactly one per `go`.
+    BestMove { id: SearchId, best: BestMove },
+}
+
+struct Flags {
+    stop: AtomicBool,
+    pondering: AtomicBool,
+}
+
+enum Command {
+    Go(SearchId, Box<GoRequest>, Arc<Flags>),
+    NewGame,
+    ClearHash,
+    SetHash(usize),
+    SetThreads(usize),
+    SetMultiPv(usize),
+    Quit,
+}
+
+/// Handle to the engine thread. Dropping it stops any search and joins
+/// the thread.
+pub struct Engine {
+    commands: mpsc::Sender<Command>,
+    current: Option<Arc<Flags>>,
+    next_id: u64,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Starts the engine thread; events go to `events`.
+    pub fn new(options: EngineOptions, events: UnboundedSender<Event>) -> Engine {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("kaissa-search".into())
+            // Deep recursion with a position per frame: give it room.
+            .stack_size(64 << 20)
+            .spawn(move || engine_loop(options, rx, events))
+            .ok();
+        Engine {
+            commands: tx,
+            current: None,
+            next_id: 0,
+            thread,
+        }
+    }
+
+    /// Starts the engine thread with a fresh event channel.
+    pub fn spawn(options: EngineOptions) -> (Engine, UnboundedReceiver<Event>) {
+        let (tx, rx) = unbounded_channel();
+        (Engine::new(options, tx), rx)
+    }
+
+    /// Starts a search; a running one is stopped first (its `BestMove`
+    /// still arrives, with its own id).
+    pub fn go(&mut self, request: GoRequest) -> SearchId {
+        self.stop();
+        self.next_id += 1;
+        let id = SearchId(self.next_id);
+        let flags = Arc::new(Flags {
+            stop: AtomicBool::new(false),
+            pondering: AtomicBool::new(request.ponder),
+        });
+        self.current = Some(flags.clone());
+        self.send(Command::Go(id, Box::new(request), flags));
+        id
+    }
+
+    /// Stops the current search; its `BestMove` follows promptly.
+    pub fn stop(&mut self) {
+        if let Some(f) = self.current.take() {
+            f.stop.store(true, Ordering::SeqCst);
+            self.wake();
+        }
+    }
+
+    /// The opponent played the expected move: the ponder search goes on
+    /// as a normal search under the clock.
+    pub fn ponderhit(&mut self) {
+        if let Some(f) = &self.current {
+            f.pondering.store(false, Ordering::SeqCst);
+            self.wake();
+        }
+    }
+
+    /// A new game starts: forget the table and the history statistics.
+    pub fn new_game(&mut self) {
+        self.send(Command::NewGame);
+    }
+
+    pub fn clear_hash(&mut self) {
+        self.send(Command::ClearHash);
+    }
+
+    pub fn set_hash(&mut self, mb: usize) {
+        self.send(Command::SetHash(mb.clamp(1, 1 << 16)));
+    }
+
+    pub fn set_threads(&mut self, n: usize) {
+        self.send(Command::SetThreads(n.clamp(1, 1024)));
+    }
+
+    pub fn set_multipv(&mut self, n: usize) {
+        self.send(Command::SetMultiPv(n.clamp(1, 256)));
+    }
+
+    fn send(&self, c: Command) {
+        // The thread only ends when the handle is dropped (or it could
+        // not be spawned); a failed send has nobody to tell.
+        let _ = self.commands.send(c);
+    }
+
+    fn wake(&self) {
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop();
+        self.send(Command::Quit);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn engine_loop(
+    mut options: EngineOptions,
+    rx: mpsc::Receiver<Command>,
+    events: UnboundedSender<Event>,
+) {
+    let mut tt = TranspositionTable::new(options.hash_mb);
+    let mut searcher = Searcher::new();
+    while let Ok(cmd) = rx.recv() {
+        match cmd {
+            Command::Go(id, req, flags) => {
+                tt.new_search();
+                let ctrl = SearchControl {
+                    stop: &flags.stop,
+                    pondering: &flags.pondering,
+                };
+                let result = searcher.search(
+                    &req.position,
+                    &req.history,
+                    &req.limits,
+                    options.multipv,
+                    &tt,
+                    &ctrl,
+                    &mut |info| {
+                        let _ = events.send(Event::Info { id, info });
+                    },
+                );
+                // UCI: in infinite or ponder mode the answer waits for
+                // `stop` (or `ponderhit`), even if the search ended early.
+                while !flags.stop.load(Ordering::SeqCst)
+                    && (req.limits.infinite || flags.pondering.load(Ordering::SeqCst))
+                {
+                    std::thread::park_timeout(Duration::from_millis(20));
+                }
+                let _ = events.send(Event::BestMove {
+                    id,
+                    best: BestMove {
+                        mv: result.best,
+                        ponder: result.ponder,
+                    },
+                });
+            }
+            Command::NewGame => {
+                tt.clear();
+                searcher.clear();
+            }
+            Command::ClearHash => tt.clear(),
+            Command::SetHash(mb) => {
+                if mb != options.hash_mb {
+                    options.hash_mb = mb;
+                    tt.resize(mb);
+                }
+            }
+            Command::SetThreads(n) => options.threads = n,
+            Command::SetMultiPv(n) => options.multipv = n,
+            Command::Quit => break,
+        }
+    }
+}

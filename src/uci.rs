@@ -1,0 +1,341 @@
+//! The UCI front end: reads commands line by line, keeps the current
+//! position and options, drives the `Engine` handle, and prints the
+//! engine's events. A printer thread writes `info`/`bestmove` lines while
+//! this loop keeps reading, so `stop`, `ponderhit` and `isready` are
+//! handled during a search.
+//!
+//! Bad input never stops the engine: an unknown or malformed command is
+//! answered with `info string error: ...` and otherwise ignored.
+
+use crate::chess::{CastlingNotation, Move, Position};
+use crate::engine::eval::evaluate;
+use crate::engine::{Engine, EngineOptions, Event, GoRequest, Limits};
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const NAME: &str = "kaissa";
+const DEFAULT_OVERHEAD_MS: u64 = 30;
+
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn say(out: &Out, line: &str) {
+    if let Ok(mut w) = out.lock() {
+        let _ = writeln!(w, "{line}");
+        let _ = w.flush();
+    }
+}
+
+fn moves_to_uci(moves: &[Move], chess960: bool) -> String {
+    let mut s = String::new();
+    for (i, m) in moves.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(&m.to_uci(chess960));
+    }
+    s
+}
+
+/// Formats one engine event as a UCI line.
+pub fn format_event(e: &Event, chess960: bool) -> String {
+    match e {
+        Event::Info { info, .. } => {
+            let mut line = format!(
+                "info depth {} seldepth {} multipv {} score {} nodes {} nps {} time {} hashfull {}",
+                info.depth,
+                info.seldepth,
+                info.multipv,
+                info.score,
+                info.nodes,
+                info.nps,
+                info.time.as_millis(),
+                info.hashfull
+            );
+            if !info.pv.is_empty() {
+                line.push_str(" pv ");
+                line.push_str(&moves_to_uci(&info.pv, chess960));
+            }
+            line
+        }
+        Event::BestMove { best, .. } => match best.mv {
+            Some(m) => match best.ponder {
+                Some(p) => format!(
+                    "bestmove {} ponder {}",
+                    m.to_uci(chess960),
+                    p.to_uci(chess960)
+                ),
+                None => format!("bestmove {}", m.to_uci(chess960)),
+            },
+            None => "bestmove 0000".to_string(),
+        },
+    }
+}
+
+struct Session {
+    engine: Engine,
+    out: Out,
+    chess960: Arc<AtomicBool>,
+    position: Position,
+    /// Keys of the positions before `position`, oldest first.
+    history: Vec<u64>,
+    move_overhead: Duration,
+}
+
+/// Runs the UCI protocol on `input`/`output` until `quit` or end of input.
+pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
+    let out: Out = Arc::new(Mutex::new(output));
+    let chess960 = Arc::new(AtomicBool::new(false));
+    let (engine, mut events) = Engine::spawn(EngineOptions::default());
+    let printer = {
+        let out = out.clone();
+        let chess960 = chess960.clone();
+        std::thread::spawn(move || {
+            while let Some(e) = events.blocking_recv() {
+                say(&out, &format_event(&e, chess960.load(Ordering::Relaxed)));
+            }
+        })
+    };
+    let mut s = Session {
+        engine,
+        out: out.clone(),
+        chess960,
+        position: Position::startpos(),
+        history: Vec::new(),
+        move_overhead: Duration::from_millis(DEFAULT_OVERHEAD_MS),
+    };
+    for line in input.lines() {
+        let Ok(line) = line else {
+            break;
+        };
+        if !s.command(line.trim()) {
+            break;
+        }
+    }
+    // Quit or end of input: stop the search; its bestmove is still printed
+    // before the engine thread ends, which closes the event channel.
+    s.engine.stop();
+    drop(s);
+    let _ = printer.join();
+}
+
+impl Session {
+    fn error(&self, msg: &str) {
+        let clipped: String = msg.chars().take(200).collect();
+        say(&self.out, &format!("info string error: {clipped}"));
+    }
+
+    /// Handles one line; false means quit.
+    fn command(&mut self, line: &str) -> bool {
+        let mut tokens = line.split_whitespace();
+        let Some(cmd) = tokens.next() else {
+            return true;
+        };
+        let rest: Vec<&str> = tokens.collect();
+        match cmd {
+            "uci" => {
+                say(
+                    &self.out,
+                    &format!("id name {NAME} {}", env!("CARGO_PKG_VERSION")),
+                );
+                say(&self.out, "id author the kaissa authors");
+                for opt in [
+                    "option name Hash type spin default 16 min 1 max 65536",
+                    "option name Threads type spin default 1 min 1 max 1024",
+                    "option name MultiPV type spin default 1 min 1 max 256",
+                    "option name Move Overhead type spin default 30 min 0 max 5000",
+                    "option name Ponder type check default false",
+                    "option name UCI_Chess960 type check default false",
+                    "option name Clear Hash type button",
+                ] {
+                    say(&self.out, opt);
+                }
+                say(&self.out, "uciok");
+            }
+            "isready" => say(&self.out, "readyok"),
+            "ucinewgame" => {
+                self.engine.new_game();
+                self.position = Position::startpos();
+                self.history.clear();
+            }
+            "position" => self.position_command(&rest),
+            "go" => self.go(&rest),
+            "stop" => self.engine.stop(),
+            "ponderhit" => self.engine.ponderhit(),
+            "setoption" => self.setoption(&rest),
+            "quit" => return false,
+            "d" => say(
+                &self.out,
+                &format!(
+                    "info string fen {}",
+                    self.position.to_fen(CastlingNotation::XFen)
+                ),
+            ),
+            "eval" => say(
+                &self.out,
+                &format!(
+                    "info string static eval {} cp (side to move)",
+                    evaluate(&self.position)
+                ),
+            ),
+            "debug" | "register" => {}
+            _ => self.error(&format!("unknown command {cmd:?}")),
+        }
+        true
+    }
+
+    fn position_command(&mut self, args: &[&str]) {
+        let chess960 = self.chess960.load(Ordering::Relaxed);
+        let moves_at = args.iter().position(|&t| t == "moves");
+        let setup = &args[..moves_at.unwrap_or(args.len())];
+        let start = match setup.first() {
+            Some(&"startpos") if setup.len() == 1 => Position::startpos(),
+            Some(&"fen") if setup.len() > 1 => match Position::from_fen(&setup[1..].join(" ")) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.error(&format!("invalid FEN: {e}"));
+                    return;
+                }
+            },
+            _ => {
+                self.error("expected: position startpos|fen <fen> [moves ...]");
+                return;
+            }
+        };
+        let mut pos = start;
+        let mut history = Vec::new();
+        if let Some(i) = moves_at {
+            for tok in &args[i + 1..] {
+                match pos.parse_uci(tok, chess960) {
+                    Ok(m) => {
+                        history.push(pos.key());
+                        pos = pos.play(m);
+                    }
+                    Err(e) => {
+                        // Keep the position reached before the bad move.
+                        self.error(&format!("{e}; position set before it"));
+                        break;
+                    }
+                }
+            }
+        }
+        self.position = pos;
+        self.history = history;
+    }
+
+    fn go(&mut self, args: &[&str]) {
+        let chess960 = self.chess960.load(Ordering::Relaxed);
+        let mut limits = Limits {
+            move_overhead: self.move_overhead,
+            ..Limits::default()
+        };
+        let mut ponder = false;
+        let mut i = 0;
+        while i < args.len() {
+            let key = args[i];
+            i += 1;
+            let value = args.get(i).copied();
+            let ms = |v: Option<&str>| -> Option<Duration> {
+                v.and_then(|s| s.parse::<i64>().ok())
+                    .map(|n| Duration::from_millis(n.max(0) as u64))
+            };
+            let num = |v: Option<&str>| -> Option<u64> { v.and_then(|s| s.parse::<u64>().ok()) };
+            let mut bad = false;
+            match key {
+                "infinite" => limits.infinite = true,
+                "ponder" => ponder = true,
+                "wtime" | "btime" | "winc" | "binc" | "movetime" => {
+                    let d = ms(value);
+                    bad = d.is_none();
+                    match key {
+                        "wtime" => limits.wtime = d,
+                        "btime" => limits.btime = d,
+                        "winc" => limits.winc = d,
+                        "binc" => limits.binc = d,
+                        _ => limits.movetime = d,
+                    }
+                    i += 1;
+                }
+                "depth" | "nodes" | "mate" | "movestogo" => {
+                    let n = num(value);
+                    bad = n.is_none();
+                    match key {
+                        "depth" => limits.depth = n.map(|n| n.min(1000) as u32),
+                        "nodes" => limits.nodes = n,
+                        "mate" => limits.mate = n.map(|n| n.min(1000) as u32),
+                        _ => limits.movestogo = n.map(|n| n.min(1000) as u32),
+                    }
+                    i += 1;
+                }
+                "searchmoves" => {
+                    while let Some(tok) = args.get(i) {
+                        match self.position.parse_uci(tok, chess960) {
+                            Ok(m) => limits.searchmoves.push(m),
+                            Err(_) => break,
+                        }
+                        i += 1;
+                    }
+                }
+                other => self.error(&format!("go: unknown parameter {other:?} ignored")),
+            }
+            if bad {
+                self.error(&format!("go: bad value for {key} ignored"));
+            }
+        }
+        self.engine.go(GoRequest {
+            position: self.position.clone(),
+            history: self.history.clone(),
+            limits,
+            ponder,
+        });
+    }
+
+    fn setoption(&mut self, args: &[&str]) {
+        // setoption name <words...> [value <words...>]
+        if args.first() != Some(&"name") {
+            self.error("expected: setoption name <name> [value <value>]");
+            return;
+        }
+        let value_at = args.iter().position(|&t| t == "value");
+        let name = args[1..value_at.unwrap_or(args.len())]
+            .join(" ")
+            .to_lowercase();
+        let value = value_at.map(|i| args[i + 1..].join(" "));
+        let int = |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse::<u64>().ok());
+        let boolean = |v: &Option<String>| match v.as_deref().map(str::trim) {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        };
+        match name.as_str() {
+            "hash" => match int(&value) {
+                Some(mb) if (1..=65536).contains(&mb) => self.engine.set_hash(mb as usize),
+                _ => self.error("Hash: expected 1..65536 (MiB)"),
+            },
+            "threads" => match int(&value) {
+                Some(n) if (1..=1024).contains(&n) => self.engine.set_threads(n as usize),
+                _ => self.error("Threads: expected 1..1024"),
+            },
+            "multipv" => match int(&value) {
+                Some(n) if (1..=256).contains(&n) => self.engine.set_multipv(n as usize),
+                _ => self.error("MultiPV: expected 1..256"),
+            },
+            "move overhead" => match int(&value) {
+                Some(n) if n <= 5000 => self.move_overhead = Duration::from_millis(n),
+                _ => self.error("Move Overhead: expected 0..5000 (ms)"),
+            },
+            "uci_chess960" => match boolean(&value) {
+                Some(b) => self.chess960.store(b, Ordering::Relaxed),
+                None => self.error("UCI_Chess960: expected true or false"),
+            },
+            "ponder" => {
+                if boolean(&value).is_none() {
+                    self.error("Ponder: expected true or false");
+                }
+            }
+            "clear hash" => self.engine.clear_hash(),
+            _ => self.error(&format!("unknown option {name:?}")),
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The `Engine` handle as the bot daemon uses it: go/stop/ponderhit,
+//! one `BestMove` per search with its id, legal moves even when stopped
+//! at once, history-aware draws, and a clean drop.
+
+use kaissa::chess::Position;
+use kaissa::engine::{BestMove, Engine, EngineOptions, Event, GoRequest, Limits, SearchId};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn wait_best(rx: &mut UnboundedReceiver<Event>, want: SearchId) -> (BestMove, usize) {
+    let mut infos = 0;
+    loop {
+        match rx.blocking_recv().expect("engine alive") {
+            Event::Info { id, .. } if id == want => infos += 1,
+            Event::BestMove { id, best } if id == want => return (best, infos),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn go_stop_and_ponderhit() {
+    let (mut engine, mut rx) = Engine::spawn(EngineOptions::default());
+    let pos = Position::startpos();
+
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(5)));
+    let (best, infos) = wait_best(&mut rx, id);
+    assert!(pos.is_legal(best.mv.expect("a move")));
+    assert!(infos >= 5);
+
+    // Stopped before it could finish anything: still a legal move.
+    let limits = Limits {
+        infinite: true,
+        ..Limits::default()
+    };
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], limits.clone()));
+    engine.stop();
+    let (best, _) = wait_best(&mut rx, id);
+    assert!(pos.is_legal(best.mv.expect("a move")));
+
+    // A new go supersedes a running one; both answer, in order.
+    let first = engine.go(GoRequest::new(pos.clone(), vec![], limits));
+    let second = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(3)));
+    assert!(second > first);
+    let (b1, _) = wait_best(&mut rx, first);
+    let (b2, _) = wait_best(&mut rx, second);
+    assert!(b1.mv.is_some() && b2.mv.is_some());
+
+    // Pondering ignores the clock until ponderhit, then obeys it.
+    let clock = Limits {
+        wtime: Some(Duration::from_millis(3_000)),
+        btime: Some(Duration::from_millis(3_000)),
+        ..Limits::default()
+    };
+    let mut req = GoRequest::new(pos.clone(), vec![], clock);
+    req.ponder = true;
+    let id = engine.go(req);
+    std::thread::sleep(Duration::from_millis(700));
+    // Still thinking: no answer yet.
+    while let Ok(e) = rx.try_recv() {
+        assert!(
+            !matches!(e, Event::BestMove { .. }),
+            "answered while pondering"
+        );
+    }
+    let hit = Instant::now();
+    engine.ponderhit();
+    let (best, _) = wait_best(&mut rx, id);
+    assert!(best.mv.is_some());
+    assert!(hit.elapsed() < Duration::from_secs(2));
+
+    // No legal move: an answer without a move.
+    let mated = Position::from_fen("R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1").expect("valid");
+    let id = engine.go(GoRequest::new(mated, vec![], Limits::depth(4)));
+    assert_eq!(
+        wait_best(&mut rx, id).0,
+        BestMove {
+            mv: None,
+            ponder: None
+        }
+    );
+
+    engine.set_hash(4);
+    engine.set_multipv(3);
+    engine.new_game();
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(4)));
+    let (_, infos) = wait_best(&mut rx, id);
+    assert_eq!(infos, 12, "3 lines x 4 depths");
+
+    // Dropping the handle while it searches stops and joins the thread.
+    engine.go(GoRequest::new(
+        pos,
+        vec![],
+        Limits {
+            infinite: true,
+            ..Limits::default()
+        },
+    ));
+    drop(engine);
+}

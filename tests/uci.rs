@@ -1,0 +1,184 @@
+//! UCI transcripts against the real binary: handshake, searches, stop,
+//! bad input, no legal moves, end of input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+struct Uci {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Uci {
+    fn start() -> Uci {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kaissa"))
+            .arg("uci")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start kaissa uci");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Uci {
+            child,
+            stdin,
+            lines: rx,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Lines up to and including the first that starts with `prefix`.
+    fn until(&self, prefix: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no {prefix:?} line; got {out:?}"));
+            let done = line.starts_with(prefix);
+            out.push(line);
+            if done {
+                return out;
+            }
+        }
+    }
+
+    fn close(mut self) -> Vec<String> {
+        self.stdin.take();
+        let mut rest = Vec::new();
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(30)) {
+            rest.push(l);
+        }
+        let status = self.child.wait().expect("exit");
+        assert!(status.success());
+        rest
+    }
+}
+
+fn bestmove(lines: &[String]) -> String {
+    let last = lines.last().expect("a line");
+    last.split_whitespace()
+        .nth(1)
+        .expect("bestmove arg")
+        .to_string()
+}
+
+#[test]
+fn handshake_search_and_bad_input() {
+    let mut e = Uci::start();
+    e.send("uci");
+    let lines = e.until("uciok");
+    assert!(lines.iter().any(|l| l.starts_with("id name kaissa")));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("option name Hash type spin"))
+    );
+    e.send("isready");
+    e.until("readyok");
+
+    e.send("position startpos moves e2e4 e7e5");
+    e.send("go depth 6");
+    let lines = e.until("bestmove");
+    let info = lines
+        .iter()
+        .find(|l| l.starts_with("info depth 6"))
+        .expect("depth 6 info");
+    assert!(
+        info.contains(" score cp ") || info.contains(" score mate "),
+        "{info}"
+    );
+    assert!(info.contains(" pv "));
+    let m = bestmove(&lines);
+    let pos = kaissa::chess::Position::startpos();
+    let pos = pos.play(pos.parse_uci("e2e4", false).unwrap());
+    let pos = pos.play(pos.parse_uci("e7e5", false).unwrap());
+    assert!(pos.parse_uci(&m, false).is_ok(), "illegal bestmove {m}");
+
+    // Garbage is reported and ignored.
+    e.send("flibbertigibbet 42");
+    e.until("info string error");
+    // A bad value is reported and ignored: this one searches until stopped.
+    e.send("go depth banana");
+    e.until("info string error");
+    e.send("stop");
+    e.until("bestmove");
+    e.send("setoption name Hash value lots");
+    e.until("info string error");
+    e.send("position fen not/a/fen w - - 0 1");
+    e.until("info string error");
+    e.send("isready");
+    e.until("readyok");
+
+    // An illegal move keeps the position reached before it.
+    e.send("position startpos moves e2e4 e2e4");
+    e.until("info string error");
+    e.send("go depth 3");
+    let m = bestmove(&e.until("bestmove"));
+    let after_e4 = kaissa::chess::Position::startpos();
+    let after_e4 = after_e4.play(after_e4.parse_uci("e2e4", false).unwrap());
+    assert!(
+        after_e4.parse_uci(&m, false).is_ok(),
+        "{m} not a Black move"
+    );
+
+    // Infinite search stops on request with a legal move.
+    e.send("position startpos");
+    e.send("go infinite");
+    std::thread::sleep(Duration::from_millis(300));
+    e.send("stop");
+    let m = bestmove(&e.until("bestmove"));
+    assert!(
+        kaissa::chess::Position::startpos()
+            .parse_uci(&m, false)
+            .is_ok()
+    );
+
+    // Checkmated: nothing to play.
+    e.send("position fen R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1");
+    e.send("go depth 5");
+    assert_eq!(bestmove(&e.until("bestmove")), "0000");
+
+    // Clock-based search answers within the budget.
+    e.send("setoption name Move Overhead value 10");
+    e.send("position startpos");
+    e.send("go wtime 2000 btime 2000 winc 0 binc 0");
+    bestmove(&e.until("bestmove"));
+
+    // End of input while searching: the bestmove is still printed.
+    e.send("go infinite");
+    std::thread::sleep(Duration::from_millis(100));
+    let rest = e.close();
+    assert!(rest.iter().any(|l| l.starts_with("bestmove ")), "{rest:?}");
+}
+
+#[test]
+fn chess960_castling_notation() {
+    let mut e = Uci::start();
+    e.send("setoption name UCI_Chess960 value true");
+    // Only castling (king takes rook) or king moves; the king is attacked
+    // along the e-file... keep it simple: a legal king-takes-rook parse.
+    e.send("position fen 4k3/8/8/8/8/8/8/4K2R w K - 0 1 moves e1h1");
+    e.send("d");
+    let lines = e.until("info string fen");
+    assert!(lines.last().unwrap().contains("5RK1"), "{lines:?}");
+    e.send("quit");
+    e.close();
+}
