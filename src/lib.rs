@@ -1,6 +1,9 @@
 //! kaissa: a Lichess bot daemon with its own chess engine.
 //!
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
-//! and `bot` are the two front ends, `lichess` talks to the server.
+//! and `bot` are the two front ends, `lichess` talks to the server,
+//! `config` loads and validates the daemon's settings.
 
 pub mod chess;
+pub mod config;
+pub mod lichess;
