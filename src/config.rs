@@ -455,9 +455,7 @@ impl ChatConfig {
     /// assert_eq!(ChatConfig::render("gg {opponent}, {me} out", "kaissa", "bob"), "gg bob, kaissa out");
     /// ```
     pub fn render(template: &str, me: &str, opponent: &str) -> String {
-        let text = template
-            .replace("{me}", me)
-            .replace("{opponent}", opponent);
+        let text = template.replace("{me}", me).replace("{opponent}", opponent);
         text.chars().take(MAX_CHAT_LEN).collect()
     }
 }
@@ -503,9 +501,8 @@ impl Config {
                 source,
             })?;
             let origin = path.display().to_string();
-            builder = builder.add_source(
-                config::File::from_str(&text, config::FileFormat::Toml).required(true),
-            );
+            builder = builder
+                .add_source(config::File::from_str(&text, config::FileFormat::Toml).required(true));
             // Syntax errors are reported before anything else, with the path.
             builder
                 .build_cloned()
@@ -545,7 +542,10 @@ impl Config {
         if l.stream_timeout_secs == 0 {
             return Err(invalid("lichess.stream_timeout_secs", "must be at least 1"));
         }
-        if l.token_file.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+        if l.token_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
             return Err(invalid("lichess.token_file", "is empty"));
         }
 
@@ -564,7 +564,12 @@ impl Config {
         }
 
         let c = &self.challenge;
-        check_order("challenge.min_base", c.min_base, "challenge.max_base", c.max_base)?;
+        check_order(
+            "challenge.min_base",
+            c.min_base,
+            "challenge.max_base",
+            c.max_base,
+        )?;
         check_order(
             "challenge.min_increment",
             c.min_increment,
@@ -826,9 +831,10 @@ fn translate(error: config::ConfigError, origin: Option<&str>) -> ConfigError {
                 other => {
                     let inner = translate(other, origin);
                     match inner {
-                        ConfigError::Invalid { key: inner_key, message } if !key.is_empty() => {
-                            invalid(&join_key(&key, &inner_key), message)
-                        }
+                        ConfigError::Invalid {
+                            key: inner_key,
+                            message,
+                        } if !key.is_empty() => invalid(&join_key(&key, &inner_key), message),
                         ConfigError::UnknownKey { key: inner_key } => ConfigError::UnknownKey {
                             key: join_key(&key, &inner_key),
                         },
@@ -1036,11 +1042,17 @@ mod tests {
                 "[challenge]\nmin_rating = 2500\nmax_rating = 2000\n",
                 "challenge.min_rating:",
             ),
-            ("[bot]\nconcurrency = 0\n", "bot.concurrency: must be at least 1"),
+            (
+                "[bot]\nconcurrency = 0\n",
+                "bot.concurrency: must be at least 1",
+            ),
             ("[engine]\nthreads = 0\n", "engine.threads:"),
             ("[engine]\nhash_mb = 0\n", "engine.hash_mb:"),
             ("[lichess]\nurl = \"lichess.org\"\n", "lichess.url:"),
-            ("[lichess]\nstream_timeout_secs = 0\n", "lichess.stream_timeout_secs:"),
+            (
+                "[lichess]\nstream_timeout_secs = 0\n",
+                "lichess.stream_timeout_secs:",
+            ),
             (
                 "[challenge]\naccept_bots = false\nonly_bots = true\n",
                 "challenge.only_bots:",
@@ -1146,7 +1158,11 @@ mod tests {
         let mut config = Config::default();
         config.lichess.token_file = Some(PathBuf::from("/nonexistent/token"));
         let error = config.load_token(&no_env).unwrap_err();
-        assert!(error.to_string().starts_with("token file /nonexistent/token"));
+        assert!(
+            error
+                .to_string()
+                .starts_with("token file /nonexistent/token")
+        );
     }
 
     #[test]

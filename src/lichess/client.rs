@@ -339,7 +339,10 @@ pub type GameStream = NdjsonStream<ByteStream, GameEvent>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChallengeTime {
     /// Real time: initial time and increment in seconds.
-    Clock { limit_secs: u32, increment_secs: u32 },
+    Clock {
+        limit_secs: u32,
+        increment_secs: u32,
+    },
     /// Correspondence: days per move.
     Correspondence { days: u32 },
     /// No clock.
@@ -582,8 +585,7 @@ impl Client {
     /// connect Lichess replays open challenges and ongoing games. Opening
     /// it closes any other event stream of the same token.
     pub async fn stream_events(&self) -> Result<EventStream, Error> {
-        self.stream(Call::get("/api/stream/event".to_owned()))
-            .await
+        self.stream(Call::get("/api/stream/event".to_owned())).await
     }
 
     /// `GET /api/bot/game/stream/{id}`: `gameFull`, then `gameState` on

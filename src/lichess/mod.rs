@@ -15,8 +15,7 @@ pub use client::{
     RetryPolicy, Token, TokenError,
 };
 pub use model::{
-    Account, Challenge, ChallengeColor, ChatLine, ChatRoom, Color, DeclineReason, Event,
-    GameEvent, GameFull, GameInfo, GameState, GameStatus, NowPlaying, Speed, TimeControl, Title,
-    VariantKey,
+    Account, Challenge, ChallengeColor, ChatLine, ChatRoom, Color, DeclineReason, Event, GameEvent,
+    GameFull, GameInfo, GameState, GameStatus, NowPlaying, Speed, TimeControl, Title, VariantKey,
 };
 pub use stream::{NdjsonStream, SkippedLine, StreamError, StreamEvent};

@@ -215,9 +215,11 @@ where
         Name(GameStatus),
         Object { name: GameStatus },
     }
-    Ok(Option::<Repr>::deserialize(deserializer)?.map(|repr| match repr {
-        Repr::Name(status) | Repr::Object { name: status } => status,
-    }))
+    Ok(
+        Option::<Repr>::deserialize(deserializer)?.map(|repr| match repr {
+            Repr::Name(status) | Repr::Object { name: status } => status,
+        }),
+    )
 }
 
 /// A time control (`TimeControl.yaml`), tagged by `type`.
@@ -801,7 +803,9 @@ pub enum GameEvent {
     ChatLine(ChatLine),
     OpponentGone(OpponentGone),
     /// A `type` this version does not know; log it and go on.
-    Unknown { kind: String },
+    Unknown {
+        kind: String,
+    },
 }
 
 impl<'de> Deserialize<'de> for GameEvent {
@@ -1111,7 +1115,10 @@ mod tests {
             })
         );
         let e: GameEvent = serde_json::from_str(r#"{"type":"opponentGone","gone":false}"#).unwrap();
-        assert!(matches!(e, GameEvent::OpponentGone(OpponentGone { gone: false, .. })));
+        assert!(matches!(
+            e,
+            GameEvent::OpponentGone(OpponentGone { gone: false, .. })
+        ));
     }
 
     #[test]
@@ -1142,7 +1149,10 @@ mod tests {
             r#"{"error":"You played 100 games against other bots today","ratelimit":{"key":"bot.vsBot.day","seconds":86398}}"#,
         )
         .unwrap();
-        assert_eq!(e.ratelimit.as_ref().unwrap().key.as_deref(), Some("bot.vsBot.day"));
+        assert_eq!(
+            e.ratelimit.as_ref().unwrap().key.as_deref(),
+            Some("bot.vsBot.day")
+        );
         assert_eq!(e.ratelimit.unwrap().seconds, Some(86398));
         let e: ErrorBody =
             serde_json::from_str(r#"{"error":{"clock.limit":["required"]}}"#).unwrap();
@@ -1151,8 +1161,14 @@ mod tests {
 
     #[test]
     fn decline_reasons_both_spellings() {
-        assert_eq!(DeclineReason::from_key("toofast"), Some(DeclineReason::TooFast));
-        assert_eq!(DeclineReason::from_key("tooFast"), Some(DeclineReason::TooFast));
+        assert_eq!(
+            DeclineReason::from_key("toofast"),
+            Some(DeclineReason::TooFast)
+        );
+        assert_eq!(
+            DeclineReason::from_key("tooFast"),
+            Some(DeclineReason::TooFast)
+        );
         assert_eq!(DeclineReason::from_key("nobot"), Some(DeclineReason::NoBot));
         assert_eq!(DeclineReason::from_key("nope"), None);
         for reason in DeclineReason::ALL {

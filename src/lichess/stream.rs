@@ -335,7 +335,8 @@ mod tests {
 
     async fn collect(chunks: &[&[u8]], max_len: usize) -> Vec<StreamEvent<Msg>> {
         let owned: Vec<Chunk> = chunks.iter().map(|c| Ok(c.to_vec())).collect();
-        let stream = NdjsonStream::<_, Msg>::new(futures::stream::iter(owned)).max_line_len(max_len);
+        let stream =
+            NdjsonStream::<_, Msg>::new(futures::stream::iter(owned)).max_line_len(max_len);
         stream.map(|item| item.unwrap()).collect().await
     }
 
@@ -346,7 +347,13 @@ mod tests {
     #[tokio::test]
     async fn lines_split_across_chunks() {
         let got = collect(
-            &[b"{\"n\"", b":1}\n{\"n\":2", b"}\n", b"{", b"\"n\":3}\n{\"n\":4}\n"],
+            &[
+                b"{\"n\"",
+                b":1}\n{\"n\":2",
+                b"}\n",
+                b"{",
+                b"\"n\":3}\n{\"n\":4}\n",
+            ],
             100,
         )
         .await;
@@ -481,7 +488,10 @@ mod tests {
         });
         let start = Instant::now();
         for _ in 0..5 {
-            assert_eq!(stream.next().await.unwrap().unwrap(), StreamEvent::KeepAlive);
+            assert_eq!(
+                stream.next().await.unwrap().unwrap(),
+                StreamEvent::KeepAlive
+            );
         }
         assert!(matches!(
             stream.next().await,
