@@ -874,6 +874,21 @@ fn from_message(message: &str, key: &str) -> ConfigError {
         }
         return ConfigError::UnknownKey { key: full };
     }
+    if let Some((_, value)) = message.split_once("does not have variant constructor ") {
+        let base = key.split('[').next().unwrap_or(key);
+        let expected = match base {
+            "challenge.variants" => "standard, chess960, fromPosition",
+            "challenge.speeds" => "bullet, blitz, rapid, classical, correspondence",
+            _ => "see config/kaissa.toml",
+        };
+        return invalid(
+            key,
+            format!(
+                "unknown value {:?}; expected one of: {expected}",
+                value.trim()
+            ),
+        );
+    }
     if key.is_empty() {
         ConfigError::Other(message.to_owned())
     } else {
@@ -999,8 +1014,19 @@ mod tests {
         let text = error_text(load_str("[engine]\nponder = \"maybe\"\n", &[]));
         assert!(text.starts_with("engine.ponder:"), "{text}");
         let text = error_text(load_str("[challenge]\nvariants = [\"crazyhouse\"]\n", &[]));
-        assert!(text.starts_with("challenge.variants"), "{text}");
-        assert!(text.contains("crazyhouse"), "{text}");
+        assert_eq!(
+            text,
+            "challenge.variants[0]: unknown value \"crazyhouse\"; expected one of: standard, \
+             chess960, fromPosition"
+        );
+        let text = error_text(Config::load_with_env(
+            None,
+            env(&[("KAISSA_CHALLENGE__VARIANTS", "standard,atomic")]),
+        ));
+        assert!(
+            text.starts_with("challenge.variants[1]: unknown value \"atomic\""),
+            "{text}"
+        );
         let text = error_text(load_str("[challenge]\nspeeds = [\"ultraBullet\"]\n", &[]));
         assert!(text.starts_with("challenge.speeds"), "{text}");
         let text = error_text(load_str("[bot]\nconcurrency = 3\nconcurrency = 4\n", &[]));

@@ -401,7 +401,7 @@ mod tests {
 
     #[tokio::test]
     async fn oversized_line_is_discarded_and_stream_continues() {
-        let big = vec![b'x'; 50];
+        let big = [b'x'; 50];
         let got = collect(
             &[b"{\"n\":1}\n", &big[..20], &big[20..], b"\n{\"n\":2}\n"],
             16,

@@ -1193,9 +1193,11 @@ impl World {
     }
 
     /// Plays a legal move for the side to move: clocks, offers, game end.
-    fn play(&mut self, app: &App, id: &str, m: Move) {
+    /// Returns false if the mover's flag had fallen (the game is then lost
+    /// on time and the move not played).
+    fn play(&mut self, app: &App, id: &str, m: Move) -> bool {
         let Some(game) = self.games.get_mut(id) else {
-            return;
+            return false;
         };
         let mover = game.pos.turn();
         let now = Instant::now();
@@ -1209,7 +1211,7 @@ impl World {
                     game.status = "outoftime";
                     game.winner = (!game.pos.has_insufficient_material(!mover)).then_some(!mover);
                     self.after_change(app, id);
-                    return;
+                    return false;
                 }
                 game.times[idx(mover)] = left + inc;
             }
@@ -1241,6 +1243,7 @@ impl World {
             game.draw_offer = None;
         }
         self.after_change(app, id);
+        true
     }
 
     fn finish(&mut self, app: &App, id: &str, status: &'static str, winner: Option<Color>) {
@@ -1506,7 +1509,19 @@ async fn bot_move(
         if offering_draw {
             game.bot_draw_offers += 1;
         }
-        world.play(app, &id, m);
+        if !world.play(app, &id, m) {
+            if let Some(game) = world.games.get_mut(&id) {
+                game.illegal.push(IllegalMove {
+                    uci: uci.clone(),
+                    ply,
+                    reason: "out of time".to_owned(),
+                });
+            }
+            return error(
+                StatusCode::BAD_REQUEST,
+                "Not your turn, or game already over",
+            );
+        }
         let Some(game) = world.games.get_mut(&id) else {
             return ok();
         };
@@ -2107,8 +2122,11 @@ impl FakeLichess {
                 return Err(format!("not the opponent's turn in {id}"));
             }
             let m = game.parse_move(uci)?;
-            world.play(app, id, m);
-            Ok(())
+            if world.play(app, id, m) {
+                Ok(())
+            } else {
+                Err(format!("the opponent's flag fell in {id}"))
+            }
         })
     }
 
