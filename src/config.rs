@@ -484,7 +484,23 @@ impl Config {
     /// Loads the defaults, then `path` (TOML) if given, then the `KAISSA_*`
     /// environment, and validates the result.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        Config::load_with_env(path, std::env::vars())
+        // Not `std::env::vars()`: it panics on a variable that is not UTF-8.
+        let mut env = Vec::new();
+        for (name, value) in std::env::vars_os() {
+            let Ok(name) = name.into_string() else {
+                continue;
+            };
+            match value.into_string() {
+                Ok(value) => env.push((name, value)),
+                Err(_) if name.starts_with(&format!("{ENV_PREFIX}_")) => {
+                    return Err(ConfigError::Other(format!(
+                        "environment variable {name} is not valid UTF-8"
+                    )));
+                }
+                Err(_) => {}
+            }
+        }
+        Config::load_with_env(path, env)
     }
 
     /// [`Config::load`] with the environment given as pairs, for tests and
@@ -928,6 +944,13 @@ mod tests {
         assert_eq!(config.lichess.rate_limit_pause(), Duration::from_secs(60));
         assert_eq!(config.bot.concurrency, 1);
         config.validate().unwrap();
+    }
+
+    #[test]
+    fn load_reads_the_process_environment() {
+        // No KAISSA_<SECTION>__ variables are expected in a test run.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/kaissa.toml");
+        Config::load(Some(&path)).unwrap();
     }
 
     #[test]
