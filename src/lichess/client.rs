@@ -1,0 +1,1113 @@
+//! The one HTTP client for every Lichess request, and the secret [`Token`].
+//!
+//! Every request goes through [`Client`], so three rules hold everywhere:
+//! - **Auth**: each request carries `Authorization: Bearer <token>`, marked
+//!   sensitive. The token lives in [`Token`], whose `Debug` and `Display`
+//!   print `Token(***)`; no error or log line of this module contains it
+//!   (errors name the request path, never headers).
+//! - **Rate limits**: an HTTP 429 closes a gate shared by all clones of the
+//!   client: every non-urgent request then waits `rate_limit_pause` (60 s by
+//!   default) or the `Retry-After` delay if longer. The ratelimit body of
+//!   the bot-vs-bot daily cap (`bot.vsBot.day`) is kept in the error, so
+//!   the caller can stop challenging bots for `ratelimit.seconds`.
+//!   Non-urgent requests are also sent one at a time, as Lichess asks.
+//! - **Retries**: transport errors, timeouts and 5xx answers are retried
+//!   with exponential backoff and jitter. A move post is *urgent*: the
+//!   clock is running, so it skips the gate and the queue, retries quickly
+//!   (a 429 included) until the deadline the caller gives, and a 400 reply
+//!   ("Not your turn", an illegal move) comes back at once as
+//!   [`Error::MoveRejected`].
+//!
+//! Streams (`/api/stream/event`, game streams) come back as
+//! [`NdjsonStream`]s with the silence watchdog of [`ClientOptions`].
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, Response, StatusCode};
+use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use super::model::{
+    Account, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason, ErrorBody, Event,
+    GameEvent, NowPlaying, RateLimitInfo, VariantKey,
+};
+use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream};
+
+/// The ratelimit key of the daily cap on bot-vs-bot games.
+pub const BOT_VS_BOT_DAY: &str = "bot.vsBot.day";
+
+/// Lichess asks to keep chat lines under 140 characters.
+pub const MAX_CHAT_LEN: usize = 140;
+
+/// The most we read of a non-streamed response body.
+const MAX_BODY_LEN: usize = 4 << 20;
+
+/// The least time an urgent attempt gets, even past its deadline.
+const MIN_URGENT_ATTEMPT: Duration = Duration::from_millis(100);
+
+/// A Lichess API token. It never shows: `Debug` and `Display` print
+/// `Token(***)`.
+///
+/// ```
+/// use kaissa::lichess::Token;
+/// let token = Token::new("lip_secret").unwrap();
+/// assert_eq!(format!("{token} {token:?}"), "Token(***) Token(***)");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+/// Why a string is not a usable token. Never contains the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("the token is empty")]
+    Empty,
+    #[error("the token contains characters that cannot appear in an HTTP header")]
+    InvalidCharacters,
+}
+
+impl Token {
+    /// Wraps a token, trimming surrounding whitespace (a token file usually
+    /// ends with a newline). It must be non-empty printable ASCII.
+    pub fn new(raw: impl Into<String>) -> Result<Token, TokenError> {
+        let raw = raw.into();
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            return Err(TokenError::Empty);
+        }
+        if !trimmed.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(TokenError::InvalidCharacters);
+        }
+        Ok(Token(trimmed.to_owned()))
+    }
+
+    /// The secret itself, for the `Authorization` header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    fn header(&self) -> HeaderValue {
+        // Token::new admits printable ASCII only, which is always a valid
+        // header value; fall back to an empty (rejected) header regardless.
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", self.expose()))
+            .unwrap_or_else(|_| HeaderValue::from_static(""));
+        value.set_sensitive(true);
+        value
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(***)")
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(***)")
+    }
+}
+
+/// How to retry a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// Delay before the first retry; doubled at each retry.
+    pub initial_backoff: Duration,
+    /// The longest delay between attempts.
+    pub max_backoff: Duration,
+}
+
+impl RetryPolicy {
+    /// The delay before retry `retry` (1-based): exponential, capped, and
+    /// jittered to between half and all of it, so that clients that failed
+    /// together do not come back together.
+    fn backoff(&self, retry: u32) -> Duration {
+        let exp = 2u32.saturating_pow(retry.saturating_sub(1));
+        let full = self
+            .initial_backoff
+            .saturating_mul(exp)
+            .min(self.max_backoff);
+        full.mul_f64(0.5 + 0.5 * fastrand::f64())
+    }
+}
+
+/// Settings of a [`Client`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientOptions {
+    /// `https://lichess.org`, or a test server.
+    pub base_url: String,
+    /// How long a 429 closes the gate (at least; `Retry-After` may say more).
+    pub rate_limit_pause: Duration,
+    /// A stream with no byte for this long is dead.
+    pub stream_silence_timeout: Duration,
+    /// Longest line kept on a stream.
+    pub max_line_len: usize,
+    /// Time allowed for one non-streamed request, and for a stream's headers.
+    pub request_timeout: Duration,
+    /// Time allowed to open a connection.
+    pub connect_timeout: Duration,
+    /// Retries of ordinary requests.
+    pub retry: RetryPolicy,
+    /// Retries of move posts (also bounded by the caller's deadline).
+    pub urgent_retry: RetryPolicy,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            base_url: "https://lichess.org".to_owned(),
+            rate_limit_pause: Duration::from_secs(60),
+            stream_silence_timeout: DEFAULT_SILENCE_TIMEOUT,
+            max_line_len: DEFAULT_MAX_LINE_LEN,
+            request_timeout: Duration::from_secs(15),
+            connect_timeout: Duration::from_secs(10),
+            retry: RetryPolicy {
+                max_attempts: 5,
+                initial_backoff: Duration::from_secs(1),
+                max_backoff: Duration::from_secs(30),
+            },
+            urgent_retry: RetryPolicy {
+                max_attempts: 30,
+                initial_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(1),
+            },
+            user_agent: concat!("kaissa/", env!("CARGO_PKG_VERSION")).to_owned(),
+        }
+    }
+}
+
+/// Everything that can go wrong with a request. No variant contains the
+/// token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The options do not make a client (bad base URL...).
+    #[error("invalid client options: {0}")]
+    InvalidOptions(String),
+    /// An id or move that cannot be part of a request path.
+    #[error("invalid {what}: {value:?}")]
+    InvalidArgument { what: &'static str, value: String },
+    /// 401: the token is wrong or revoked.
+    #[error("{path}: unauthorized (HTTP 401): the token is invalid or revoked")]
+    Unauthorized { path: String },
+    /// 403: e.g. a missing scope, or a bot endpoint with a non-bot account.
+    #[error("{path}: forbidden (HTTP 403): {message}")]
+    Forbidden { path: String, message: String },
+    /// 404: unknown game or challenge (it may just have ended).
+    #[error("{path}: not found (HTTP 404): {message}")]
+    NotFound { path: String, message: String },
+    /// 429. The gate is closed for `pause` for all non-urgent requests.
+    #[error("{path}: rate limited (HTTP 429){}; requests paused for {pause:?}: {message}", limit_key(.limit))]
+    RateLimited {
+        path: String,
+        message: String,
+        /// The `ratelimit` body, if any (e.g. `bot.vsBot.day`).
+        limit: Option<RateLimitInfo>,
+        /// The `Retry-After` header, if any.
+        retry_after: Option<Duration>,
+        /// How long the gate closed.
+        pause: Duration,
+    },
+    /// 400 to a move post: not our turn, illegal move, game over.
+    #[error("move {uci} rejected in game {game_id}: {message}")]
+    MoveRejected {
+        game_id: String,
+        uci: String,
+        message: String,
+        /// The post was retried after a transport error, so an earlier
+        /// attempt may have gone through (then "Not your turn" is no
+        /// surprise); the game stream tells.
+        after_retry: bool,
+    },
+    /// Any other 4xx answer.
+    #[error("{path}: HTTP {status}: {message}")]
+    Status {
+        path: String,
+        status: u16,
+        message: String,
+    },
+    /// A 5xx answer, after the retries.
+    #[error("{path}: server error (HTTP {status})")]
+    Server { path: String, status: u16 },
+    /// The connection failed, after the retries.
+    #[error("{path}: transport error: {}", chain(.source))]
+    Transport {
+        path: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// No answer in time, after the retries.
+    #[error("{path}: no response within {after:?}")]
+    Timeout { path: String, after: Duration },
+    /// The answer was not the expected JSON.
+    #[error("{path}: unexpected response body: {message}")]
+    Decode { path: String, message: String },
+    /// An urgent request ran out of time; `last` is the last failure.
+    #[error("{path}: deadline passed; last error: {last}")]
+    DeadlineExceeded { path: String, last: Box<Error> },
+}
+
+fn limit_key(limit: &Option<RateLimitInfo>) -> String {
+    match limit.as_ref().and_then(|l| l.key.as_deref()) {
+        Some(key) => format!(" [{key}]"),
+        None => String::new(),
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl Error {
+    /// Whether a later attempt may succeed: transport errors, timeouts, 5xx.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Transport { .. } | Error::Timeout { .. } | Error::Server { .. } => true,
+            Error::DeadlineExceeded { last, .. } => last.is_transient(),
+            _ => false,
+        }
+    }
+
+    /// The HTTP status of the answer, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Unauthorized { .. } => Some(401),
+            Error::Forbidden { .. } => Some(403),
+            Error::NotFound { .. } => Some(404),
+            Error::RateLimited { .. } => Some(429),
+            Error::MoveRejected { .. } => Some(400),
+            Error::Status { status, .. } | Error::Server { status, .. } => Some(*status),
+            Error::DeadlineExceeded { last, .. } => last.status(),
+            _ => None,
+        }
+    }
+
+    /// The ratelimit key of a 429 body, e.g. [`BOT_VS_BOT_DAY`].
+    pub fn rate_limit_key(&self) -> Option<&str> {
+        match self {
+            Error::RateLimited { limit, .. } => limit.as_ref()?.key.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// If this is the bot-vs-bot daily cap, how long until it lifts.
+    pub fn bot_vs_bot_daily_limit(&self) -> Option<Duration> {
+        match self {
+            Error::RateLimited {
+                limit: Some(limit),
+                retry_after,
+                pause,
+                ..
+            } if limit.key.as_deref() == Some(BOT_VS_BOT_DAY) => Some(
+                limit
+                    .seconds
+                    .map(Duration::from_secs)
+                    .or(*retry_after)
+                    .unwrap_or(*pause),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The raw bytes of a Lichess stream.
+pub type ByteStream = BoxStream<'static, Result<Bytes, reqwest::Error>>;
+/// `/api/stream/event`.
+pub type EventStream = NdjsonStream<ByteStream, Event>;
+/// `/api/bot/game/stream/{id}`.
+pub type GameStream = NdjsonStream<ByteStream, GameEvent>;
+
+/// The time of a challenge we create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChallengeTime {
+    /// Real time: initial time and increment in seconds.
+    Clock {
+        limit_secs: u32,
+        increment_secs: u32,
+    },
+    /// Correspondence: days per move.
+    Correspondence { days: u32 },
+    /// No clock.
+    Unlimited,
+}
+
+/// A challenge to create with [`Client::create_challenge`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateChallenge {
+    pub time: ChallengeTime,
+    pub rated: bool,
+    pub color: ChallengeColor,
+    pub variant: VariantKey,
+    /// Starting position of a `fromPosition` game.
+    pub fen: Option<String>,
+}
+
+/// Closed for everyone after a 429.
+#[derive(Debug, Default)]
+struct Gate {
+    paused_until: Mutex<Option<Instant>>,
+}
+
+impl Gate {
+    fn until(&self) -> Option<Instant> {
+        *self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn pause(&self, pause: Duration) {
+        let until = Instant::now() + pause;
+        let mut paused = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if paused.is_none_or(|current| current < until) {
+            *paused = Some(until);
+        }
+    }
+
+    /// Waits until the gate is open; it may close again while we sleep.
+    async fn wait(&self) {
+        while let Some(until) = self.until() {
+            if until <= Instant::now() {
+                return;
+            }
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    fn remaining(&self) -> Option<Duration> {
+        let until = self.until()?;
+        let left = until.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+}
+
+/// One request, described before it is sent (possibly several times).
+#[derive(Debug)]
+struct Call {
+    method: Method,
+    path: String,
+    query: Vec<(&'static str, String)>,
+    form: Option<Vec<(&'static str, String)>>,
+    /// Urgent requests carry a deadline.
+    deadline: Option<Instant>,
+    /// Keep the body open: no timeout past the headers.
+    stream: bool,
+    /// For a move post: game id and move, to build `MoveRejected`.
+    mv: Option<(String, String)>,
+}
+
+impl Call {
+    fn new(method: Method, path: String) -> Call {
+        Call {
+            method,
+            path,
+            query: Vec::new(),
+            form: None,
+            deadline: None,
+            stream: false,
+            mv: None,
+        }
+    }
+
+    fn get(path: String) -> Call {
+        Call::new(Method::GET, path)
+    }
+
+    fn post(path: String) -> Call {
+        Call::new(Method::POST, path)
+    }
+}
+
+/// The Lichess client. Cheap to clone; clones share the connection pool,
+/// the rate-limit gate and the request queue.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base_url: String,
+    token: Token,
+    options: ClientOptions,
+    gate: Gate,
+    /// One non-urgent request at a time, as Lichess asks.
+    queue: Semaphore,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.inner.base_url)
+            .field("token", &self.inner.token)
+            .field("rate_limited_for", &self.inner.gate.remaining())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Ids (games, challenges, users) go into URL paths: keep them to the
+/// characters Lichess uses.
+fn check_id(what: &'static str, id: &str) -> Result<(), Error> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            what,
+            value: id.chars().take(80).collect(),
+        })
+    }
+}
+
+/// A UCI move: `e2e4`, `e7e8q`, `e1h1`.
+fn check_uci(uci: &str) -> Result<(), Error> {
+    let b = uci.as_bytes();
+    let square = |f: u8, r: u8| (b'a'..=b'h').contains(&f) && (b'1'..=b'8').contains(&r);
+    let ok = (b.len() == 4 || b.len() == 5)
+        && square(b[0], b[1])
+        && square(b[2], b[3])
+        && (b.len() == 4 || b"qrbnk".contains(&b[4]));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            what: "move",
+            value: uci.chars().take(80).collect(),
+        })
+    }
+}
+
+/// The first `max` characters of `text`.
+fn truncate_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+impl Client {
+    /// Builds a client. Fails on a base URL that is not http(s).
+    pub fn new(token: Token, options: ClientOptions) -> Result<Client, Error> {
+        let base_url = options.base_url.trim_end_matches('/').to_owned();
+        let url = reqwest::Url::parse(&base_url)
+            .map_err(|e| Error::InvalidOptions(format!("base URL {base_url:?}: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(Error::InvalidOptions(format!(
+                "base URL {base_url:?}: expected http:// or https://"
+            )));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Error::InvalidOptions(
+                "base URL: credentials in the URL are not allowed".to_owned(),
+            ));
+        }
+        // No client-wide timeout: streams stay open for hours. Timeouts are
+        // per request. No redirects: the token must not follow one.
+        let http = reqwest::Client::builder()
+            .user_agent(options.user_agent.clone())
+            .connect_timeout(options.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_keepalive(Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::InvalidOptions(chain(&e)))?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base_url,
+                token,
+                options,
+                gate: Gate::default(),
+                queue: Semaphore::new(1),
+            }),
+        })
+    }
+
+    /// The base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// The options the client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// How long non-urgent requests still wait after a 429, if they do.
+    pub fn rate_limited_for(&self) -> Option<Duration> {
+        self.inner.gate.remaining()
+    }
+
+    /// `GET /api/account`: who we are. Use it to check the token at startup.
+    pub async fn account(&self) -> Result<Account, Error> {
+        self.json(Call::get("/api/account".to_owned())).await
+    }
+
+    /// `POST /api/bot/account/upgrade`: turn the account into a bot account.
+    /// Irreversible, and only for an account that never played a game.
+    pub async fn upgrade_to_bot(&self) -> Result<(), Error> {
+        self.ok(Call::post("/api/bot/account/upgrade".to_owned()))
+            .await
+    }
+
+    /// `GET /api/account/playing`: our ongoing games (up to 50).
+    pub async fn playing(&self) -> Result<NowPlaying, Error> {
+        let mut call = Call::get("/api/account/playing".to_owned());
+        call.query.push(("nb", "50".to_owned()));
+        self.json(call).await
+    }
+
+    /// `GET /api/stream/event`: challenges and game starts/finishes. On
+    /// connect Lichess replays open challenges and ongoing games. Opening
+    /// it closes any other event stream of the same token.
+    pub async fn stream_events(&self) -> Result<EventStream, Error> {
+        self.stream(Call::get("/api/stream/event".to_owned())).await
+    }
+
+    /// `GET /api/bot/game/stream/{id}`: `gameFull`, then `gameState` on
+    /// every move, chat lines and opponent-gone notices.
+    pub async fn stream_game(&self, game_id: &str) -> Result<GameStream, Error> {
+        check_id("game id", game_id)?;
+        self.stream(Call::get(format!("/api/bot/game/stream/{game_id}")))
+            .await
+    }
+
+    /// `POST /api/bot/game/{id}/move/{uci}`, optionally offering (or
+    /// accepting) a draw. Urgent: retried until `deadline` on transport
+    /// errors, 5xx and 429, without waiting for the gate. A 400 answer is
+    /// [`Error::MoveRejected`] at once.
+    pub async fn make_move(
+        &self,
+        game_id: &str,
+        uci: &str,
+        offering_draw: bool,
+        deadline: Instant,
+    ) -> Result<(), Error> {
+        check_id("game id", game_id)?;
+        check_uci(uci)?;
+        let mut call = Call::post(format!("/api/bot/game/{game_id}/move/{uci}"));
+        if offering_draw {
+            call.query.push(("offeringDraw", "true".to_owned()));
+        }
+        call.deadline = Some(deadline);
+        call.mv = Some((game_id.to_owned(), uci.to_owned()));
+        self.ok(call).await
+    }
+
+    /// `POST /api/bot/game/{id}/chat`. The text is cut to
+    /// [`MAX_CHAT_LEN`] characters.
+    pub async fn chat(&self, game_id: &str, room: ChatRoom, text: &str) -> Result<(), Error> {
+        check_id("game id", game_id)?;
+        if room == ChatRoom::Unknown {
+            return Err(Error::InvalidArgument {
+                what: "chat room",
+                value: room.as_str().to_owned(),
+            });
+        }
+        let mut call = Call::post(format!("/api/bot/game/{game_id}/chat"));
+        call.form = Some(vec![
+            ("room", room.as_str().to_owned()),
+            ("text", truncate_chars(text, MAX_CHAT_LEN).to_owned()),
+        ]);
+        self.ok(call).await
+    }
+
+    /// `GET /api/bot/game/{id}/chat`: the player chat so far.
+    pub async fn chat_history(&self, game_id: &str) -> Result<Vec<ChatMessage>, Error> {
+        check_id("game id", game_id)?;
+        self.json(Call::get(format!("/api/bot/game/{game_id}/chat")))
+            .await
+    }
+
+    /// `POST /api/bot/game/{id}/abort` (only before both sides moved).
+    pub async fn abort(&self, game_id: &str) -> Result<(), Error> {
+        self.game_action(game_id, "abort").await
+    }
+
+    /// `POST /api/bot/game/{id}/resign`.
+    pub async fn resign(&self, game_id: &str) -> Result<(), Error> {
+        self.game_action(game_id, "resign").await
+    }
+
+    /// `POST /api/bot/game/{id}/draw/{yes|no}`: answer (or, with yes,
+    /// make) a draw offer.
+    pub async fn answer_draw(&self, game_id: &str, accept: bool) -> Result<(), Error> {
+        self.game_action(game_id, if accept { "draw/yes" } else { "draw/no" })
+            .await
+    }
+
+    /// `POST /api/bot/game/{id}/takeback/{yes|no}`.
+    pub async fn answer_takeback(&self, game_id: &str, accept: bool) -> Result<(), Error> {
+        let action = if accept {
+            "takeback/yes"
+        } else {
+            "takeback/no"
+        };
+        self.game_action(game_id, action).await
+    }
+
+    /// `POST /api/bot/game/{id}/claim-victory`, after `opponentGone` and
+    /// `claimWinInSeconds`.
+    pub async fn claim_victory(&self, game_id: &str) -> Result<(), Error> {
+        self.game_action(game_id, "claim-victory").await
+    }
+
+    /// `POST /api/bot/game/{id}/claim-draw`, after `opponentGone`.
+    pub async fn claim_draw(&self, game_id: &str) -> Result<(), Error> {
+        self.game_action(game_id, "claim-draw").await
+    }
+
+    async fn game_action(&self, game_id: &str, action: &str) -> Result<(), Error> {
+        check_id("game id", game_id)?;
+        self.ok(Call::post(format!("/api/bot/game/{game_id}/{action}")))
+            .await
+    }
+
+    /// `POST /api/challenge/{id}/accept`. [`Error::NotFound`] if the
+    /// challenge is gone.
+    pub async fn accept_challenge(&self, challenge_id: &str) -> Result<(), Error> {
+        check_id("challenge id", challenge_id)?;
+        self.ok(Call::post(format!("/api/challenge/{challenge_id}/accept")))
+            .await
+    }
+
+    /// `POST /api/challenge/{id}/decline` with a reason.
+    pub async fn decline_challenge(
+        &self,
+        challenge_id: &str,
+        reason: DeclineReason,
+    ) -> Result<(), Error> {
+        check_id("challenge id", challenge_id)?;
+        let mut call = Call::post(format!("/api/challenge/{challenge_id}/decline"));
+        call.form = Some(vec![("reason", reason.as_str().to_owned())]);
+        self.ok(call).await
+    }
+
+    /// `POST /api/challenge/{id}/cancel`: withdraw our own challenge.
+    pub async fn cancel_challenge(&self, challenge_id: &str) -> Result<(), Error> {
+        check_id("challenge id", challenge_id)?;
+        self.ok(Call::post(format!("/api/challenge/{challenge_id}/cancel")))
+            .await
+    }
+
+    /// `POST /api/challenge/{username}`: challenge someone. A bot that
+    /// played its daily bot games gets [`Error::RateLimited`] with
+    /// [`Error::bot_vs_bot_daily_limit`] set.
+    pub async fn create_challenge(
+        &self,
+        username: &str,
+        challenge: &CreateChallenge,
+    ) -> Result<Challenge, Error> {
+        check_id("username", username)?;
+        let mut form = vec![
+            ("rated", challenge.rated.to_string()),
+            ("color", challenge.color.as_str().to_owned()),
+            ("variant", challenge.variant.as_str().to_owned()),
+        ];
+        match challenge.time {
+            ChallengeTime::Clock {
+                limit_secs,
+                increment_secs,
+            } => {
+                form.push(("clock.limit", limit_secs.to_string()));
+                form.push(("clock.increment", increment_secs.to_string()));
+            }
+            ChallengeTime::Correspondence { days } => form.push(("days", days.to_string())),
+            ChallengeTime::Unlimited => {}
+        }
+        if let Some(fen) = &challenge.fen {
+            form.push(("fen", fen.clone()));
+        }
+        let mut call = Call::post(format!("/api/challenge/{username}"));
+        call.form = Some(form);
+        let path = call.path.clone();
+        // The spec documents the challenge itself; lila has also answered
+        // `{"challenge": {...}}`. Accept both.
+        let value: serde_json::Value = self.json(call).await?;
+        let value = match value {
+            serde_json::Value::Object(mut map) if map.contains_key("challenge") => {
+                map.remove("challenge").unwrap_or_default()
+            }
+            other => other,
+        };
+        serde_json::from_value(value).map_err(|e| Error::Decode {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Sends a call and expects `{"ok": true}` (or any 2xx).
+    async fn ok(&self, call: Call) -> Result<(), Error> {
+        let timeout = self.attempt_timeout(&call);
+        let response = self.send(&call).await?;
+        // Drain the body so the connection can be reused; its content does
+        // not matter once the status is 2xx.
+        let _ = tokio::time::timeout(timeout, read_body(response)).await;
+        Ok(())
+    }
+
+    /// Sends a call and parses the JSON answer.
+    async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, Error> {
+        let timeout = self.attempt_timeout(&call);
+        let response = self.send(&call).await?;
+        let body = match tokio::time::timeout(timeout, read_body(response)).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(error)) => {
+                return Err(Error::Transport {
+                    path: call.path,
+                    source: error.without_url(),
+                });
+            }
+            Err(_) => {
+                return Err(Error::Timeout {
+                    path: call.path,
+                    after: timeout,
+                });
+            }
+        };
+        serde_json::from_slice(&body).map_err(|e| Error::Decode {
+            path: call.path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Opens an ndjson stream.
+    async fn stream<T>(&self, mut call: Call) -> Result<NdjsonStream<ByteStream, T>, Error> {
+        call.stream = true;
+        let response = self.send(&call).await?;
+        let options = &self.inner.options;
+        Ok(NdjsonStream::new(response.bytes_stream().boxed())
+            .silence_timeout(options.stream_silence_timeout)
+            .max_line_len(options.max_line_len))
+    }
+
+    fn attempt_timeout(&self, call: &Call) -> Duration {
+        let timeout = self.inner.options.request_timeout;
+        match call.deadline {
+            Some(deadline) => deadline
+                .saturating_duration_since(Instant::now())
+                .max(MIN_URGENT_ATTEMPT)
+                .min(timeout),
+            None => timeout,
+        }
+    }
+
+    /// Sends a call, with the gate, the queue and the retries; returns the
+    /// 2xx response or the last error.
+    async fn send(&self, call: &Call) -> Result<Response, Error> {
+        let inner = &*self.inner;
+        let policy = match call.deadline {
+            Some(_) => inner.options.urgent_retry,
+            None => inner.options.retry,
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let permit = match call.deadline {
+                Some(_) => None,
+                None => {
+                    inner.gate.wait().await;
+                    // The semaphore is never closed; if it were, go on
+                    // without it rather than fail.
+                    let permit = inner.queue.acquire().await.ok();
+                    // The gate may have closed while we queued.
+                    inner.gate.wait().await;
+                    permit
+                }
+            };
+            let timeout = self.attempt_timeout(call);
+            let started = Instant::now();
+            let result = tokio::time::timeout(timeout, self.request(call).send()).await;
+            drop(permit);
+            let error = match result {
+                Ok(Ok(response)) if response.status().is_success() => {
+                    debug!(
+                        method = %call.method,
+                        path = %call.path,
+                        status = response.status().as_u16(),
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "lichess request"
+                    );
+                    return Ok(response);
+                }
+                Ok(Ok(response)) => self.error_from(call, response, attempt > 1).await,
+                Ok(Err(error)) => Error::Transport {
+                    path: call.path.clone(),
+                    source: error.without_url(),
+                },
+                Err(_) => Error::Timeout {
+                    path: call.path.clone(),
+                    after: timeout,
+                },
+            };
+            let retry = match error {
+                Error::RateLimited { .. } => call.deadline.is_some(),
+                ref other => other.is_transient(),
+            };
+            if !retry || attempt >= policy.max_attempts {
+                return Err(error);
+            }
+            let delay = policy.backoff(attempt);
+            if let Some(deadline) = call.deadline {
+                if Instant::now() + delay >= deadline {
+                    return Err(Error::DeadlineExceeded {
+                        path: call.path.clone(),
+                        last: Box::new(error),
+                    });
+                }
+            }
+            warn!(
+                method = %call.method,
+                path = %call.path,
+                attempt,
+                retry_in_ms = delay.as_millis() as u64,
+                "lichess request failed, retrying: {error}"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    fn request(&self, call: &Call) -> reqwest::RequestBuilder {
+        let inner = &*self.inner;
+        let url = format!("{}{}", inner.base_url, call.path);
+        let mut request = inner
+            .http
+            .request(call.method.clone(), url)
+            .header(AUTHORIZATION, inner.token.header());
+        if call.stream {
+            request = request.header(ACCEPT, "application/x-ndjson");
+        } else {
+            request = request.header(ACCEPT, "application/json");
+        }
+        if !call.query.is_empty() {
+            request = request.query(&call.query);
+        }
+        if let Some(form) = &call.form {
+            request = request.form(form);
+        }
+        request
+    }
+
+    /// Turns a non-2xx answer into an [`Error`], closing the gate on 429.
+    async fn error_from(&self, call: &Call, response: Response, after_retry: bool) -> Error {
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = tokio::time::timeout(self.inner.options.request_timeout, read_body(response))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let parsed: Option<ErrorBody> = serde_json::from_slice(&body).ok();
+        let message = match &parsed {
+            Some(parsed) if parsed.error.is_some() => parsed.message(),
+            _ => String::from_utf8_lossy(&body).trim().to_owned(),
+        };
+        let message = truncate_chars(&message, 300).to_owned();
+        let path = call.path.clone();
+        match status {
+            StatusCode::UNAUTHORIZED => Error::Unauthorized { path },
+            StatusCode::FORBIDDEN => Error::Forbidden { path, message },
+            StatusCode::NOT_FOUND => Error::NotFound { path, message },
+            StatusCode::TOO_MANY_REQUESTS => {
+                let pause = retry_after
+                    .unwrap_or_default()
+                    .max(self.inner.options.rate_limit_pause);
+                self.inner.gate.pause(pause);
+                let limit = parsed.and_then(|p| p.ratelimit);
+                warn!(
+                    method = %call.method,
+                    path = %call.path,
+                    pause_s = pause.as_secs(),
+                    "lichess rate limit (429){}: pausing requests",
+                    limit_key(&limit)
+                );
+                Error::RateLimited {
+                    path,
+                    message,
+                    limit,
+                    retry_after,
+                    pause,
+                }
+            }
+            StatusCode::BAD_REQUEST if call.mv.is_some() => {
+                let (game_id, uci) = call.mv.clone().unwrap_or_default();
+                Error::MoveRejected {
+                    game_id,
+                    uci,
+                    message,
+                    after_retry,
+                }
+            }
+            status if status.is_server_error() => Error::Server {
+                path,
+                status: status.as_u16(),
+            },
+            status => Error::Status {
+                path,
+                status: status.as_u16(),
+                message,
+            },
+        }
+    }
+}
+
+/// Reads a whole (bounded) body.
+async fn read_body(mut response: Response) -> Result<Vec<u8>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = MAX_BODY_LEN.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= MAX_BODY_LEN {
+            break;
+        }
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_is_trimmed_and_hidden() {
+        let token = Token::new("  lip_abc123\n").unwrap();
+        assert_eq!(token.expose(), "lip_abc123");
+        assert_eq!(format!("{token}"), "Token(***)");
+        assert_eq!(format!("{token:?}"), "Token(***)");
+        assert_eq!(format!("{:#?}", Some(&token)), "Some(\n    Token(***),\n)");
+        assert_eq!(Token::new(" \n"), Err(TokenError::Empty));
+        assert_eq!(Token::new("a b"), Err(TokenError::InvalidCharacters));
+        assert_eq!(Token::new("tök"), Err(TokenError::InvalidCharacters));
+        assert!(token.header().is_sensitive());
+    }
+
+    #[test]
+    fn client_debug_hides_token() {
+        let token = Token::new("lip_supersecret").unwrap();
+        let client = Client::new(token, ClientOptions::default()).unwrap();
+        let debug = format!("{client:?}");
+        assert!(!debug.contains("supersecret"), "{debug}");
+        assert!(debug.contains("Token(***)"), "{debug}");
+    }
+
+    #[test]
+    fn base_url_is_checked() {
+        let token = Token::new("t").unwrap();
+        let with = |url: &str| {
+            Client::new(
+                token.clone(),
+                ClientOptions {
+                    base_url: url.to_owned(),
+                    ..ClientOptions::default()
+                },
+            )
+        };
+        assert_eq!(
+            with("http://127.0.0.1:8080/").unwrap().base_url(),
+            "http://127.0.0.1:8080"
+        );
+        assert!(with("ftp://example.org").is_err());
+        assert!(with("not a url").is_err());
+        assert!(with("https://user:pw@lichess.org").is_err());
+    }
+
+    #[test]
+    fn ids_and_moves_are_checked() {
+        assert!(check_id("game id", "abcDEF12").is_ok());
+        assert!(check_id("username", "Some_User-1").is_ok());
+        assert!(check_id("game id", "").is_err());
+        assert!(check_id("game id", "../account").is_err());
+        assert!(check_id("game id", "a?b").is_err());
+        for good in ["e2e4", "e7e8q", "e1h1", "a7a8n"] {
+            assert!(check_uci(good).is_ok(), "{good}");
+        }
+        for bad in ["", "e2", "e2e9", "i2e4", "e7e8x", "e2e4e4", "0000", "e2e4 "] {
+            assert!(check_uci(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn chat_is_cut_on_a_character_boundary() {
+        let text = "é".repeat(200);
+        let cut = truncate_chars(&text, MAX_CHAT_LEN);
+        assert_eq!(cut.chars().count(), MAX_CHAT_LEN);
+        assert_eq!(truncate_chars("short", MAX_CHAT_LEN), "short");
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let policy = RetryPolicy {
+            max_attempts: 10,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+        };
+        for _ in 0..100 {
+            let first = policy.backoff(1);
+            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
+            let third = policy.backoff(3);
+            assert!(third >= Duration::from_millis(200) && third <= Duration::from_millis(400));
+            assert!(policy.backoff(40) <= Duration::from_secs(1));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gate_keeps_the_longest_pause() {
+        let gate = Gate::default();
+        assert_eq!(gate.remaining(), None);
+        gate.pause(Duration::from_secs(60));
+        gate.pause(Duration::from_secs(10));
+        let left = gate.remaining().unwrap();
+        assert!(left > Duration::from_secs(59));
+        let start = Instant::now();
+        gate.wait().await;
+        assert!(start.elapsed() >= Duration::from_secs(59));
+        assert_eq!(gate.remaining(), None);
+    }
+
+    #[test]
+    fn error_messages() {
+        let e = Error::RateLimited {
+            path: "/api/challenge/bob".into(),
+            message: "You played 100 games".into(),
+            limit: Some(RateLimitInfo {
+                key: Some(BOT_VS_BOT_DAY.into()),
+                seconds: Some(3600),
+            }),
+            retry_after: None,
+            pause: Duration::from_secs(60),
+        };
+        assert_eq!(e.bot_vs_bot_daily_limit(), Some(Duration::from_secs(3600)));
+        assert_eq!(e.rate_limit_key(), Some(BOT_VS_BOT_DAY));
+        assert_eq!(e.status(), Some(429));
+        assert!(e.to_string().contains("[bot.vsBot.day]"), "{e}");
+    }
+}

@@ -1,0 +1,21 @@
+//! The Lichess layer: everything the daemon says to and hears from
+//! lichess.org, and nothing about chess engines.
+//!
+//! - [`client`]: the one HTTP [`Client`] (auth, the shared rate-limit gate,
+//!   retries, every bot endpoint) and the secret [`Token`];
+//! - [`model`]: serde types of every event and response;
+//! - [`stream`]: ndjson over a byte stream, with a silence watchdog.
+
+pub mod client;
+pub mod model;
+pub mod stream;
+
+pub use client::{
+    ChallengeTime, Client, ClientOptions, CreateChallenge, Error, EventStream, GameStream,
+    RetryPolicy, Token, TokenError,
+};
+pub use model::{
+    Account, Challenge, ChallengeColor, ChatLine, ChatRoom, Color, DeclineReason, Event, GameEvent,
+    GameFull, GameInfo, GameState, GameStatus, NowPlaying, Speed, TimeControl, Title, VariantKey,
+};
+pub use stream::{NdjsonStream, SkippedLine, StreamError, StreamEvent};
