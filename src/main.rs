@@ -4,7 +4,9 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use kaissa::chess::{self, Position};
-use kaissa::engine::bench;
+use kaissa::engine::{bench, datagen, tune};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -43,6 +45,47 @@ enum Command {
         /// Depth in plies.
         depth: Option<u32>,
     },
+    /// Generate tuner training data by fast self-play.
+    Datagen {
+        /// Games per thread.
+        #[arg(long, default_value_t = 1000)]
+        games: usize,
+        /// Nodes per move.
+        #[arg(long, default_value_t = 5000)]
+        nodes: u64,
+        /// Random plies after the book line.
+        #[arg(long, default_value_t = 2)]
+        random_plies: usize,
+        /// Opening book (EPD/FEN lines); default: the start position.
+        #[arg(long)]
+        openings: Option<std::path::PathBuf>,
+        /// Output file (with several threads: FILE.0, FILE.1, ...).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
+    /// Texel-tune the evaluation weights on labelled positions and write
+    /// them as Rust source.
+    Tune {
+        /// Training files (`FEN [1.0]` or EPD with `c9 "1-0"`).
+        #[arg(required = true)]
+        data: Vec<std::path::PathBuf>,
+        /// Adam epochs (full passes).
+        #[arg(long, default_value_t = 2000)]
+        epochs: usize,
+        /// Adam step size, in centipawns.
+        #[arg(long, default_value_t = 1.0)]
+        lr: f64,
+        /// Use at most this many positions.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Where to write the weights (Rust source).
+        #[arg(long, default_value = "src/engine/params.rs")]
+        out: std::path::PathBuf,
+    },
 }
 
 fn main() -> Result<()> {
@@ -59,6 +102,30 @@ fn main() -> Result<()> {
             Ok(())
         }
         Command::Bench { depth } => run_bench(depth),
+        Command::Datagen {
+            games,
+            nodes,
+            random_plies,
+            openings,
+            out,
+            seed,
+            threads,
+        } => {
+            let cfg = datagen::DatagenConfig {
+                games,
+                nodes,
+                random_plies,
+                seed,
+            };
+            run_datagen(cfg, openings.as_deref(), &out, threads)
+        }
+        Command::Tune {
+            data,
+            epochs,
+            lr,
+            limit,
+            out,
+        } => run_tune(&data, epochs, lr, limit, &out),
     }
 }
 
@@ -95,5 +162,137 @@ fn run_bench(depth: Option<u32>) -> Result<()> {
     println!("Total time (ms) : {}", r.time.as_millis());
     println!("Nodes searched  : {}", r.nodes);
     println!("Nodes/second    : {}", r.nps());
+    Ok(())
+}
+
+fn read_openings(path: &Path) -> Result<Vec<Position>> {
+    let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let mut out = Vec::new();
+    for line in std::io::BufReader::new(f).lines() {
+        let line = line?;
+        let fen = line.split(';').next().unwrap_or("").trim();
+        if fen.is_empty() {
+            continue;
+        }
+        if let Ok(p) = Position::from_fen(fen) {
+            out.push(p);
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "no valid positions in {}", path.display());
+    Ok(out)
+}
+
+fn run_datagen(
+    cfg: datagen::DatagenConfig,
+    openings: Option<&Path>,
+    out: &Path,
+    threads: usize,
+) -> Result<()> {
+    let book = match openings {
+        Some(p) => read_openings(p)?,
+        None => Vec::new(),
+    };
+    let threads = threads.clamp(1, 64);
+    let paths: Vec<PathBuf> = if threads == 1 {
+        vec![out.to_path_buf()]
+    } else {
+        (0..threads)
+            .map(|i| PathBuf::from(format!("{}.{i}", out.display())))
+            .collect()
+    };
+    let start = Instant::now();
+    std::thread::scope(|scope| -> Result<()> {
+        let mut handles = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            let book = &book;
+            let mut cfg = cfg.clone();
+            cfg.seed = cfg.seed.wrapping_add(i as u64 * 1_000_003);
+            handles.push(scope.spawn(move || -> Result<usize> {
+                let f = std::fs::File::create(path)
+                    .with_context(|| format!("create {}", path.display()))?;
+                let mut w = BufWriter::new(f);
+                let n = datagen::run(book, &cfg, &mut w, &mut |g, n| {
+                    if g % 50 == 0 {
+                        eprintln!(
+                            "[thread {i}] games {g} positions {n} ({:.0} s)",
+                            start.elapsed().as_secs_f64()
+                        );
+                    }
+                })?;
+                Ok(n)
+            }));
+        }
+        let mut total = 0;
+        for h in handles {
+            total += h
+                .join()
+                .map_err(|_| anyhow::anyhow!("datagen thread panicked"))??;
+        }
+        println!(
+            "{total} positions in {:.0} s",
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
+    })
+}
+
+fn run_tune(
+    data: &[PathBuf],
+    epochs: usize,
+    lr: f64,
+    limit: Option<usize>,
+    out: &Path,
+) -> Result<()> {
+    use kaissa::engine::eval::{MATERIAL, N_PARAMS};
+    use kaissa::engine::params::WEIGHTS;
+    let mut ds = tune::Dataset::default();
+    let mut skipped = 0usize;
+    'files: for path in data {
+        let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+        for line in std::io::BufReader::new(f).lines() {
+            let line = line?;
+            match tune::parse_line(&line) {
+                Some((pos, r)) if ds.push(&pos, r, &WEIGHTS) => {}
+                _ => skipped += 1,
+            }
+            if limit.is_some_and(|l| ds.len() >= l) {
+                break 'files;
+            }
+        }
+    }
+    anyhow::ensure!(!ds.is_empty(), "no usable positions");
+    eprintln!("{} positions ({skipped} lines skipped)", ds.len());
+    let mut w = tune::unpack(&WEIGHTS);
+    let k = tune::fit_k(&ds, &w);
+    let start_err = ds.error(&w, k);
+    eprintln!("K = {k:.6}, error {start_err:.6}");
+    // The king's material is a constant: keep it at zero.
+    let mut frozen = vec![false; N_PARAMS];
+    frozen[MATERIAL + 5] = true;
+    let t0 = Instant::now();
+    tune::optimise(&ds, &mut w, k, epochs, lr, &frozen, &mut |e, err| {
+        eprintln!(
+            "epoch {e:>5} error {err:.6} ({:.0} s)",
+            t0.elapsed().as_secs_f64()
+        );
+    });
+    let end_err = ds.error(&w, k);
+    let cmd: Vec<String> = std::env::args().collect();
+    let header = vec![
+        format!("Tuned by: {}", cmd.join(" ")),
+        format!(
+            "{} positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
+            ds.len()
+        ),
+    ];
+    let mut f = BufWriter::new(
+        std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?,
+    );
+    f.write_all(tune::params_source(&w, &header).as_bytes())?;
+    f.flush()?;
+    println!(
+        "wrote {} (error {start_err:.6} -> {end_err:.6})",
+        out.display()
+    );
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The engine: a searcher over `chess` positions and the thread that runs
-//! it. Nothing here is async and nothing does I/O except the `Engine`
-//! handle's event channel; the two front ends (`uci` and the bot) drive it
-//! through `Engine`.
+//! it. Nothing here is async and the search does no I/O (only the offline
+//! tools `datagen` and `tune` read and write what they are handed); the
+//! two front ends (`uci` and the bot) drive it through `Engine`.
 //!
 //! One idea per file: `score` (values and mate arithmetic), `tt`
 //! (transposition table), `see` (static exchange), `history` (move
@@ -13,6 +13,7 @@
 //! Texel tuner and its training data).
 
 pub mod bench;
+pub mod datagen;
 pub mod eval;
 pub mod history;
 pub mod limits;
@@ -24,6 +25,7 @@ pub mod see;
 pub mod thread;
 pub mod timeman;
 pub mod tt;
+pub mod tune;
 
 pub use limits::Limits;
 pub use score::Score;

@@ -1,0 +1,344 @@
+//! The Texel tuner: fits every evaluation weight to game results.
+//!
+//! Each training position is reduced once to its trace (the coefficient
+//! of every weight, White minus Black, plus phase and end-game scale), so
+//! the evaluation is a dot product and its gradient is the trace itself.
+//! The logistic scale K is fitted first (so the current weights are
+//! judged in their own units), then the mean squared error of
+//! `sigmoid(K * eval)` against the result is minimised by full-batch Adam.
+//! The result is written back as Rust source (`params.rs`), so tuned
+//! weights are committed and reproducible.
+
+use super::eval::{N_PARAMS, PHASE_MAX, S, SECTIONS, Trace, eg, evaluate_terms, mg};
+use crate::chess::Position;
+use std::fmt::Write as _;
+
+/// One position's trace, stored compactly in `Dataset`.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    start: u32,
+    len: u16,
+    phase: u8,
+    /// End-game scale, out of 64.
+    scale: u8,
+    /// Result for White: 1, 0.5 or 0.
+    result: f32,
+}
+
+/// Traces of all training positions.
+#[derive(Default)]
+pub struct Dataset {
+    samples: Vec<Sample>,
+    idx: Vec<u16>,
+    coef: Vec<i16>,
+}
+
+struct DenseTrace {
+    coef: Vec<i32>,
+    seen: Vec<bool>,
+    touched: Vec<usize>,
+}
+
+impl Trace for DenseTrace {
+    fn add(&mut self, idx: usize, c: i32) {
+        if !self.seen[idx] {
+            self.seen[idx] = true;
+            self.touched.push(idx);
+        }
+        self.coef[idx] += c;
+    }
+}
+
+/// Reads `FEN [1.0]` (also `[0.5]`, `[0.0]`, `[1-0]`...) or EPD lines with
+/// `c9 "1-0";`; returns the position and White's result.
+pub fn parse_line(line: &str) -> Option<(Position, f32)> {
+    let line = line.trim();
+    let result = if line.contains("\"1-0\"") || line.contains("[1-0]") || line.contains("[1.0]") {
+        1.0
+    } else if line.contains("\"0-1\"") || line.contains("[0-1]") || line.contains("[0.0]") {
+        0.0
+    } else if line.contains("\"1/2-1/2\"") || line.contains("[1/2-1/2]") || line.contains("[0.5]") {
+        0.5
+    } else {
+        return None;
+    };
+    let end = line.find(['[', ';', '"']).unwrap_or(line.len());
+    let head = line[..end].trim_end();
+    let head = head.strip_suffix(" c9").unwrap_or(head);
+    let fields: Vec<&str> = head.split_whitespace().collect();
+    let pos = Position::from_fen(&fields[..fields.len().min(6)].join(" "))
+        .or_else(|_| Position::from_fen(&fields[..fields.len().min(4)].join(" ")))
+        .ok()?;
+    Some((pos, result))
+}
+
+impl Dataset {
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// Adds a position (skipped when in check: its static eval means
+    /// little). `weights` fixes the end-game scale.
+    pub fn push(&mut self, pos: &Position, result: f32, weights: &[S]) -> bool {
+        if pos.in_check() {
+            return false;
+        }
+        let mut t = DenseTrace {
+            coef: vec![0; N_PARAMS],
+            seen: vec![false; N_PARAMS],
+            touched: Vec::with_capacity(128),
+        };
+        let (_, phase, scale) = evaluate_terms(pos, weights, &mut t);
+        let start = self.idx.len() as u32;
+        let mut len = 0u16;
+        t.touched.sort_unstable();
+        for &i in &t.touched {
+            let c = t.coef[i];
+            if c != 0 {
+                self.idx.push(i as u16);
+                self.coef
+                    .push(c.clamp(i16::MIN as i32, i16::MAX as i32) as i16);
+                len += 1;
+            }
+        }
+        self.samples.push(Sample {
+            start,
+            len,
+            phase: phase as u8,
+            scale: scale as u8,
+            result,
+        });
+        true
+    }
+
+    fn terms(&self, s: &Sample) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let a = s.start as usize;
+        let b = a + s.len as usize;
+        self.idx[a..b]
+            .iter()
+            .zip(&self.coef[a..b])
+            .map(|(&i, &c)| (i as usize, c as f64))
+    }
+
+    /// Weights of the mid-game and end-game halves of this sample.
+    fn taper(s: &Sample) -> (f64, f64) {
+        let ph = s.phase as f64 / PHASE_MAX as f64;
+        (ph, (1.0 - ph) * s.scale as f64 / 64.0)
+    }
+
+    fn eval(&self, s: &Sample, w: &[[f64; 2]]) -> f64 {
+        let (fm, fe) = Self::taper(s);
+        let (mut m, mut e) = (0.0, 0.0);
+        for (i, c) in self.terms(s) {
+            m += w[i][0] * c;
+            e += w[i][1] * c;
+        }
+        m * fm + e * fe
+    }
+
+    /// Mean squared error of the predicted score against the results.
+    pub fn error(&self, w: &[[f64; 2]], k: f64) -> f64 {
+        let sum: f64 = self
+            .samples
+            .iter()
+            .map(|s| {
+                let p = sigmoid(k * self.eval(s, w));
+                (p - s.result as f64).powi(2)
+            })
+            .sum();
+        sum / self.samples.len().max(1) as f64
+    }
+
+    fn gradient(&self, w: &[[f64; 2]], k: f64, grad: &mut [[f64; 2]]) {
+        for g in grad.iter_mut() {
+            *g = [0.0; 2];
+        }
+        for s in &self.samples {
+            let p = sigmoid(k * self.eval(s, w));
+            let d = (p - s.result as f64) * p * (1.0 - p);
+            let (fm, fe) = Self::taper(s);
+            for (i, c) in self.terms(s) {
+                grad[i][0] += d * c * fm;
+                grad[i][1] += d * c * fe;
+            }
+        }
+        let n = self.samples.len().max(1) as f64;
+        for g in grad.iter_mut() {
+            g[0] *= 2.0 * k / n;
+            g[1] *= 2.0 * k / n;
+        }
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Unpacks weights into (mg, eg) floats.
+pub fn unpack(weights: &[S]) -> Vec<[f64; 2]> {
+    weights
+        .iter()
+        .map(|&s| [mg(s) as f64, eg(s) as f64])
+        .collect()
+}
+
+/// The K that best maps the current evaluation onto results (ternary
+/// search; the error is unimodal in K).
+pub fn fit_k(ds: &Dataset, w: &[[f64; 2]]) -> f64 {
+    let (mut lo, mut hi) = (0.0005f64, 0.02f64);
+    for _ in 0..60 {
+        let a = lo + (hi - lo) / 3.0;
+        let b = hi - (hi - lo) / 3.0;
+        if ds.error(w, a) < ds.error(w, b) {
+            hi = b;
+        } else {
+            lo = a;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// Minimises the error by Adam for `epochs` full passes; `frozen`
+/// parameters keep their values. `report` is called every 50 epochs with
+/// (epoch, error).
+pub fn optimise(
+    ds: &Dataset,
+    w: &mut [[f64; 2]],
+    k: f64,
+    epochs: usize,
+    lr: f64,
+    frozen: &[bool],
+    report: &mut dyn FnMut(usize, f64),
+) {
+    let n = w.len();
+    let mut grad = vec![[0.0; 2]; n];
+    let mut m = vec![[0.0; 2]; n];
+    let mut v = vec![[0.0; 2]; n];
+    let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
+    for epoch in 1..=epochs {
+        ds.gradient(w, k, &mut grad);
+        let t = epoch as i32;
+        for i in 0..n {
+            if frozen[i] {
+                continue;
+            }
+            for h in 0..2 {
+                m[i][h] = b1 * m[i][h] + (1.0 - b1) * grad[i][h];
+                v[i][h] = b2 * v[i][h] + (1.0 - b2) * grad[i][h] * grad[i][h];
+                let mh = m[i][h] / (1.0 - b1.powi(t));
+                let vh = v[i][h] / (1.0 - b2.powi(t));
+                w[i][h] -= lr * mh / (vh.sqrt() + eps);
+            }
+        }
+        if epoch % 50 == 0 || epoch == epochs {
+            report(epoch, ds.error(w, k));
+        }
+    }
+}
+
+/// Rust source of `params.rs` for weights `w`, with `header` lines
+/// (commands, data, error) in the module doc.
+pub fn params_source(w: &[[f64; 2]], header: &[String]) -> String {
+    let mut out = String::new();
+    out.push_str("//! Evaluation weights (mid-game, end-game), laid out as `eval::SECTIONS`\n");
+    out.push_str("//! says. This file is written by `kaissa tune`; edit by re-tuning.\n//!\n");
+    for h in header {
+        let _ = writeln!(out, "//! {h}");
+    }
+    out.push_str("\nuse super::eval::{N_PARAMS, S, s};\n\n#[rustfmt::skip]\n");
+    out.push_str("pub static WEIGHTS: [S; N_PARAMS] = [\n");
+    for &(name, off, len) in SECTIONS {
+        let _ = writeln!(out, "    // {name}");
+        for row in (off..off + len).collect::<Vec<_>>().chunks(8) {
+            out.push_str("   ");
+            for &i in row {
+                let _ = write!(
+                    out,
+                    " s({}, {}),",
+                    w[i][0].round() as i32,
+                    w[i][1].round() as i32
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("];\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::eval::{evaluate, taper};
+    use crate::engine::params::WEIGHTS;
+
+    #[test]
+    fn parses_common_formats() {
+        let (p, r) = parse_line("8/8/4k3/8/8/3K4/8/7R w - - 0 1 [1.0]").unwrap();
+        assert_eq!(r, 1.0);
+        assert!(
+            p.pieces(crate::chess::Color::White, crate::chess::Role::Rook)
+                .any()
+        );
+        let (_, r) = parse_line("8/8/4k3/8/8/3K4/8/7R b - - c9 \"0-1\";").unwrap();
+        assert_eq!(r, 0.0);
+        let (_, r) = parse_line("8/8/4k3/8/8/3K4/8/7R w - - 3 40 [0.5]").unwrap();
+        assert_eq!(r, 0.5);
+        assert!(parse_line("8/8/4k3/8/8/3K4/8/7R w - - 0 1").is_none());
+        assert!(parse_line("garbage [1.0]").is_none());
+        assert!(parse_line("").is_none());
+    }
+
+    #[test]
+    fn trace_matches_the_engine_eval() {
+        let mut ds = Dataset::default();
+        let fens = [
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+            "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 b - - 0 1",
+            "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP1BBPPP/R2QK2R b KQ - 0 8",
+        ];
+        let w = unpack(&WEIGHTS);
+        for fen in fens {
+            let pos = Position::from_fen(fen).unwrap();
+            assert!(ds.push(&pos, 0.5, &WEIGHTS));
+            let s = *ds.samples.last().unwrap();
+            let white = ds.eval(&s, &w);
+            let (score, phase, scale) =
+                evaluate_terms(&pos, &WEIGHTS, &mut crate::engine::eval::NoTrace);
+            let exact = taper(score, phase, scale) as f64;
+            assert!((white - exact).abs() <= 1.5, "{fen}: {white} vs {exact}");
+            let stm = evaluate(&pos) as f64;
+            let stm_white = if pos.turn() == crate::chess::Color::White {
+                stm
+            } else {
+                -stm
+            };
+            assert_eq!(stm_white, exact);
+        }
+    }
+
+    #[test]
+    fn descent_lowers_the_error() {
+        let mut ds = Dataset::default();
+        // White wins whenever it has the extra knight.
+        for (fen, r) in [
+            ("4k3/8/8/8/8/8/3N4/4K3 w - - 0 1", 1.0),
+            ("4k3/8/8/8/8/8/8/4K3 w - - 0 1", 0.5),
+            ("4k3/3n4/8/8/8/8/8/4K3 w - - 0 1", 0.0),
+        ] {
+            ds.push(&Position::from_fen(fen).unwrap(), r, &WEIGHTS);
+        }
+        let mut w = unpack(&WEIGHTS);
+        let before = ds.error(&w, 0.01);
+        let frozen = vec![false; w.len()];
+        optimise(&ds, &mut w, 0.01, 100, 2.0, &frozen, &mut |_, _| {});
+        assert!(ds.error(&w, 0.01) < before);
+        let src = params_source(&w, &["test".into()]);
+        assert!(src.contains("pub static WEIGHTS"));
+        assert_eq!(src.matches(" s(").count(), N_PARAMS);
+    }
+}
