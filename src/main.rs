@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use kaissa::bot::daemon::Daemon;
 use kaissa::chess::{self, Position};
 use kaissa::config::Config;
 use kaissa::engine::bench;
@@ -55,6 +56,13 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
+    Run {
+        /// Configuration file (TOML); default: built-in defaults and the
+        /// `KAISSA_*` environment.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -84,6 +92,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check { config } => {
             init_logging();
             run_check(config.as_deref())
+        }
+        Command::Run { config } => {
+            init_logging();
+            run_daemon(config.as_deref())
         }
     }
 }
@@ -179,4 +191,47 @@ fn run_bench(depth: Option<u32>) -> Result<()> {
     println!("Nodes searched  : {}", r.nodes);
     println!("Nodes/second    : {}", r.nps());
     Ok(())
+}
+
+/// `kaissa run`: the daemon, until SIGTERM or Ctrl-C.
+fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
+    let config = Config::load(config_path).context("configuration")?;
+    let token = config.token().context("token")?;
+    let client = Client::new(token, config.lichess.client_options())
+        .context("cannot create the Lichess client")?;
+    runtime()?.block_on(async move {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down");
+            let _ = tx.send(true);
+        });
+        Daemon::new(client, config)
+            .run(rx)
+            .await
+            .context("the daemon stopped")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

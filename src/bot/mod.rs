@@ -3,5 +3,6 @@
 
 pub mod challenge;
 pub mod chat;
+pub mod daemon;
 pub mod pgn;
 pub mod record;
