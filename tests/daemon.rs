@@ -87,3 +87,48 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
         .unwrap()
         .unwrap();
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kaissa_run_logs_each_decision_and_stops_on_sigterm() {
+    let fake = FakeLichess::start().await;
+    let secret = fake.token();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .arg("run")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env_remove("RUST_LOG")
+        .env("LICHESS_BOT_TOKEN", &secret)
+        .env("KAISSA_LICHESS__URL", fake.url())
+        .env("KAISSA_CHALLENGE__ACCEPT_BOTS", "false")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start kaissa run");
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let c = fake.send_challenge(ChallengeSpec::default().challenger(Opponent::bot("OtherBot")));
+    assert_eq!(
+        outcome(&fake, &c).await,
+        ("declined".to_owned(), Some("noBot".to_owned()))
+    );
+
+    let pid = child.id().expect("running").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("kaissa run stops on SIGTERM")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(&c))
+        .unwrap_or_else(|| panic!("no log line for {c}: {stderr}"));
+    assert!(line.contains("decline") && line.contains("noBot"), "{line}");
+    assert!(!stderr.contains('\u{1b}'), "no colours in a pipe: {line}");
+    assert!(!stderr.contains(&secret));
+}
