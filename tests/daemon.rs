@@ -132,3 +132,24 @@ async fn kaissa_run_logs_each_decision_and_stops_on_sigterm() {
     assert!(!stderr.contains('\u{1b}'), "no colours in a pipe: {line}");
     assert!(!stderr.contains(&secret));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kaissa_run_stops_on_a_rejected_token_without_printing_it() {
+    let fake = FakeLichess::start().await;
+    let secret = "lip_wrong_secret_token_55555";
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .arg("run")
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env("LICHESS_BOT_TOKEN", secret)
+        .env("KAISSA_LICHESS__URL", fake.url())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WAIT, out)
+        .await
+        .expect("kaissa run gives up on a 401")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "stderr: {stderr}");
+    assert!(stderr.contains("401"), "stderr: {stderr}");
+    assert!(!stderr.contains(secret) && !String::from_utf8_lossy(&out.stdout).contains(secret));
+}
