@@ -3,10 +3,14 @@
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use kaissa::bot::daemon::Daemon;
 use kaissa::chess::{self, Position};
+use kaissa::config::Config;
 use kaissa::engine::{bench, datagen, tune};
+use kaissa::lichess::client::{Client, Error as LichessError};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -86,22 +90,47 @@ enum Command {
         #[arg(long, default_value = "src/engine/params.rs")]
         out: std::path::PathBuf,
     },
+    /// Check the configuration, the token and the Lichess account, then
+    /// exit (non-zero when something is wrong).
+    Check {
+        /// Configuration file (TOML); default: built-in defaults and the
+        /// `KAISSA_*` environment.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
+    Run {
+        /// Configuration file (TOML); default: built-in defaults and the
+        /// `KAISSA_*` environment.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Perft {
             depth,
             fen,
             divide,
             chess960,
-        } => run_perft(depth, fen.as_deref(), divide, chess960),
+        } => run_perft(depth, fen.as_deref(), divide, chess960).map(|()| ExitCode::SUCCESS),
         Command::Uci => {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { depth } => run_bench(depth),
+        Command::Bench { depth } => run_bench(depth).map(|()| ExitCode::SUCCESS),
         Command::Datagen {
             games,
             nodes,
@@ -117,7 +146,7 @@ fn main() -> Result<()> {
                 random_plies,
                 seed,
             };
-            run_datagen(cfg, openings.as_deref(), &out, threads)
+            run_datagen(cfg, openings.as_deref(), &out, threads).map(|()| ExitCode::SUCCESS)
         }
         Command::Tune {
             data,
@@ -125,7 +154,73 @@ fn main() -> Result<()> {
             lr,
             limit,
             out,
-        } => run_tune(&data, epochs, lr, limit, &out),
+        } => run_tune(&data, epochs, lr, limit, &out).map(|()| ExitCode::SUCCESS),
+        Command::Check { config } => {
+            init_logging();
+            run_check(config.as_deref())
+        }
+        Command::Run { config } => {
+            init_logging();
+            run_daemon(config.as_deref())
+        }
+    }
+}
+
+/// Logs to stderr; `RUST_LOG` overrides the default `info` level.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// `kaissa check`: configuration, token, account. The token is never
+/// printed (`Token` only ever displays as `***`).
+fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
+    let config = Config::load(config_path).context("configuration")?;
+    println!("configuration: ok");
+    let token = config.token().context("token")?;
+    let client = Client::new(token, config.lichess.client_options())
+        .context("cannot create the Lichess client")?;
+    let url = config.lichess.url.clone();
+    let account = runtime()?.block_on(client.account());
+    match account {
+        Ok(account) => {
+            let name = if account.username.is_empty() {
+                &account.id
+            } else {
+                &account.username
+            };
+            println!("account: {name} ({url})");
+            if account.is_bot() {
+                println!("bot account: yes");
+            } else {
+                eprintln!(
+                    "warning: {name} is not a BOT account; upgrade it (irreversible) before \
+                     running the bot"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ LichessError::Unauthorized { .. }) => {
+            eprintln!(
+                "error: Lichess rejected the token ({e}); create a new token with the \
+                 bot:play scope"
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("GET {url}/api/account"))),
     }
 }
 
@@ -163,6 +258,49 @@ fn run_bench(depth: Option<u32>) -> Result<()> {
     println!("Nodes searched  : {}", r.nodes);
     println!("Nodes/second    : {}", r.nps());
     Ok(())
+}
+
+/// `kaissa run`: the daemon, until SIGTERM or Ctrl-C.
+fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
+    let config = Config::load(config_path).context("configuration")?;
+    let token = config.token().context("token")?;
+    let client = Client::new(token, config.lichess.client_options())
+        .context("cannot create the Lichess client")?;
+    runtime()?.block_on(async move {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down");
+            let _ = tx.send(true);
+        });
+        Daemon::new(client, config)
+            .run(rx)
+            .await
+            .context("the daemon stopped")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 fn read_openings(path: &Path) -> Result<Vec<Position>> {

@@ -1,0 +1,393 @@
+//! The challenge policy: whether to accept a challenge, and if not, the
+//! reason Lichess shows the challenger. Pure; the daemon calls [`decide`]
+//! for each incoming challenge and reserves a game slot with [`Slots`].
+
+use crate::config::ChallengeConfig;
+use crate::lichess::model::{Challenge, DeclineReason, Speed, TimeControl, VariantKey};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What to do with a challenge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Accept,
+    Decline(DeclineReason),
+}
+
+/// Decides a challenge. Rules, in order (the first that fails gives the
+/// reason):
+///
+/// 1. shutting down, or `active_games >= concurrency`: `later`;
+/// 2. challenger blocked, or not on a non-empty allow list: `generic`;
+/// 3. a bot when `accept_bots = false`: `noBot`; a human when
+///    `only_bots`: `onlyBot`;
+/// 4. variant not accepted: `standard` if the challenge is standard (the
+///    policy wants other variants), else `variant`;
+/// 5. correspondence/unlimited (or an unknown time control) when not
+///    allowed: `timeControl`; a clock whose base or increment is below the
+///    minimum: `tooFast`, above the maximum: `tooSlow`; a speed not in the
+///    list: `tooFast`/`tooSlow` when every accepted real-time speed is
+///    slower/faster, else `timeControl`;
+/// 6. rated not accepted: `rated`; casual not accepted: `casual`;
+/// 7. challenger rating outside the range: `generic` (no rating passes).
+pub fn decide(
+    challenge: &Challenge,
+    policy: &ChallengeConfig,
+    active_games: usize,
+    concurrency: usize,
+    shutting_down: bool,
+) -> Decision {
+    match check(challenge, policy, active_games, concurrency, shutting_down) {
+        Ok(()) => Decision::Accept,
+        Err(reason) => Decision::Decline(reason),
+    }
+}
+
+fn check(
+    challenge: &Challenge,
+    policy: &ChallengeConfig,
+    active_games: usize,
+    concurrency: usize,
+    shutting_down: bool,
+) -> Result<(), DeclineReason> {
+    use DeclineReason::*;
+    if shutting_down || active_games >= concurrency {
+        return Err(Later);
+    }
+    let user = &challenge.challenger;
+    if policy.is_blocked(&user.id) || !policy.is_allowed(&user.id) {
+        return Err(Generic);
+    }
+    if user.is_bot() && !policy.accept_bots {
+        return Err(NoBot);
+    }
+    if !user.is_bot() && policy.only_bots {
+        return Err(OnlyBot);
+    }
+    let variant = challenge.variant.key;
+    if !policy.accepts_variant(variant) {
+        return Err(if variant == VariantKey::Standard {
+            Standard
+        } else {
+            Variant
+        });
+    }
+    check_time(challenge, policy)?;
+    if !policy.accepts_mode(challenge.rated) {
+        return Err(if challenge.rated { Rated } else { Casual });
+    }
+    if let Some(rating) = user.rating
+        && !policy.rating_range().contains(&rating)
+    {
+        return Err(Generic);
+    }
+    Ok(())
+}
+
+fn check_time(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), DeclineReason> {
+    match &challenge.time_control {
+        TimeControl::Clock {
+            limit, increment, ..
+        } => {
+            if *limit < policy.min_base || *increment < policy.min_increment {
+                return Err(DeclineReason::TooFast);
+            }
+            if *limit > policy.max_base || *increment > policy.max_increment {
+                return Err(DeclineReason::TooSlow);
+            }
+        }
+        TimeControl::Correspondence { .. } | TimeControl::Unlimited | TimeControl::Unknown => {
+            if !policy.accepts_time_control(&challenge.time_control) {
+                return Err(DeclineReason::TimeControl);
+            }
+        }
+    }
+    let speed = challenge.speed;
+    if speed == Speed::Unknown || policy.accepts_speed(speed) {
+        return Ok(());
+    }
+    let rank = |s: Speed| match s {
+        Speed::UltraBullet => Some(0),
+        Speed::Bullet => Some(1),
+        Speed::Blitz => Some(2),
+        Speed::Rapid => Some(3),
+        Speed::Classical => Some(4),
+        Speed::Correspondence | Speed::Unknown => None,
+    };
+    let Some(r) = rank(speed) else {
+        return Err(DeclineReason::TimeControl);
+    };
+    let accepted: Vec<u8> = policy
+        .speeds
+        .iter()
+        .filter_map(|s| rank(s.speed()))
+        .collect();
+    if !accepted.is_empty() && accepted.iter().all(|&a| a > r) {
+        Err(DeclineReason::TooFast)
+    } else if !accepted.is_empty() && accepted.iter().all(|&a| a < r) {
+        Err(DeclineReason::TooSlow)
+    } else {
+        Err(DeclineReason::TimeControl)
+    }
+}
+
+/// The game slots: at most `capacity` games at once. Cloning shares them.
+#[derive(Debug, Clone)]
+pub struct Slots {
+    used: Arc<AtomicUsize>,
+    capacity: usize,
+}
+
+/// A reserved slot, released on drop.
+#[derive(Debug)]
+pub struct SlotGuard {
+    used: Arc<AtomicUsize>,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.used.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Slots {
+    pub fn new(capacity: usize) -> Slots {
+        Slots {
+            used: Arc::new(AtomicUsize::new(0)),
+            capacity,
+        }
+    }
+
+    /// Reserves a slot atomically, or `None` when all are taken.
+    pub fn try_reserve(&self) -> Option<SlotGuard> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.capacity).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| SlotGuard {
+                used: Arc::clone(&self.used),
+            })
+    }
+
+    /// Slots in use now.
+    pub fn in_use(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{AcceptedSpeed, PlayableVariant};
+    use DeclineReason::*;
+
+    fn challenge(json: serde_json::Value) -> Challenge {
+        let mut base = serde_json::json!({
+            "id": "c1",
+            "challenger": {"id": "alice", "name": "Alice", "rating": 1500},
+            "variant": {"key": "standard"},
+            "rated": true,
+            "speed": "blitz",
+            "timeControl": {"type": "clock", "limit": 180, "increment": 2},
+        });
+        for (k, v) in json.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        serde_json::from_value(base).unwrap()
+    }
+
+    fn std_challenge() -> Challenge {
+        challenge(serde_json::json!({}))
+    }
+
+    fn bot() -> serde_json::Value {
+        serde_json::json!({"id": "robo", "name": "Robo", "title": "BOT", "rating": 2000})
+    }
+
+    fn policy() -> ChallengeConfig {
+        ChallengeConfig::default()
+    }
+
+    fn d(c: &Challenge, p: &ChallengeConfig) -> Decision {
+        decide(c, p, 0, 1, false)
+    }
+
+    #[test]
+    fn accepts_a_plain_challenge() {
+        assert_eq!(d(&std_challenge(), &policy()), Decision::Accept);
+        assert_eq!(
+            decide(&std_challenge(), &policy(), 1, 2, false),
+            Decision::Accept
+        );
+    }
+
+    #[test]
+    fn later_when_full_or_shutting_down() {
+        let c = std_challenge();
+        assert_eq!(decide(&c, &policy(), 1, 1, false), Decision::Decline(Later));
+        assert_eq!(decide(&c, &policy(), 0, 0, false), Decision::Decline(Later));
+        assert_eq!(decide(&c, &policy(), 0, 4, true), Decision::Decline(Later));
+    }
+
+    #[test]
+    fn variant_and_standard() {
+        let mut p = policy();
+        p.variants = vec![PlayableVariant::Standard];
+        let c = challenge(serde_json::json!({"variant": {"key": "chess960"}}));
+        assert_eq!(d(&c, &p), Decision::Decline(Variant));
+        let c = challenge(serde_json::json!({"variant": {"key": "atomic"}}));
+        assert_eq!(d(&c, &policy()), Decision::Decline(Variant));
+        p.variants = vec![PlayableVariant::Chess960];
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Standard));
+    }
+
+    #[test]
+    fn time_control_for_correspondence_and_unlimited() {
+        let c = challenge(serde_json::json!({
+            "speed": "correspondence",
+            "timeControl": {"type": "correspondence", "daysPerTurn": 2},
+        }));
+        assert_eq!(d(&c, &policy()), Decision::Decline(TimeControl));
+        let u = challenge(serde_json::json!({
+            "speed": "correspondence",
+            "timeControl": {"type": "unlimited"},
+        }));
+        assert_eq!(d(&u, &policy()), Decision::Decline(TimeControl));
+        let mut p = policy();
+        p.correspondence = true;
+        assert_eq!(d(&c, &p), Decision::Accept);
+        assert_eq!(d(&u, &p), Decision::Accept);
+    }
+
+    #[test]
+    fn too_fast_and_too_slow() {
+        let mut p = policy();
+        p.min_base = 60;
+        p.max_base = 600;
+        p.min_increment = 1;
+        p.max_increment = 10;
+        let clock = |limit: u32, inc: u32| {
+            challenge(serde_json::json!({
+                "timeControl": {"type": "clock", "limit": limit, "increment": inc},
+            }))
+        };
+        assert_eq!(d(&clock(30, 2), &p), Decision::Decline(TooFast));
+        assert_eq!(d(&clock(180, 0), &p), Decision::Decline(TooFast));
+        assert_eq!(d(&clock(900, 2), &p), Decision::Decline(TooSlow));
+        assert_eq!(d(&clock(180, 30), &p), Decision::Decline(TooSlow));
+        assert_eq!(d(&clock(60, 1), &p), Decision::Accept);
+        assert_eq!(d(&clock(600, 10), &p), Decision::Accept);
+    }
+
+    #[test]
+    fn speed_not_in_list() {
+        let mut p = policy();
+        p.speeds = vec![AcceptedSpeed::Rapid, AcceptedSpeed::Classical];
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(TooFast));
+        p.speeds = vec![AcceptedSpeed::Bullet];
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(TooSlow));
+        p.speeds = vec![AcceptedSpeed::Bullet, AcceptedSpeed::Rapid];
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(TimeControl));
+    }
+
+    #[test]
+    fn rated_and_casual() {
+        let mut p = policy();
+        p.rated = false;
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Rated));
+        let casual = challenge(serde_json::json!({"rated": false}));
+        assert_eq!(d(&casual, &p), Decision::Accept);
+        let mut p = policy();
+        p.casual = false;
+        assert_eq!(d(&casual, &p), Decision::Decline(Casual));
+        assert_eq!(d(&std_challenge(), &p), Decision::Accept);
+    }
+
+    #[test]
+    fn bots_and_humans() {
+        let from_bot = challenge(serde_json::json!({"challenger": bot()}));
+        let mut p = policy();
+        assert_eq!(d(&from_bot, &p), Decision::Accept);
+        p.accept_bots = false;
+        assert_eq!(d(&from_bot, &p), Decision::Decline(NoBot));
+        let mut p = policy();
+        p.only_bots = true;
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(OnlyBot));
+        assert_eq!(d(&from_bot, &p), Decision::Accept);
+    }
+
+    #[test]
+    fn generic_for_lists_and_rating() {
+        let mut p = policy();
+        p.block_list = vec!["ALICE".into()];
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Generic));
+        let mut p = policy();
+        p.allow_list = vec!["bob".into()];
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Generic));
+        p.allow_list.push("Alice".into());
+        assert_eq!(d(&std_challenge(), &p), Decision::Accept);
+        let mut p = policy();
+        p.min_rating = 1600;
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Generic));
+        p.min_rating = 0;
+        p.max_rating = 1400;
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Generic));
+        let unrated =
+            challenge(serde_json::json!({"challenger": {"id": "alice", "name": "Alice"}}));
+        assert_eq!(d(&unrated, &p), Decision::Accept);
+    }
+
+    #[test]
+    fn slots_reserve_and_release() {
+        let slots = Slots::new(2);
+        let a = slots.try_reserve().unwrap();
+        let _b = slots.try_reserve().unwrap();
+        assert!(slots.try_reserve().is_none());
+        drop(a);
+        assert_eq!(slots.in_use(), 1);
+        assert!(slots.try_reserve().is_some());
+        assert_eq!(slots.in_use(), 1);
+    }
+
+    #[test]
+    fn slots_never_exceed_capacity_under_contention() {
+        let slots = Slots::new(2);
+        let peak = Arc::new(AtomicUsize::new(0));
+        let holders = Arc::new(AtomicUsize::new(0));
+        let barrier = Arc::new(std::sync::Barrier::new(20));
+        let handles: Vec<_> = (0..20)
+            .map(|_| {
+                let (slots, peak, holders, barrier) = (
+                    slots.clone(),
+                    Arc::clone(&peak),
+                    Arc::clone(&holders),
+                    Arc::clone(&barrier),
+                );
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mut got = 0;
+                    for _ in 0..200 {
+                        if let Some(guard) = slots.try_reserve() {
+                            got += 1;
+                            let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                            peak.fetch_max(now, Ordering::SeqCst);
+                            std::thread::yield_now();
+                            holders.fetch_sub(1, Ordering::SeqCst);
+                            drop(guard);
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        let total: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert!(total > 0);
+        assert!(peak.load(Ordering::SeqCst) <= 2);
+        assert_eq!(slots.in_use(), 0);
+    }
+}
