@@ -85,6 +85,10 @@ enum Command {
         /// Where to write the weights (Rust source).
         #[arg(long, default_value = "src/engine/params.rs")]
         out: std::path::PathBuf,
+        /// Extra header lines for the weights file (e.g. how the data
+        /// was made).
+        #[arg(long)]
+        note: Vec<String>,
     },
 }
 
@@ -125,7 +129,8 @@ fn main() -> Result<()> {
             lr,
             limit,
             out,
-        } => run_tune(&data, epochs, lr, limit, &out),
+            note,
+        } => run_tune(&data, epochs, lr, limit, &out, &note),
     }
 }
 
@@ -242,6 +247,7 @@ fn run_tune(
     lr: f64,
     limit: Option<usize>,
     out: &Path,
+    note: &[String],
 ) -> Result<()> {
     use kaissa::engine::eval::{MATERIAL, N_PARAMS};
     use kaissa::engine::params::WEIGHTS;
@@ -278,13 +284,14 @@ fn run_tune(
     });
     let end_err = ds.error(&w, k);
     let cmd: Vec<String> = std::env::args().collect();
-    let header = vec![
+    let mut header: Vec<String> = note.to_vec();
+    header.extend([
         format!("Tuned by: {}", cmd.join(" ")),
         format!(
             "{} positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
             ds.len()
         ),
-    ];
+    ]);
     let mut f = BufWriter::new(
         std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?,
     );

@@ -779,7 +779,51 @@ impl Searcher {
 
             // Check extension: a check may start a forcing sequence the
             // horizon would otherwise cut off.
-            let extension = (gives_check && (ply as i32) < 2 * self.root_depth) as i32;
+            let mut extension = (gives_check && (ply as i32) < 2 * self.root_depth) as i32;
+
+            // Singular extension: if the stored move is much better than
+            // every alternative (a reduced search without it fails low
+            // against a margin below its score), the position hinges on
+            // it, so it deserves a deeper look.
+            if let Some(h) = tt_hit {
+                if m == tt_move
+                    && ply > 0
+                    && depth >= 8
+                    && excluded.is_none()
+                    && h.depth >= depth - 3
+                    && matches!(h.bound, Bound::Lower | Bound::Exact)
+                    && !is_mate(h.score)
+                    && (ply as i32) < 2 * self.root_depth
+                {
+                    let s_beta = h.score - 2 * depth;
+                    self.frame_mut(ply).excluded = m;
+                    let v = self.negamax::<false>(
+                        pos,
+                        s_beta - 1,
+                        s_beta,
+                        (depth - 1) / 2,
+                        ply,
+                        cut_node,
+                        tt,
+                        ctrl,
+                    );
+                    self.frame_mut(ply).excluded = Move::NONE;
+                    if self.stopped {
+                        return 0;
+                    }
+                    if v < s_beta {
+                        extension = 1;
+                    } else if s_beta >= beta {
+                        // Multi-cut: even without the stored move some
+                        // other move beats beta; this node fails high.
+                        return s_beta;
+                    } else if h.score >= beta {
+                        // Another move is about as good: the stored one
+                        // is not special, search it a little shallower.
+                        extension = -1;
+                    }
+                }
+            }
             let new_depth = depth - 1 + extension;
 
             self.enter_child(ply, key, m, cont);
