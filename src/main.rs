@@ -89,6 +89,17 @@ enum Command {
         /// was made).
         #[arg(long)]
         note: Vec<String>,
+        /// L2 pull towards the starting weights.
+        #[arg(long, default_value_t = 0.0)]
+        l2: f64,
+        /// Weight of the game result against the search score in the
+        /// target (1 = result only).
+        #[arg(long, default_value_t = 1.0)]
+        lambda: f64,
+        /// Hold out every tenth block of 100 lines for validation and
+        /// keep the weights that predict it best.
+        #[arg(long)]
+        validate: bool,
     },
 }
 
@@ -130,7 +141,13 @@ fn main() -> Result<()> {
             limit,
             out,
             note,
-        } => run_tune(&data, epochs, lr, limit, &out, &note),
+            l2,
+            lambda,
+            validate,
+        } => {
+            let cfg = tune::TuneConfig { epochs, lr, l2 };
+            run_tune(&data, &cfg, lambda, validate, limit, &out, &note)
+        }
     }
 }
 
@@ -243,8 +260,9 @@ fn run_datagen(
 
 fn run_tune(
     data: &[PathBuf],
-    epochs: usize,
-    lr: f64,
+    cfg: &tune::TuneConfig,
+    lambda: f64,
+    validate: bool,
     limit: Option<usize>,
     out: &Path,
     note: &[String],
@@ -252,33 +270,48 @@ fn run_tune(
     use kaissa::engine::eval::{MATERIAL, N_PARAMS};
     use kaissa::engine::params::WEIGHTS;
     let mut ds = tune::Dataset::default();
+    let mut valid = tune::Dataset::default();
     let mut skipped = 0usize;
+    let mut line_no = 0usize;
     'files: for path in data {
         let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
         for line in std::io::BufReader::new(f).lines() {
             let line = line?;
+            line_no += 1;
+            let set = if validate && (line_no / 100) % 10 == 9 {
+                &mut valid
+            } else {
+                &mut ds
+            };
             match tune::parse_line(&line) {
-                Some((pos, r)) if ds.push(&pos, r, &WEIGHTS) => {}
+                Some((pos, r, score)) if set.push(&pos, r, score, &WEIGHTS) => {}
                 _ => skipped += 1,
             }
-            if limit.is_some_and(|l| ds.len() >= l) {
+            if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
                 break 'files;
             }
         }
     }
     anyhow::ensure!(!ds.is_empty(), "no usable positions");
-    eprintln!("{} positions ({skipped} lines skipped)", ds.len());
+    eprintln!(
+        "{} training and {} validation positions ({skipped} lines skipped)",
+        ds.len(),
+        valid.len()
+    );
     let mut w = tune::unpack(&WEIGHTS);
+    // K is fitted on the results alone, then the targets are blended.
     let k = tune::fit_k(&ds, &w);
+    ds.set_targets(k, lambda);
+    valid.set_targets(k, lambda);
     let start_err = ds.error(&w, k);
     eprintln!("K = {k:.6}, error {start_err:.6}");
     // The king's material is a constant: keep it at zero.
     let mut frozen = vec![false; N_PARAMS];
     frozen[MATERIAL + 5] = true;
     let t0 = Instant::now();
-    tune::optimise(&ds, &mut w, k, epochs, lr, &frozen, &mut |e, err| {
+    tune::optimise(&ds, &valid, &mut w, k, cfg, &frozen, &mut |e, err, verr| {
         eprintln!(
-            "epoch {e:>5} error {err:.6} ({:.0} s)",
+            "epoch {e:>5} error {err:.6} validation {verr:.6} ({:.0} s)",
             t0.elapsed().as_secs_f64()
         );
     });
@@ -288,8 +321,9 @@ fn run_tune(
     header.extend([
         format!("Tuned by: {}", cmd.join(" ")),
         format!(
-            "{} positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
-            ds.len()
+            "{} training + {} validation positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
+            ds.len(),
+            valid.len()
         ),
     ]);
     let mut f = BufWriter::new(
