@@ -16,7 +16,7 @@ use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in,
 use super::see::{SEE_VALUE, see_ge};
 use super::timeman::{self, TimeBudget};
 use super::tt::{Bound, TranspositionTable};
-use crate::chess::{Move, MoveList, Position};
+use crate::chess::{Move, Position};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -89,6 +89,38 @@ const EMPTY_FRAME: Frame = Frame {
     excluded: Move::NONE,
     plies_from_null: 0,
 };
+
+/// Moves tried at a node before the one that cut off (they get a history
+/// malus). Only the first `TRIED_MAX` are kept.
+const TRIED_MAX: usize = 64;
+
+struct Tried {
+    moves: [Move; TRIED_MAX],
+    len: usize,
+}
+
+impl Tried {
+    #[inline(always)]
+    fn new() -> Tried {
+        Tried {
+            moves: [Move::NONE; TRIED_MAX],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, m: Move) {
+        if self.len < TRIED_MAX {
+            self.moves[self.len] = m;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[Move] {
+        &self.moves[..self.len]
+    }
+}
 
 /// Frames below ply 0, so that `ply - 2` is always a valid index.
 const STACK_OFFSET: usize = 2;
@@ -724,8 +756,8 @@ impl Searcher {
         let mut best = -INFINITE;
         let mut best_move = Move::NONE;
         let mut move_count = 0usize;
-        let mut quiets = MoveList::new();
-        let mut captures = MoveList::new();
+        let mut quiets = Tried::new();
+        let mut captures = Tried::new();
         let alpha_orig = alpha;
         let tt_capture = !tt_move.is_none() && is_capture(pos, tt_move);
 
@@ -979,8 +1011,8 @@ impl Searcher {
         ply: usize,
         best: Move,
         depth: i32,
-        quiets: &MoveList,
-        captures: &MoveList,
+        quiets: &Tried,
+        captures: &Tried,
         cont: [ContKey; 2],
     ) {
         let us = pos.turn();
@@ -993,13 +1025,13 @@ impl Searcher {
             }
             self.history.set_countermove(cont[0], best);
             self.update_quiet(pos, us, best, bonus, cont);
-            for &q in quiets.iter() {
+            for &q in quiets.as_slice() {
                 self.update_quiet(pos, us, q, -bonus, cont);
             }
         } else if let (Some(p), Some(c)) = (pos.piece_at(best.from()), captured_role(pos, best)) {
             self.history.update_capture(p, best.to(), c, bonus);
         }
-        for &c in captures.iter() {
+        for &c in captures.as_slice() {
             if let (Some(p), Some(r)) = (pos.piece_at(c.from()), captured_role(pos, c)) {
                 self.history.update_capture(p, c.to(), r, -bonus);
             }
