@@ -304,7 +304,14 @@ fn run_tune(
     ds.set_targets(k, lambda);
     valid.set_targets(k, lambda);
     let start_err = ds.error(&w, k);
-    eprintln!("K = {k:.6}, error {start_err:.6}");
+    if valid.is_empty() {
+        eprintln!("K = {k:.6}, error {start_err:.6}");
+    } else {
+        eprintln!(
+            "K = {k:.6}, error {start_err:.6} validation {:.6}",
+            valid.error(&w, k)
+        );
+    }
     // The king's material is a constant: keep it at zero.
     let mut frozen = vec![false; N_PARAMS];
     frozen[MATERIAL + 5] = true;

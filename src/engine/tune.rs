@@ -56,11 +56,15 @@ impl Trace for DenseTrace {
 }
 
 /// Reads `FEN [1.0]` (also `[0.5]`, `[0.0]`, `[1-0]`...), optionally
-/// followed by White's search score in centipawns (`FEN [1.0] 35`), or EPD
-/// lines with `c9 "1-0";`; returns the position, White's result and the
-/// score if present.
+/// followed by White's search score in centipawns (`FEN [1.0] 35`), EPD
+/// lines with `c9 "1-0";`, or `FEN;1.0` (`scripts/datagen.py`, optionally
+/// `FEN;1.0;35`); returns the position, White's result and the score if
+/// present.
 pub fn parse_line(line: &str) -> Option<(Position, f32, Option<i32>)> {
     let line = line.trim();
+    if let Some(parsed) = parse_semicolon_line(line) {
+        return Some(parsed);
+    }
     let result = if line.contains("\"1-0\"") || line.contains("[1-0]") || line.contains("[1.0]") {
         1.0
     } else if line.contains("\"0-1\"") || line.contains("[0-1]") || line.contains("[0.0]") {
@@ -80,6 +84,28 @@ pub fn parse_line(line: &str) -> Option<(Position, f32, Option<i32>)> {
     let pos = Position::from_fen(&fields[..fields.len().min(6)].join(" "))
         .or_else(|_| Position::from_fen(&fields[..fields.len().min(4)].join(" ")))
         .ok()?;
+    Some((pos, result, score))
+}
+
+/// `FEN;result` or `FEN;result;score`, result 1.0 / 0.5 / 0.0 (or 1 /
+/// 0). `None` when the line is not in this format.
+fn parse_semicolon_line(line: &str) -> Option<(Position, f32, Option<i32>)> {
+    let mut parts = line.split(';');
+    let fen = parts.next()?.trim();
+    let result = match parts.next()?.trim() {
+        "1.0" | "1" => 1.0,
+        "0.5" => 0.5,
+        "0.0" | "0" => 0.0,
+        _ => return None,
+    };
+    let score = match parts.next().map(str::trim) {
+        None | Some("") => None,
+        Some(t) => Some(t.parse::<i32>().ok()?),
+    };
+    if parts.next().is_some() {
+        return None;
+    }
+    let pos = Position::from_fen(fen).ok()?;
     Some((pos, result, score))
 }
 
@@ -347,6 +373,19 @@ mod tests {
         assert_eq!((r, sc), (0.5, Some(-35)));
         assert!(parse_line("8/8/4k3/8/8/3K4/8/7R w - - 0 1").is_none());
         assert!(parse_line("garbage [1.0]").is_none());
+        // scripts/datagen.py: FEN;result, optionally ;score.
+        let (p, r, sc) =
+            parse_line("rnb1kb1r/pp3pp1/3qpn2/2pp3p/3P4/6P1/PPPKPPBP/RNBQ2NR w kq - 0 7;0.0\n")
+                .unwrap();
+        assert_eq!((r, sc, p.turn()), (0.0, None, crate::chess::Color::White));
+        let (_, r, sc) = parse_line("8/8/4k3/8/8/3K4/8/7R b - - 0 1;0.5;-12").unwrap();
+        assert_eq!((r, sc), (0.5, Some(-12)));
+        let (_, r, _) = parse_line("8/8/4k3/8/8/3K4/8/7R b - - 0 1;1.0").unwrap();
+        assert_eq!(r, 1.0);
+        assert!(parse_line("8/8/4k3/8/8/3K4/8/7R b - - 0 1;0.7").is_none());
+        assert!(parse_line("8/8/4k3/8/8/3K4/8/7R b - - 0 1;1.0;x").is_none());
+        assert!(parse_line("8/8/4k9/8/8/3K4/8/7R b - - 0 1;1.0").is_none());
+        assert!(parse_line(";1.0").is_none());
         assert!(parse_line("").is_none());
     }
 
