@@ -11,7 +11,9 @@
 use super::eval::evaluate;
 use super::history::{ContKey, History, stat_bonus};
 use super::limits::Limits;
-use super::movepick::{MovePicker, OrderingContext, captured_role, is_capture, is_noisy};
+use super::movepick::{
+    MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
+};
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
 use super::timeman::{self, TimeBudget};
@@ -637,17 +639,20 @@ impl Searcher {
 
         // Static evaluation, refined by the stored score when its bound
         // points the right way.
+        let raw_eval;
         let static_eval;
         let mut eval;
         if in_check {
+            raw_eval = -INFINITE;
             static_eval = -INFINITE;
             eval = -INFINITE;
         } else if let Some(h) = tt_hit {
-            static_eval = if h.eval > -INFINITE {
+            raw_eval = if h.eval > -INFINITE {
                 h.eval
             } else {
                 evaluate(pos)
             };
+            static_eval = self.corrected(pos, raw_eval);
             eval = static_eval;
             if !is_mate(h.score)
                 && match h.bound {
@@ -660,10 +665,11 @@ impl Searcher {
                 eval = h.score;
             }
         } else {
-            static_eval = evaluate(pos);
+            raw_eval = evaluate(pos);
+            static_eval = self.corrected(pos, raw_eval);
             eval = static_eval;
             if excluded.is_none() {
-                tt.store(key, ply, Move::NONE, 0, static_eval, -7, Bound::None);
+                tt.store(key, ply, Move::NONE, 0, raw_eval, -7, Bound::None);
             }
         }
         self.frame_mut(ply).static_eval = static_eval;
@@ -778,8 +784,7 @@ impl Searcher {
                     + self.history.continuation(ctx.cont[0], cont)
                     + self.history.continuation(ctx.cont[1], cont)
             };
-            let child = pos.play(m);
-            let gives_check = child.in_check();
+            let gives_check = gives_check(pos, m);
             let r_base = self.lmr[depth.min(63) as usize][move_count.min(63)];
 
             // Shallow-depth pruning, once a move that does not lose has
@@ -789,9 +794,10 @@ impl Searcher {
                 if !noisy && !gives_check {
                     // Late-move pruning: in a well-ordered list, late
                     // quiets at low depth almost never refute anything.
+                    // The picker keeps handing out quiets, as a later
+                    // one may give check (and mate).
                     let lmp_limit = (3 + depth * depth) / (2 - improving as i32);
                     if depth <= 8 && move_count as i32 >= lmp_limit {
-                        picker.skip_quiets = true;
                         continue;
                     }
                     // Futility: even a generous positional gain cannot
@@ -858,6 +864,7 @@ impl Searcher {
             }
             let new_depth = depth - 1 + extension;
 
+            let child = pos.play(m);
             self.enter_child(ply, key, m, cont);
             self.nodes += 1;
             if PV {
@@ -992,9 +999,29 @@ impl Searcher {
             } else {
                 Bound::Upper
             };
-            tt.store(key, ply, best_move, best, static_eval, depth, bound);
+            tt.store(key, ply, best_move, best, raw_eval, depth, bound);
+            // Teach the correction history how wrong the eval was, when
+            // the result is a real bound on the same side of it and not a
+            // tactical (noisy) outcome.
+            let noisy_best = !best_move.is_none() && is_noisy(pos, best_move);
+            let wrong_side = match bound {
+                Bound::Lower => best <= static_eval,
+                Bound::Upper => best >= static_eval,
+                _ => false,
+            };
+            if !in_check && !noisy_best && !is_mate(best) && !wrong_side {
+                self.history
+                    .update_correction(us, pos.pawn_key(), best - static_eval, depth);
+            }
         }
         best
+    }
+
+    /// The static evaluation adjusted by the correction history.
+    #[inline(always)]
+    fn corrected(&self, pos: &Position, raw: i32) -> i32 {
+        (raw + self.history.correction(pos.turn(), pos.pawn_key()))
+            .clamp(-MATE_BOUND + 1, MATE_BOUND - 1)
     }
 
     #[inline(always)]
@@ -1100,16 +1127,19 @@ impl Searcher {
         }
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
+        let raw_eval;
         let static_eval;
         let mut best;
         if in_check {
+            raw_eval = -INFINITE;
             static_eval = -INFINITE;
             best = -INFINITE;
         } else {
-            static_eval = match tt_hit {
+            raw_eval = match tt_hit {
                 Some(h) if h.eval > -INFINITE => h.eval,
                 _ => evaluate(pos),
             };
+            static_eval = self.corrected(pos, raw_eval);
             best = static_eval;
             if let Some(h) = tt_hit {
                 if !is_mate(h.score)
@@ -1126,7 +1156,7 @@ impl Searcher {
             // Stand pat: the side to move need not capture.
             if best >= beta {
                 if tt_hit.is_none() {
-                    tt.store(key, ply, Move::NONE, best, static_eval, 0, Bound::Lower);
+                    tt.store(key, ply, Move::NONE, best, raw_eval, 0, Bound::Lower);
                 }
                 return best;
             }
@@ -1198,7 +1228,7 @@ impl Searcher {
         } else {
             Bound::Upper
         };
-        tt.store(key, ply, best_move, best, static_eval, 0, bound);
+        tt.store(key, ply, best_move, best, raw_eval, 0, bound);
         best
     }
 }
