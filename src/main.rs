@@ -100,6 +100,10 @@ enum Command {
         /// keep the weights that predict it best.
         #[arg(long)]
         validate: bool,
+        /// Keep the weights of every section whose name starts with this
+        /// (e.g. "piece-square") at their current values.
+        #[arg(long)]
+        freeze: Vec<String>,
     },
 }
 
@@ -144,9 +148,16 @@ fn main() -> Result<()> {
             l2,
             lambda,
             validate,
+            freeze,
         } => {
             let cfg = tune::TuneConfig { epochs, lr, l2 };
-            run_tune(&data, &cfg, lambda, validate, limit, &out, &note)
+            let opts = TuneOptions {
+                lambda,
+                validate,
+                limit,
+                freeze,
+            };
+            run_tune(&data, &cfg, &opts, &out, &note)
         }
     }
 }
@@ -258,16 +269,29 @@ fn run_datagen(
     })
 }
 
-fn run_tune(
-    data: &[PathBuf],
-    cfg: &tune::TuneConfig,
+/// `kaissa tune` settings beyond the optimiser's.
+struct TuneOptions {
     lambda: f64,
     validate: bool,
     limit: Option<usize>,
+    /// Section name prefixes whose weights stay fixed.
+    freeze: Vec<String>,
+}
+
+fn run_tune(
+    data: &[PathBuf],
+    cfg: &tune::TuneConfig,
+    opts: &TuneOptions,
     out: &Path,
     note: &[String],
 ) -> Result<()> {
-    use kaissa::engine::eval::{MATERIAL, N_PARAMS};
+    use kaissa::engine::eval::{MATERIAL, N_PARAMS, SECTIONS};
+    let TuneOptions {
+        lambda,
+        validate,
+        limit,
+        ..
+    } = *opts;
     use kaissa::engine::params::WEIGHTS;
     let mut ds = tune::Dataset::default();
     let mut valid = tune::Dataset::default();
@@ -315,6 +339,19 @@ fn run_tune(
     // The king's material is a constant: keep it at zero.
     let mut frozen = vec![false; N_PARAMS];
     frozen[MATERIAL + 5] = true;
+    for prefix in &opts.freeze {
+        let mut matched = false;
+        for &(name, start, len) in SECTIONS {
+            if name.starts_with(prefix.as_str()) {
+                frozen[start..start + len].fill(true);
+                matched = true;
+            }
+        }
+        anyhow::ensure!(
+            matched,
+            "--freeze {prefix:?}: no section name starts with it"
+        );
+    }
     let t0 = Instant::now();
     tune::optimise(&ds, &valid, &mut w, k, cfg, &frozen, &mut |e, err, verr| {
         eprintln!(
