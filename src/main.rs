@@ -89,6 +89,25 @@ enum Command {
         /// Where to write the weights (Rust source).
         #[arg(long, default_value = "src/engine/params.rs")]
         out: std::path::PathBuf,
+        /// Extra header lines for the weights file (e.g. how the data
+        /// was made).
+        #[arg(long)]
+        note: Vec<String>,
+        /// L2 pull towards the starting weights.
+        #[arg(long, default_value_t = 0.0)]
+        l2: f64,
+        /// Weight of the game result against the search score in the
+        /// target (1 = result only).
+        #[arg(long, default_value_t = 1.0)]
+        lambda: f64,
+        /// Hold out every tenth block of 100 lines for validation and
+        /// keep the weights that predict it best.
+        #[arg(long)]
+        validate: bool,
+        /// Keep the weights of every section whose name starts with this
+        /// (e.g. "piece-square") at their current values.
+        #[arg(long)]
+        freeze: Vec<String>,
     },
     /// Check the configuration, the token and the Lichess account, then
     /// exit (non-zero when something is wrong).
@@ -154,7 +173,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lr,
             limit,
             out,
-        } => run_tune(&data, epochs, lr, limit, &out).map(|()| ExitCode::SUCCESS),
+            note,
+            l2,
+            lambda,
+            validate,
+            freeze,
+        } => {
+            let cfg = tune::TuneConfig { epochs, lr, l2 };
+            let opts = TuneOptions {
+                lambda,
+                validate,
+                limit,
+                freeze,
+            };
+            run_tune(&data, &cfg, &opts, &out, &note).map(|()| ExitCode::SUCCESS)
+        }
         Command::Check { config } => {
             init_logging();
             run_check(config.as_deref())
@@ -374,55 +407,107 @@ fn run_datagen(
     })
 }
 
+/// `kaissa tune` settings beyond the optimiser's.
+struct TuneOptions {
+    lambda: f64,
+    validate: bool,
+    limit: Option<usize>,
+    /// Section name prefixes whose weights stay fixed.
+    freeze: Vec<String>,
+}
+
 fn run_tune(
     data: &[PathBuf],
-    epochs: usize,
-    lr: f64,
-    limit: Option<usize>,
+    cfg: &tune::TuneConfig,
+    opts: &TuneOptions,
     out: &Path,
+    note: &[String],
 ) -> Result<()> {
-    use kaissa::engine::eval::{MATERIAL, N_PARAMS};
+    use kaissa::engine::eval::{MATERIAL, N_PARAMS, SECTIONS};
+    let TuneOptions {
+        lambda,
+        validate,
+        limit,
+        ..
+    } = *opts;
     use kaissa::engine::params::WEIGHTS;
     let mut ds = tune::Dataset::default();
+    let mut valid = tune::Dataset::default();
     let mut skipped = 0usize;
+    let mut line_no = 0usize;
     'files: for path in data {
         let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
         for line in std::io::BufReader::new(f).lines() {
             let line = line?;
+            line_no += 1;
+            let set = if validate && (line_no / 100) % 10 == 9 {
+                &mut valid
+            } else {
+                &mut ds
+            };
             match tune::parse_line(&line) {
-                Some((pos, r)) if ds.push(&pos, r, &WEIGHTS) => {}
+                Some((pos, r, score)) if set.push(&pos, r, score, &WEIGHTS) => {}
                 _ => skipped += 1,
             }
-            if limit.is_some_and(|l| ds.len() >= l) {
+            if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
                 break 'files;
             }
         }
     }
     anyhow::ensure!(!ds.is_empty(), "no usable positions");
-    eprintln!("{} positions ({skipped} lines skipped)", ds.len());
+    eprintln!(
+        "{} training and {} validation positions ({skipped} lines skipped)",
+        ds.len(),
+        valid.len()
+    );
     let mut w = tune::unpack(&WEIGHTS);
+    // K is fitted on the results alone, then the targets are blended.
     let k = tune::fit_k(&ds, &w);
+    ds.set_targets(k, lambda);
+    valid.set_targets(k, lambda);
     let start_err = ds.error(&w, k);
-    eprintln!("K = {k:.6}, error {start_err:.6}");
+    if valid.is_empty() {
+        eprintln!("K = {k:.6}, error {start_err:.6}");
+    } else {
+        eprintln!(
+            "K = {k:.6}, error {start_err:.6} validation {:.6}",
+            valid.error(&w, k)
+        );
+    }
     // The king's material is a constant: keep it at zero.
     let mut frozen = vec![false; N_PARAMS];
     frozen[MATERIAL + 5] = true;
+    for prefix in &opts.freeze {
+        let mut matched = false;
+        for &(name, start, len) in SECTIONS {
+            if name.starts_with(prefix.as_str()) {
+                frozen[start..start + len].fill(true);
+                matched = true;
+            }
+        }
+        anyhow::ensure!(
+            matched,
+            "--freeze {prefix:?}: no section name starts with it"
+        );
+    }
     let t0 = Instant::now();
-    tune::optimise(&ds, &mut w, k, epochs, lr, &frozen, &mut |e, err| {
+    tune::optimise(&ds, &valid, &mut w, k, cfg, &frozen, &mut |e, err, verr| {
         eprintln!(
-            "epoch {e:>5} error {err:.6} ({:.0} s)",
+            "epoch {e:>5} error {err:.6} validation {verr:.6} ({:.0} s)",
             t0.elapsed().as_secs_f64()
         );
     });
     let end_err = ds.error(&w, k);
     let cmd: Vec<String> = std::env::args().collect();
-    let header = vec![
+    let mut header: Vec<String> = note.to_vec();
+    header.extend([
         format!("Tuned by: {}", cmd.join(" ")),
         format!(
-            "{} positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
-            ds.len()
+            "{} training + {} validation positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
+            ds.len(),
+            valid.len()
         ),
-    ];
+    ]);
     let mut f = BufWriter::new(
         std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?,
     );

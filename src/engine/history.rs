@@ -1,6 +1,7 @@
 //! Move-ordering statistics learned during the search: butterfly history
 //! (from-to, per side), continuation history (this move after the move
-//! one and two plies earlier), capture history, countermoves and killers.
+//! one and two plies earlier), capture history, countermoves, and the
+//! pawn-structure correction history of the static evaluation.
 //! All updates use "gravity": an entry moves towards the bonus and its
 //! magnitude saturates at `MAX_HISTORY`, so old knowledge fades.
 
@@ -49,6 +50,14 @@ impl ContKey {
 
 const CONT: usize = 12 * 64 + 1;
 
+/// Correction history: per side to move and pawn structure, how far the
+/// search result has been from the static evaluation lately. The
+/// evaluation misjudges some pawn structures consistently; adding the
+/// running average of its error makes pruning decisions sharper.
+const CORR_SIZE: usize = 16_384;
+const CORR_GRAIN: i32 = 256;
+const CORR_MAX: i32 = 64 * CORR_GRAIN;
+
 pub struct History {
     butterfly: [[[i16; 64]; 64]; 2],
     /// `[previous ContKey][piece*64 + to]`
@@ -56,6 +65,8 @@ pub struct History {
     /// `[piece][to][captured role]`
     capture: [[[i16; 6]; 64]; 12],
     countermove: [Move; CONT],
+    /// `[side][pawn key % CORR_SIZE]`, in 1/256 centipawn.
+    correction: Vec<[i32; CORR_SIZE]>,
 }
 
 impl History {
@@ -65,6 +76,7 @@ impl History {
             continuation: vec![[0; 12 * 64]; CONT],
             capture: [[[0; 6]; 64]; 12],
             countermove: [Move::NONE; CONT],
+            correction: vec![[0; CORR_SIZE]; 2],
         })
     }
 
@@ -75,6 +87,25 @@ impl History {
         }
         self.capture = [[[0; 6]; 64]; 12];
         self.countermove = [Move::NONE; CONT];
+        for side in &mut self.correction {
+            *side = [0; CORR_SIZE];
+        }
+    }
+
+    /// The correction to add to a static evaluation.
+    #[inline(always)]
+    pub fn correction(&self, c: Color, pawn_key: u64) -> i32 {
+        self.correction[c.index()][(pawn_key as usize) % CORR_SIZE] / CORR_GRAIN
+    }
+
+    /// Moves the correction towards `diff` (search result minus corrected
+    /// eval), faster for deeper searches.
+    #[inline(always)]
+    pub fn update_correction(&mut self, c: Color, pawn_key: u64, diff: i32, depth: i32) {
+        let e = &mut self.correction[c.index()][(pawn_key as usize) % CORR_SIZE];
+        let w = (depth + 1).min(16);
+        let target = *e + diff * CORR_GRAIN;
+        *e = ((*e * (256 - w) + target * w) / 256).clamp(-CORR_MAX, CORR_MAX);
     }
 
     #[inline(always)]

@@ -10,7 +10,10 @@
 
 use super::history::{ContKey, History};
 use super::see::{SEE_VALUE, see_ge};
-use crate::chess::{MAX_MOVES, Move, MoveList, Position, Role};
+use crate::chess::{
+    Bitboard, MAX_MOVES, Move, MoveList, Position, Role, bishop_attacks, knight_attacks,
+    pawn_attacks, queen_attacks, rook_attacks,
+};
 
 /// Whether `m` is a capture (castling is "king takes own rook" internally
 /// and is no capture).
@@ -23,6 +26,40 @@ pub fn is_capture(pos: &Position, m: Move) -> bool {
 #[inline(always)]
 pub fn is_noisy(pos: &Position, m: Move) -> bool {
     is_capture(pos, m) || m.promotion_role() == Some(Role::Queen)
+}
+
+/// Whether `m` gives check, without playing it: direct checks by the
+/// moved (or promoted) piece and discovered checks by a slider behind it.
+/// Castling and en passant, rare, are played out.
+#[inline]
+pub fn gives_check(pos: &Position, m: Move) -> bool {
+    if m.is_castle() || m.is_en_passant() {
+        return pos.play(m).in_check();
+    }
+    let us = pos.turn();
+    let ksq = pos.king(!us);
+    let king = Bitboard::from_square(ksq);
+    let (from, to) = (m.from(), m.to());
+    let Some(role) = m.promotion_role().or_else(|| pos.role_at(from)) else {
+        return false;
+    };
+    let occ = (pos.occupied() ^ Bitboard::from_square(from)) | Bitboard::from_square(to);
+    let direct = match role {
+        Role::Pawn => pawn_attacks(us, to),
+        Role::Knight => knight_attacks(to),
+        Role::Bishop => bishop_attacks(to, occ),
+        Role::Rook => rook_attacks(to, occ),
+        Role::Queen => queen_attacks(to, occ),
+        Role::King => Bitboard::EMPTY,
+    };
+    if (direct & king).any() {
+        return true;
+    }
+    let moved = !Bitboard::from_square(from);
+    let queens = pos.pieces(us, Role::Queen);
+    let diag = (pos.pieces(us, Role::Bishop) | queens) & moved;
+    let line = (pos.pieces(us, Role::Rook) | queens) & moved;
+    (bishop_attacks(ksq, occ) & diag).any() || (rook_attacks(ksq, occ) & line).any()
 }
 
 /// The role captured by `m`, if any.
@@ -69,8 +106,12 @@ pub struct MovePicker {
     list: MoveList,
     scores: [i32; MAX_MOVES],
     idx: usize,
-    bad: MoveList,
+    /// Losing captures are compacted to the front of `list` as the good
+    /// ones are handed out: `list[..bad_len]`.
+    bad_len: usize,
     bad_idx: usize,
+    /// Where the quiet moves start in `list` (after the noisy ones).
+    quiet_start: usize,
     /// Set by the search when late quiet moves are no longer wanted.
     pub skip_quiets: bool,
     qsearch: bool,
@@ -91,8 +132,9 @@ impl MovePicker {
             list: MoveList::new(),
             scores: [0; MAX_MOVES],
             idx: 0,
-            bad: MoveList::new(),
+            bad_len: 0,
             bad_idx: 0,
+            quiet_start: 0,
             skip_quiets: false,
             qsearch: false,
         }
@@ -112,8 +154,9 @@ impl MovePicker {
             list: MoveList::new(),
             scores: [0; MAX_MOVES],
             idx: 0,
-            bad: MoveList::new(),
+            bad_len: 0,
             bad_idx: 0,
+            quiet_start: 0,
             skip_quiets: true,
             qsearch: true,
         }
@@ -143,7 +186,7 @@ impl MovePicker {
 
     fn score_quiet(&mut self, pos: &Position, hist: &History) {
         let us = pos.turn();
-        for (i, &m) in self.list.iter().enumerate() {
+        for (i, &m) in self.list.iter().enumerate().skip(self.quiet_start) {
             let Some(p) = pos.piece_at(m.from()) else {
                 continue;
             };
@@ -154,15 +197,15 @@ impl MovePicker {
         }
     }
 
-    /// Sorts `list[idx..]` by descending score (insertion sort: the lists
-    /// are short and often nearly sorted).
-    fn sort(&mut self) {
+    /// Sorts `list[from..]` by descending score (insertion sort: the
+    /// lists are short and often nearly sorted).
+    fn sort(&mut self, from: usize) {
         let n = self.list.len();
         let moves = self.list.as_mut_slice();
-        for i in 1..n {
+        for i in from + 1..n {
             let (m, s) = (moves[i], self.scores[i]);
             let mut j = i;
-            while j > 0 && self.scores[j - 1] < s {
+            while j > from && self.scores[j - 1] < s {
                 moves[j] = moves[j - 1];
                 self.scores[j] = self.scores[j - 1];
                 j -= 1;
@@ -195,7 +238,7 @@ impl MovePicker {
                     self.list.clear();
                     pos.generate_noisy(&mut self.list);
                     self.score_noisy(pos, hist);
-                    self.sort();
+                    self.sort(0);
                     self.idx = 0;
                     self.stage = Stage::GoodNoisy;
                 }
@@ -209,7 +252,9 @@ impl MovePicker {
                         if see_ge(pos, m, 0) {
                             return Some(m);
                         }
-                        self.bad.push(m);
+                        // bad_len < idx: this slot was handed out already.
+                        self.list.as_mut_slice()[self.bad_len] = m;
+                        self.bad_len += 1;
                     }
                     self.stage = Stage::Killer1;
                 }
@@ -243,11 +288,11 @@ impl MovePicker {
                         self.stage = Stage::BadNoisy;
                         continue;
                     }
-                    self.list.clear();
+                    self.quiet_start = self.list.len();
                     pos.generate_quiet(&mut self.list);
                     self.score_quiet(pos, hist);
-                    self.sort();
-                    self.idx = 0;
+                    self.sort(self.quiet_start);
+                    self.idx = self.quiet_start;
                     self.stage = Stage::Quiet;
                 }
                 Stage::Quiet => {
@@ -263,8 +308,8 @@ impl MovePicker {
                     self.stage = Stage::BadNoisy;
                 }
                 Stage::BadNoisy => {
-                    if self.bad_idx < self.bad.len() {
-                        let m = self.bad[self.bad_idx];
+                    if self.bad_idx < self.bad_len {
+                        let m = self.list[self.bad_idx];
                         self.bad_idx += 1;
                         return Some(m);
                     }
@@ -274,7 +319,7 @@ impl MovePicker {
                     self.list.clear();
                     pos.generate_noisy(&mut self.list);
                     self.score_noisy(pos, hist);
-                    self.sort();
+                    self.sort(0);
                     self.idx = 0;
                     self.stage = Stage::QNoisy;
                 }
@@ -296,6 +341,31 @@ impl MovePicker {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gives_check_agrees_with_playing_the_move() {
+        for fen in [
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+            "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
+            "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1",
+            "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8",
+            "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10",
+            "k7/8/1K6/8/8/8/8/7R w - - 0 1",
+            "4k3/8/8/2pP4/8/8/8/R3K2R w KQ c6 0 1",
+            "3k4/8/8/KPp4r/8/8/8/8 w - c6 0 1",
+            "2r1k3/8/8/8/2B5/8/8/2R1K3 b - - 0 1",
+        ] {
+            let pos = Position::from_fen(fen).unwrap();
+            for m in pos.legal_moves().iter().copied() {
+                assert_eq!(
+                    gives_check(&pos, m),
+                    pos.play(m).in_check(),
+                    "{fen}: {}",
+                    m.to_uci(false)
+                );
+            }
+        }
+    }
+
     use super::*;
 
     fn all_moves(fen: &str, tt: &str) -> Vec<Move> {

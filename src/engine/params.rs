@@ -1,15 +1,15 @@
 //! Evaluation weights (mid-game, end-game), laid out as `eval::SECTIONS`
 //! says. This file is written by `kaissa tune`; edit by re-tuning.
 //!
-//! Hand-set starting values: the "simplified evaluation function"
-//! piece-square tables and material, guesses for the other terms.
+//! Tuned by: target/release/kaissa tune /work/tune-data/sf-4k.epd /work/tune-data/kaissa-dg-s1.txt --validate --epochs 800 --lr 0.1 --lambda 1.0 --freeze piece-square --out /work/matches/params-B.rs
+//! 200619 training + 22200 validation positions, K = 0.005779, error 0.079620 -> 0.075047
 
 use super::eval::{N_PARAMS, S, s};
 
 #[rustfmt::skip]
 pub static WEIGHTS: [S; N_PARAMS] = [
     // material (pawn, knight, bishop, rook, queen, king)
-    s(100, 120), s(320, 300), s(330, 320), s(500, 520), s(900, 950), s(0, 0),
+    s(80, 100), s(361, 338), s(368, 354), s(461, 599), s(982, 1035), s(0, 0),
     // piece-square: pawn (a1..h1, a2..h2, ... a8..h8; White's view)
     s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0),
     s(5, 5), s(10, 10), s(10, 10), s(-20, -20), s(-20, -20), s(10, 10), s(10, 10), s(5, 5),
@@ -65,61 +65,61 @@ pub static WEIGHTS: [S; N_PARAMS] = [
     s(-30, -30), s(-40, -20), s(-40, -10), s(-50, 0), s(-50, 0), s(-40, -10), s(-40, -20), s(-30, -30),
     s(-30, -50), s(-40, -40), s(-40, -30), s(-50, -20), s(-50, -20), s(-40, -30), s(-40, -40), s(-30, -50),
     // mobility: knight (safe squares 0..8)
-    s(-16, -16), s(-12, -12), s(-8, -8), s(-4, -4), s(0, 0), s(4, 4), s(8, 8), s(12, 12),
-    s(16, 16),
+    s(-8, -70), s(36, 13), s(15, 43), s(12, 19), s(4, 31), s(8, 33), s(8, 33), s(10, 51),
+    s(30, 1),
     // mobility: bishop (0..13)
-    s(-30, -30), s(-25, -25), s(-20, -20), s(-15, -15), s(-10, -10), s(-5, -5), s(0, 0), s(5, 5),
-    s(10, 10), s(15, 15), s(20, 20), s(25, 25), s(30, 30), s(35, 35),
+    s(-32, -75), s(-10, -16), s(1, 13), s(7, 27), s(14, 17), s(15, 15), s(31, 14), s(7, 28),
+    s(21, 42), s(32, 35), s(40, 4), s(55, 24), s(77, 57), s(74, 70),
     // mobility: rook (0..14)
-    s(-14, -28), s(-12, -24), s(-10, -20), s(-8, -16), s(-6, -12), s(-4, -8), s(-2, -4), s(0, 0),
-    s(2, 4), s(4, 8), s(6, 12), s(8, 16), s(10, 20), s(12, 24), s(14, 28),
+    s(-82, -92), s(-32, -57), s(-26, -14), s(-15, 18), s(-19, 38), s(-2, 18), s(-7, 38), s(-4, 34),
+    s(18, 25), s(21, 34), s(38, 20), s(26, 37), s(10, 34), s(28, 29), s(67, -3),
     // mobility: queen (0..27)
-    s(-14, -28), s(-13, -26), s(-12, -24), s(-11, -22), s(-10, -20), s(-9, -18), s(-8, -16), s(-7, -14),
-    s(-6, -12), s(-5, -10), s(-4, -8), s(-3, -6), s(-2, -4), s(-1, -2), s(0, 0), s(1, 2),
-    s(2, 4), s(3, 6), s(4, 8), s(5, 10), s(6, 12), s(7, 14), s(8, 16), s(9, 18),
-    s(10, 20), s(11, 22), s(12, 24), s(13, 26),
+    s(-14, -28), s(46, -16), s(27, -23), s(5, -67), s(3, -57), s(-18, -65), s(-14, 14), s(-23, 60),
+    s(-16, 1), s(-6, 19), s(1, -22), s(10, -19), s(10, 1), s(4, 40), s(35, 3), s(19, -22),
+    s(0, 15), s(-22, 5), s(-15, -6), s(31, -32), s(21, -31), s(11, -32), s(10, 11), s(40, -39),
+    s(-15, -29), s(-20, -36), s(-4, -7), s(-9, -15),
     // passed pawn by relative rank
-    s(0, 0), s(5, 10), s(5, 15), s(10, 25), s(20, 45), s(35, 75), s(60, 120), s(0, 0),
+    s(0, 0), s(-35, 9), s(-18, 15), s(-1, 50), s(20, 54), s(33, 91), s(51, 144), s(0, 0),
     // passed pawn, stop square occupied, by rank
-    s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0),
+    s(0, 0), s(-42, -19), s(52, -39), s(-30, -33), s(-8, -33), s(-4, -45), s(-52, -61), s(0, 0),
     // passed pawn: own king distance to stop square
-    s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0),
+    s(19, 41), s(13, 36), s(36, 11), s(-12, -7), s(-12, -13), s(-13, -3), s(2, 2), s(-51, 13),
     // passed pawn: enemy king distance to stop square
-    s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0), s(0, 0),
+    s(-24, -43), s(-13, -28), s(-1, 3), s(-19, 42), s(-34, 46), s(4, 56), s(47, 16), s(13, 17),
     // connected pawn (supported or phalanx) by rank
-    s(0, 0), s(5, 0), s(8, 3), s(10, 5), s(15, 10), s(25, 20), s(40, 40), s(0, 0),
+    s(0, 0), s(-1, 3), s(20, 0), s(18, -8), s(34, -5), s(77, 44), s(110, 9), s(0, 0),
     // isolated pawn
-    s(-10, -15),
+    s(-11, -18),
     // doubled pawn
-    s(-10, -20),
+    s(7, 1),
     // backward pawn
-    s(-8, -10),
+    s(-8, 3),
     // king shield pawns on ranks 2 and 3
-    s(10, 0), s(5, 0),
+    s(36, -11), s(27, -22),
     // files next to the king without own pawns
-    s(-15, 0),
+    s(-17, -10),
     // king zone squares attacked by knight, bishop, rook, queen
-    s(8, 0), s(8, 0), s(10, 0), s(15, 0),
+    s(10, -8), s(5, 3), s(12, 1), s(19, 7),
     // safe checks by knight, bishop, rook, queen
-    s(20, 0), s(15, 0), s(25, 0), s(25, 0),
+    s(65, -9), s(7, 19), s(30, 11), s(28, 20),
     // bishop pair
-    s(30, 50),
+    s(34, 41),
     // rook on open file
-    s(25, 10),
+    s(29, 8),
     // rook on semi-open file
-    s(12, 8),
+    s(15, 12),
     // rook on the 7th rank
-    s(10, 20),
+    s(23, 4),
     // outpost: knight, bishop
-    s(20, 10), s(10, 5),
+    s(16, 25), s(5, -9),
     // pawn attacks a piece
-    s(40, 30),
+    s(56, 90),
     // minor attacks a weak piece, by victim
-    s(0, 0), s(20, 20), s(20, 20), s(30, 30), s(30, 30), s(0, 0),
+    s(7, 27), s(3, 54), s(46, 3), s(58, 43), s(12, 92), s(0, 0),
     // rook attacks a weak piece, by victim
-    s(0, 0), s(10, 15), s(10, 15), s(0, 0), s(25, 25), s(0, 0),
+    s(33, 45), s(44, -8), s(57, 45), s(3, -21), s(46, 30), s(0, 0),
     // undefended piece attacked
-    s(15, 10),
+    s(51, 35),
     // tempo (side to move)
-    s(15, 5),
+    s(33, 16),
 ];

@@ -11,12 +11,14 @@
 use super::eval::evaluate;
 use super::history::{ContKey, History, stat_bonus};
 use super::limits::Limits;
-use super::movepick::{MovePicker, OrderingContext, captured_role, is_capture, is_noisy};
+use super::movepick::{
+    MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
+};
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
 use super::timeman::{self, TimeBudget};
 use super::tt::{Bound, TranspositionTable};
-use crate::chess::{Move, MoveList, Position};
+use crate::chess::{Move, Position};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -89,6 +91,38 @@ const EMPTY_FRAME: Frame = Frame {
     excluded: Move::NONE,
     plies_from_null: 0,
 };
+
+/// Moves tried at a node before the one that cut off (they get a history
+/// malus). Only the first `TRIED_MAX` are kept.
+const TRIED_MAX: usize = 64;
+
+struct Tried {
+    moves: [Move; TRIED_MAX],
+    len: usize,
+}
+
+impl Tried {
+    #[inline(always)]
+    fn new() -> Tried {
+        Tried {
+            moves: [Move::NONE; TRIED_MAX],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, m: Move) {
+        if self.len < TRIED_MAX {
+            self.moves[self.len] = m;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[Move] {
+        &self.moves[..self.len]
+    }
+}
 
 /// Frames below ply 0, so that `ply - 2` is always a valid index.
 const STACK_OFFSET: usize = 2;
@@ -605,17 +639,20 @@ impl Searcher {
 
         // Static evaluation, refined by the stored score when its bound
         // points the right way.
+        let raw_eval;
         let static_eval;
         let mut eval;
         if in_check {
+            raw_eval = -INFINITE;
             static_eval = -INFINITE;
             eval = -INFINITE;
         } else if let Some(h) = tt_hit {
-            static_eval = if h.eval > -INFINITE {
+            raw_eval = if h.eval > -INFINITE {
                 h.eval
             } else {
                 evaluate(pos)
             };
+            static_eval = self.corrected(pos, raw_eval);
             eval = static_eval;
             if !is_mate(h.score)
                 && match h.bound {
@@ -628,10 +665,11 @@ impl Searcher {
                 eval = h.score;
             }
         } else {
-            static_eval = evaluate(pos);
+            raw_eval = evaluate(pos);
+            static_eval = self.corrected(pos, raw_eval);
             eval = static_eval;
             if excluded.is_none() {
-                tt.store(key, ply, Move::NONE, 0, static_eval, -7, Bound::None);
+                tt.store(key, ply, Move::NONE, 0, raw_eval, -7, Bound::None);
             }
         }
         self.frame_mut(ply).static_eval = static_eval;
@@ -724,8 +762,8 @@ impl Searcher {
         let mut best = -INFINITE;
         let mut best_move = Move::NONE;
         let mut move_count = 0usize;
-        let mut quiets = MoveList::new();
-        let mut captures = MoveList::new();
+        let mut quiets = Tried::new();
+        let mut captures = Tried::new();
         let alpha_orig = alpha;
         let tt_capture = !tt_move.is_none() && is_capture(pos, tt_move);
 
@@ -746,8 +784,7 @@ impl Searcher {
                     + self.history.continuation(ctx.cont[0], cont)
                     + self.history.continuation(ctx.cont[1], cont)
             };
-            let child = pos.play(m);
-            let gives_check = child.in_check();
+            let gives_check = gives_check(pos, m);
             let r_base = self.lmr[depth.min(63) as usize][move_count.min(63)];
 
             // Shallow-depth pruning, once a move that does not lose has
@@ -757,9 +794,10 @@ impl Searcher {
                 if !noisy && !gives_check {
                     // Late-move pruning: in a well-ordered list, late
                     // quiets at low depth almost never refute anything.
+                    // The picker keeps handing out quiets, as a later
+                    // one may give check (and mate).
                     let lmp_limit = (3 + depth * depth) / (2 - improving as i32);
                     if depth <= 8 && move_count as i32 >= lmp_limit {
-                        picker.skip_quiets = true;
                         continue;
                     }
                     // Futility: even a generous positional gain cannot
@@ -779,9 +817,54 @@ impl Searcher {
 
             // Check extension: a check may start a forcing sequence the
             // horizon would otherwise cut off.
-            let extension = (gives_check && (ply as i32) < 2 * self.root_depth) as i32;
+            let mut extension = (gives_check && (ply as i32) < 2 * self.root_depth) as i32;
+
+            // Singular extension: if the stored move is much better than
+            // every alternative (a reduced search without it fails low
+            // against a margin below its score), the position hinges on
+            // it, so it deserves a deeper look.
+            if let Some(h) = tt_hit {
+                if m == tt_move
+                    && ply > 0
+                    && depth >= 8
+                    && excluded.is_none()
+                    && h.depth >= depth - 3
+                    && matches!(h.bound, Bound::Lower | Bound::Exact)
+                    && !is_mate(h.score)
+                    && (ply as i32) < 2 * self.root_depth
+                {
+                    let s_beta = h.score - 2 * depth;
+                    self.frame_mut(ply).excluded = m;
+                    let v = self.negamax::<false>(
+                        pos,
+                        s_beta - 1,
+                        s_beta,
+                        (depth - 1) / 2,
+                        ply,
+                        cut_node,
+                        tt,
+                        ctrl,
+                    );
+                    self.frame_mut(ply).excluded = Move::NONE;
+                    if self.stopped {
+                        return 0;
+                    }
+                    if v < s_beta {
+                        extension = 1;
+                    } else if s_beta >= beta {
+                        // Multi-cut: even without the stored move some
+                        // other move beats beta; this node fails high.
+                        return s_beta;
+                    } else if h.score >= beta {
+                        // Another move is about as good: the stored one
+                        // is not special, search it a little shallower.
+                        extension = -1;
+                    }
+                }
+            }
             let new_depth = depth - 1 + extension;
 
+            let child = pos.play(m);
             self.enter_child(ply, key, m, cont);
             self.nodes += 1;
             if PV {
@@ -916,9 +999,29 @@ impl Searcher {
             } else {
                 Bound::Upper
             };
-            tt.store(key, ply, best_move, best, static_eval, depth, bound);
+            tt.store(key, ply, best_move, best, raw_eval, depth, bound);
+            // Teach the correction history how wrong the eval was, when
+            // the result is a real bound on the same side of it and not a
+            // tactical (noisy) outcome.
+            let noisy_best = !best_move.is_none() && is_noisy(pos, best_move);
+            let wrong_side = match bound {
+                Bound::Lower => best <= static_eval,
+                Bound::Upper => best >= static_eval,
+                _ => false,
+            };
+            if !in_check && !noisy_best && !is_mate(best) && !wrong_side {
+                self.history
+                    .update_correction(us, pos.pawn_key(), best - static_eval, depth);
+            }
         }
         best
+    }
+
+    /// The static evaluation adjusted by the correction history.
+    #[inline(always)]
+    fn corrected(&self, pos: &Position, raw: i32) -> i32 {
+        (raw + self.history.correction(pos.turn(), pos.pawn_key()))
+            .clamp(-MATE_BOUND + 1, MATE_BOUND - 1)
     }
 
     #[inline(always)]
@@ -935,8 +1038,8 @@ impl Searcher {
         ply: usize,
         best: Move,
         depth: i32,
-        quiets: &MoveList,
-        captures: &MoveList,
+        quiets: &Tried,
+        captures: &Tried,
         cont: [ContKey; 2],
     ) {
         let us = pos.turn();
@@ -949,13 +1052,13 @@ impl Searcher {
             }
             self.history.set_countermove(cont[0], best);
             self.update_quiet(pos, us, best, bonus, cont);
-            for &q in quiets.iter() {
+            for &q in quiets.as_slice() {
                 self.update_quiet(pos, us, q, -bonus, cont);
             }
         } else if let (Some(p), Some(c)) = (pos.piece_at(best.from()), captured_role(pos, best)) {
             self.history.update_capture(p, best.to(), c, bonus);
         }
-        for &c in captures.iter() {
+        for &c in captures.as_slice() {
             if let (Some(p), Some(r)) = (pos.piece_at(c.from()), captured_role(pos, c)) {
                 self.history.update_capture(p, c.to(), r, -bonus);
             }
@@ -1024,16 +1127,19 @@ impl Searcher {
         }
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
+        let raw_eval;
         let static_eval;
         let mut best;
         if in_check {
+            raw_eval = -INFINITE;
             static_eval = -INFINITE;
             best = -INFINITE;
         } else {
-            static_eval = match tt_hit {
+            raw_eval = match tt_hit {
                 Some(h) if h.eval > -INFINITE => h.eval,
                 _ => evaluate(pos),
             };
+            static_eval = self.corrected(pos, raw_eval);
             best = static_eval;
             if let Some(h) = tt_hit {
                 if !is_mate(h.score)
@@ -1050,7 +1156,7 @@ impl Searcher {
             // Stand pat: the side to move need not capture.
             if best >= beta {
                 if tt_hit.is_none() {
-                    tt.store(key, ply, Move::NONE, best, static_eval, 0, Bound::Lower);
+                    tt.store(key, ply, Move::NONE, best, raw_eval, 0, Bound::Lower);
                 }
                 return best;
             }
@@ -1122,7 +1228,7 @@ impl Searcher {
         } else {
             Bound::Upper
         };
-        tt.store(key, ply, best_move, best, static_eval, 0, bound);
+        tt.store(key, ply, best_move, best, raw_eval, 0, bound);
         best
     }
 }
