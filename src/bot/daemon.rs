@@ -11,8 +11,9 @@
 //! given back on `gameFinish`, when the game task ends, or when an
 //! accepted challenge never turns into a game within
 //! `bot.game_start_timeout_secs`. An accept that failed on our side
-//! (timeout, connection cut) may have gone through on the server's, so it
-//! keeps its slot until the game starts or that timeout passes.
+//! (timeout, connection cut, or a 404 to the retry of an accept that went
+//! through) may have worked on the server's, so it keeps its slot until
+//! the game starts or that timeout passes.
 //!
 //! On shutdown the loop stops and the running game tasks are stopped
 //! where they are (finishing them gracefully is the next step; the
@@ -328,13 +329,14 @@ impl Daemon {
                 let result = self.client.accept_challenge(&challenge.id).await;
                 // A failure on our side of the wire (timeout, cut
                 // connection, 5xx) may still have been an accept on the
-                // server's: keep the slot until the game starts or the
-                // start timeout passes. A definite refusal frees it.
+                // server's, and the retry of an accept that went through
+                // gets 404: keep the slot until the game starts or the
+                // start timeout passes. Any other refusal frees it.
                 let keep = match &result {
                     Ok(()) => true,
                     Err(e) => {
                         tracing::warn!(challenge = %challenge.id, "accept failed: {e}");
-                        e.is_transient()
+                        e.is_transient() || matches!(e, ClientError::NotFound { .. })
                     }
                 };
                 if keep && !self.games.contains_key(&challenge.id) {

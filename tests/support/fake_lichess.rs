@@ -854,6 +854,10 @@ struct Faults {
     fail_5xx_any: u32,
     /// Creating a challenge against a bot gets the daily-cap 429.
     bot_vs_bot_exhausted: bool,
+    /// Accepts answered 200 without a game ever starting.
+    accept_without_game: u32,
+    /// Accepts that start the game but answer 503 (the bot cannot tell).
+    accept_then_5xx: u32,
 }
 
 struct World {
@@ -1733,6 +1737,11 @@ async fn challenge_action(
         }
         match action.as_str() {
             "accept" if challenge.direction == "in" => {
+                if world.faults.accept_without_game > 0 {
+                    world.faults.accept_without_game -= 1;
+                    challenge.status = "accepted";
+                    return ok();
+                }
                 let spec = challenge.spec.clone();
                 let bot_color = !challenge.challenger_color;
                 match world.create_game(app, id.clone(), &spec, bot_color) {
@@ -1740,6 +1749,11 @@ async fn challenge_action(
                         if let Some(c) = world.challenges.get_mut(&id) {
                             c.status = "accepted";
                             c.game_id = Some(game_id);
+                        }
+                        if world.faults.accept_then_5xx > 0 {
+                            world.faults.accept_then_5xx -= 1;
+                            return (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable")
+                                .into_response();
                         }
                         ok()
                     }
@@ -2282,6 +2296,18 @@ impl FakeLichess {
     pub fn exhaust_bot_vs_bot_games(&self, exhausted: bool) {
         self.app
             .with(|world, _| world.faults.bot_vs_bot_exhausted = exhausted)
+    }
+
+    /// The next `n` accepts are answered 200, but no game ever starts.
+    pub fn accept_without_game(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.accept_without_game = n)
+    }
+
+    /// The next `n` accepts start the game but are answered 503, so the
+    /// bot's retry then gets 404: it cannot know its accept went through.
+    pub fn accept_then_fail(&self, n: u32) {
+        self.app.with(|world, _| world.faults.accept_then_5xx = n)
     }
 
     /// Writes a raw line (a newline is added) on the event stream.

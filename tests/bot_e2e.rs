@@ -1,0 +1,526 @@
+//! End to end: the real `kaissa run` binary against the fake Lichess
+//! server, playing whole games. Searches are depth-limited and the hash is
+//! small, so every game takes seconds.
+//!
+//! Every test reads the daemon's whole log (at debug level for the bot's
+//! own modules) and checks that the token never appears in it.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use shakmaty::Color;
+use support::fake_lichess::{
+    AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeVariant, GameRecord, Opponent, Policy,
+    Side,
+};
+
+const WAIT: Duration = Duration::from_secs(20);
+const GAME: Duration = Duration::from_secs(90);
+
+/// A running `kaissa run`, its log going to a file.
+struct Bot {
+    child: tokio::process::Child,
+    dir: tempfile::TempDir,
+    token: String,
+}
+
+impl Bot {
+    /// Starts the daemon against `fake` with the base settings of these
+    /// tests plus `extra` (TOML lines, as `[section]\nkey = value`).
+    async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+        Bot::start_with(fake, extra, "info,kaissa=debug").await
+    }
+
+    async fn start_with(fake: &FakeLichess, extra: &str, log: &str) -> Bot {
+        let dir = tempfile::tempdir().unwrap();
+        let pgn = dir.path().join("pgn");
+        let config = format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+             [bot]\npgn_dir = \"{}\"\n{extra}\n",
+            fake.url(),
+            pgn.display()
+        );
+        let config = merge_sections(&config);
+        let path = dir.path().join("kaissa.toml");
+        std::fs::write(&path, config).unwrap();
+        let log_file = std::fs::File::create(dir.path().join("kaissa.log")).unwrap();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+            .arg("run")
+            .arg("--config")
+            .arg(&path)
+            .env_remove("CREDENTIALS_DIRECTORY")
+            .env("RUST_LOG", log)
+            .env("LICHESS_BOT_TOKEN", fake.token())
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start kaissa run");
+        fake.wait_event_stream(WAIT).await.unwrap();
+        Bot {
+            child,
+            dir,
+            token: fake.token(),
+        }
+    }
+
+    fn pgn_dir(&self) -> PathBuf {
+        self.dir.path().join("pgn")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("kaissa.log")).unwrap_or_default()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// SIGTERM, then checks the exit and the log; returns the log.
+    async fn stop(mut self) -> String {
+        let pid = self.pid().to_string();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("kaissa run stops on SIGTERM")
+            .unwrap();
+        let log = self.log();
+        assert!(status.success(), "exit {status}: {log}");
+        assert!(!log.contains(&self.token), "the token is in the log");
+        assert!(!log.contains("panicked"), "{log}");
+        log
+    }
+}
+
+/// TOML does not allow a section twice: fold repeated `[section]`s.
+fn merge_sections(text: &str) -> String {
+    let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('[') {
+            if !sections.iter().any(|(name, _)| name == line) {
+                sections.push((line.to_owned(), Vec::new()));
+            }
+            let index = sections.iter().position(|(name, _)| name == line).unwrap();
+            let entry = sections.remove(index);
+            sections.push(entry);
+        } else if let Some((_, lines)) = sections.last_mut() {
+            lines.push(line.to_owned());
+        }
+    }
+    let mut out = String::new();
+    for (name, lines) in sections {
+        if !name.is_empty() {
+            out.push_str(&name);
+            out.push('\n');
+        }
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn quick_opponent() -> AutoPlay {
+    AutoPlay {
+        policy: Policy::Greedy,
+        think: Duration::from_millis(5),
+        accept_draws: false,
+    }
+}
+
+/// Checks a finished game: ended on the board or by a player, never by an
+/// illegal move or the bot's flag, and with a PGN holding its moves.
+fn check_finished(game: &GameRecord, pgn_dir: &Path) -> String {
+    assert!(
+        game.illegal_moves.is_empty(),
+        "illegal moves: {:?}",
+        game.illegal_moves
+    );
+    assert!(
+        !(game.status == "outoftime" && game.winner != Some(game.bot_color)),
+        "the bot lost on time: {game:?}"
+    );
+    assert_ne!(game.status, "aborted", "{game:?}");
+    assert!(game.moves.len() >= 2, "{game:?}");
+    let path = pgn_dir.join(format!("{}.pgn", game.id));
+    let pgn = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no PGN at {}: {e}", path.display()));
+    assert!(pgn.contains("[Site \""), "{pgn}");
+    assert!(pgn.contains(&game.id), "{pgn}");
+    assert!(pgn.contains("[%eval "), "{pgn}");
+    let result = match game.winner {
+        Some(Color::White) => "1-0",
+        Some(Color::Black) => "0-1",
+        None => "1/2-1/2",
+    };
+    assert!(pgn.contains(&format!("[Result \"{result}\"]")), "{pgn}");
+    pgn
+}
+
+async fn pgn_written(bot: &Bot, id: &str) {
+    let path = bot.pgn_dir().join(format!("{id}.pgn"));
+    for _ in 0..100 {
+        if path.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no PGN for {id}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plays_whole_games_as_white_and_black() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let as_white = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    let as_black = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .challenger_color(Side::White)
+            .autoplay(Some(quick_opponent())),
+    );
+    for (id, color) in [(&as_white, Color::White), (&as_black, Color::Black)] {
+        let game = fake.wait_game_over(id, GAME).await.unwrap();
+        assert_eq!(game.bot_color, color);
+        pgn_written(&bot, id).await;
+        let pgn = check_finished(&game, &bot.pgn_dir());
+        assert!(pgn.contains("[TimeControl \"60+1\"]"), "{pgn}");
+        assert!(!pgn.contains("[FEN"), "{pgn}");
+    }
+    let log = bot.stop().await;
+    for id in [&as_white, &as_black] {
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(id.as_str())).collect();
+        assert!(lines.iter().any(|l| l.contains("game start")), "{log}");
+        assert!(lines.iter().any(|l| l.contains("game end")), "{log}");
+        let moves: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.contains(" move ") || l.ends_with(" move"))
+            .collect();
+        assert!(!moves.is_empty(), "{log}");
+        assert!(
+            moves
+                .iter()
+                .all(|l| l.contains("depth=") && l.contains("score=") && l.contains("think_ms=")),
+            "{moves:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plays_chess960_and_from_position() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    // Position 0: BBQNNRKR, castling both ways to be found by the engine.
+    let c960 = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .variant(FakeVariant::Chess960 { position: Some(0) })
+            .autoplay(Some(quick_opponent())),
+    );
+    let fen = "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 0 1";
+    let from_fen = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .variant(FakeVariant::FromPosition {
+                fen: fen.to_owned(),
+            })
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&c960, GAME).await.unwrap();
+    assert_eq!(game.variant, "chess960");
+    pgn_written(&bot, &c960).await;
+    let pgn = check_finished(&game, &bot.pgn_dir());
+    assert!(pgn.contains("[Variant \"Chess960\"]"), "{pgn}");
+    assert!(pgn.contains("[FEN \"bbqnnrkr/"), "{pgn}");
+
+    let game = fake.wait_game_over(&from_fen, GAME).await.unwrap();
+    assert_eq!(game.variant, "fromPosition");
+    pgn_written(&bot, &from_fen).await;
+    let pgn = check_finished(&game, &bot.pgn_dir());
+    assert!(pgn.contains(&format!("[FEN \"{fen}\"]")), "{pgn}");
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let ids: Vec<String> = (0..20)
+        .map(|i| {
+            fake.send_challenge(
+                ChallengeSpec::default()
+                    .clock(60, 1)
+                    .challenger(Opponent::human(&format!("Player{i}")))
+                    .autoplay(Some(quick_opponent())),
+            )
+        })
+        .collect();
+    fake.wait_until("every challenge answered", WAIT, |v| {
+        ids.iter()
+            .all(|id| v.challenge(id).is_some_and(|c| c.status != "created"))
+    })
+    .await
+    .unwrap();
+    let mut played = Vec::new();
+    for id in &ids {
+        let c = fake.challenge(id).unwrap();
+        match c.status.as_str() {
+            "accepted" => played.push(id.clone()),
+            "declined" => assert_eq!(c.decline_reason.as_deref(), Some("later")),
+            other => panic!("challenge {id} is {other}"),
+        }
+    }
+    assert!(!played.is_empty() && played.len() <= 2, "{played:?}");
+    for id in &played {
+        let game = fake.wait_game_over(id, GAME).await.unwrap();
+        assert!(game.illegal_moves.is_empty());
+    }
+    assert!(fake.max_simultaneous_games() <= 2);
+    // The slots came back: new challenges are accepted again.
+    let again = fake.send_challenge(ChallengeSpec::default().autoplay(Some(quick_opponent())));
+    fake.wait_until("the new challenge answered", WAIT, |v| {
+        v.challenge(&again).is_some_and(|c| c.status == "accepted")
+    })
+    .await
+    .unwrap();
+    fake.wait_game_over(&again, GAME).await.unwrap();
+    assert!(fake.max_simultaneous_games() <= 2);
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn greets_answers_chat_commands_and_says_goodbye() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::human("Carol"))
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 1)
+    })
+    .await
+    .unwrap();
+    fake.opponent_says(&id, "player", "!help").unwrap();
+    fake.opponent_says(&id, "player", "!name").unwrap();
+    fake.opponent_says(&id, "spectator", "!eval").unwrap();
+    fake.opponent_says(&id, "player", "!eval").unwrap();
+    fake.opponent_says(&id, "player", "hello there").unwrap();
+    fake.wait_until("four answers", WAIT, |v| {
+        v.game(&id)
+            .is_some_and(|g| g.bot_chat("player").len() >= 4 && g.bot_chat("spectator").len() >= 2)
+    })
+    .await
+    .unwrap();
+    let game = fake.game(&id).unwrap();
+    let player = game.bot_chat("player");
+    let spectator = game.bot_chat("spectator");
+    assert!(
+        player[0].contains("Carol") && player[0].contains("KaissaBot"),
+        "{player:?}"
+    );
+    assert!(
+        player.iter().any(|t| t.contains("!eval")),
+        "!help: {player:?}"
+    );
+    assert!(
+        player.iter().any(|t| t.contains("kaissa")),
+        "!name: {player:?}"
+    );
+    assert!(
+        player.iter().any(|t| t.contains("spectators")),
+        "!eval: {player:?}"
+    );
+    assert!(
+        spectator.iter().any(|t| t.starts_with("Eval ")),
+        "{spectator:?}"
+    );
+    assert_eq!(player.len(), 4, "no answer to plain chat: {player:?}");
+
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_until("goodbyes", WAIT, |v| {
+        v.game(&id).is_some_and(|g| {
+            g.bot_chat("player")
+                .iter()
+                .any(|t| t.starts_with("Good game"))
+                && g.bot_chat("spectator")
+                    .iter()
+                    .any(|t| t.contains("watching"))
+        })
+    })
+    .await
+    .unwrap();
+    pgn_written(&bot, &id).await;
+    let pgn = std::fs::read_to_string(bot.pgn_dir().join(format!("{id}.pgn"))).unwrap();
+    assert!(
+        pgn.contains("[Result \"1-0\"]") && pgn.contains("[Black \"Carol\"]"),
+        "{pgn}"
+    );
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draws_takebacks_abort_and_claims_follow_the_policy() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        claim_win_secs: 1,
+        ..FakeConfig::default()
+    })
+    .await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 3\nabort_time_secs = 1\naccept_draw = true\noffer_draw = false\n\
+         draw_moves = 1\ndraw_score_cp = 100000",
+    )
+    .await;
+    // Takeback declined, then a draw offer accepted ("equal" is anything
+    // within 1000 pawns here).
+    let drawn = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    // The opponent leaves: the bot claims the win.
+    let left = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+
+    // The opponent answers at once (the bot aborts after 1 s).
+    for id in [&drawn, &left] {
+        fake.wait_until("the bot's first move", WAIT, |v| {
+            v.game(id).is_some_and(|g| g.moves.len() == 1)
+        })
+        .await
+        .unwrap();
+        fake.opponent_move(id, "g8f6").unwrap();
+        fake.wait_until("the bot's second move", WAIT, |v| {
+            v.game(id).is_some_and(|g| g.moves.len() == 3)
+        })
+        .await
+        .unwrap();
+    }
+    // The opponent never moves: the bot aborts.
+    let silent = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    let game = fake.wait_game_over(&silent, WAIT).await.unwrap();
+    assert_eq!(game.status, "aborted");
+    assert_eq!(game.moves.len(), 1);
+
+    fake.opponent_proposes_takeback(&drawn).unwrap();
+    fake.wait_until("the takeback answer", WAIT, |v| {
+        v.game(&drawn)
+            .is_some_and(|g| !g.takeback_answers.is_empty())
+    })
+    .await
+    .unwrap();
+    assert_eq!(fake.game(&drawn).unwrap().takeback_answers, [false]);
+    fake.opponent_offers_draw(&drawn).unwrap();
+    let game = fake.wait_game_over(&drawn, WAIT).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.draw_answers.as_slice()),
+        ("draw", &[true][..])
+    );
+    assert_eq!(game.moves.len(), 3);
+
+    fake.opponent_gone(&left, true).unwrap();
+    let game = fake.wait_game_over(&left, WAIT).await.unwrap();
+    assert_eq!(game.status, "timeout");
+    assert_eq!(game.winner, Some(Color::White));
+    let log = bot.stop().await;
+    assert!(log.contains("aborting"), "{log}");
+    assert!(log.contains("claiming victory"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 1)
+    })
+    .await
+    .unwrap();
+    // Default policy: ten equal moves are needed; one is not enough.
+    fake.opponent_offers_draw(&id).unwrap();
+    fake.wait_until("the draw answer", WAIT, |v| {
+        v.game(&id).is_some_and(|g| !g.draw_answers.is_empty())
+    })
+    .await
+    .unwrap();
+    let game = fake.game(&id).unwrap();
+    assert_eq!(game.draw_answers, [false]);
+    assert_eq!(game.status, "started");
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_game_over(&id, WAIT).await.unwrap();
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    fake.inject_malformed_event_line().unwrap();
+    fake.inject_unknown_event().unwrap();
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::White)
+            .autoplay(None),
+    );
+    fake.wait_until("the game stream", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.stream_connections > 0)
+    })
+    .await
+    .unwrap();
+    // Give the stream a moment to be subscribed, then garble it.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    fake.inject_game_line(&id, r#"{"type":"gameState","moves":"#)
+        .unwrap();
+    fake.inject_game_line(&id, r#"{"type":"premoveHint","square":"e4"}"#)
+        .unwrap();
+    fake.inject_game_line(&id, "not json at all").unwrap();
+    fake.set_autoplay(&id, Some(quick_opponent())).unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    assert!(game.illegal_moves.is_empty());
+    assert_eq!(game.stream_connections, 1, "the stream was not reopened");
+    // The event stream is still the first one, and still answered.
+    fake.inject_malformed_event_line().unwrap();
+    let c = fake.send_challenge(ChallengeSpec::default().variant(FakeVariant::Other {
+        key: "atomic".into(),
+    }));
+    fake.wait_until("the decline", WAIT, |v| {
+        v.challenge(&c).is_some_and(|c| c.status == "declined")
+    })
+    .await
+    .unwrap();
+    assert_eq!(fake.view(|v| v.event_stream_connections()), 1);
+    let log = bot.stop().await;
+    assert!(log.contains("line skipped"), "{log}");
+}
