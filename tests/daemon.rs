@@ -53,7 +53,7 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     config.challenge.max_base = 1200;
     config.challenge.rated = false;
     config.challenge.accept_bots = false;
-    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -80,7 +80,7 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     let c = fake.send_challenge(ChallengeSpec::default().autoplay(None));
     assert_eq!(outcome(&fake, &c).await, declined("later"));
 
-    tx.send(true).unwrap();
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .expect("the daemon stops on shutdown")
@@ -171,7 +171,7 @@ async fn the_other_decline_reasons() {
     config.challenge.only_bots = true;
     config.challenge.casual = false;
     config.challenge.block_list = vec!["Mallory".into()];
-    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -190,7 +190,7 @@ async fn the_other_decline_reasons() {
     );
     assert_eq!(outcome(&fake, &c).await, declined("casual"));
 
-    tx.send(true).unwrap();
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .unwrap()
@@ -204,7 +204,7 @@ async fn an_accepted_challenge_whose_game_never_starts_gives_its_slot_back() {
     let mut config = fast_config();
     config.bot.concurrency = 1;
     config.bot.game_start_timeout_secs = 1;
-    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -235,7 +235,7 @@ async fn an_accepted_challenge_whose_game_never_starts_gives_its_slot_back() {
         record.illegal_moves
     );
 
-    tx.send(true).unwrap();
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .unwrap()
@@ -249,7 +249,7 @@ async fn an_accept_that_failed_on_our_side_but_not_on_the_server_is_played_withi
     let mut config = fast_config();
     config.bot.concurrency = 1;
     config.bot.game_start_timeout_secs = 30;
-    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -286,7 +286,7 @@ async fn an_accept_that_failed_on_our_side_but_not_on_the_server_is_played_withi
     assert!(accepted, "the slot was released after the game");
     assert_eq!(fake.max_simultaneous_games(), 1);
 
-    tx.send(true).unwrap();
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .unwrap()

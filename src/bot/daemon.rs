@@ -1,8 +1,8 @@
 //! The daemon's event loop: keeps the event stream open (reconnecting
-//! with a backoff), decides each incoming challenge with
+//! with a jittered backoff), decides each incoming challenge with
 //! [`challenge::decide`](super::challenge::decide) and accepts or declines
-//! it, starts one game task per started game, and keeps the registry of
-//! games so the concurrency limit holds.
+//! it, starts one game task per ongoing game, shuts down gracefully, and
+//! keeps systemd informed.
 //!
 //! The registry maps a game id (a challenge id is its game's id) to a
 //! [`GameEntry`]: the slot it holds, if any, and the handle of its task,
@@ -15,18 +15,37 @@
 //! through) may have worked on the server's, so it keeps its slot until
 //! the game starts or that timeout passes.
 //!
-//! On shutdown the loop stops and the running game tasks are stopped
-//! where they are (finishing them gracefully is the next step; the
-//! registry's [`GameHandle`]s can already ask a game to resign).
+//! **Reconciling.** Lichess replays ongoing games as `gameStart` when the
+//! event stream opens, but a replay can be missed (the stream dies right
+//! after opening, a line is lost). So on start and after every reconnect
+//! the daemon also asks `/api/account/playing` and starts a task for every
+//! listed game that has none: a daemon restarted mid-game resumes it, the
+//! game task rebuilding position and clocks from its game stream. The
+//! registry guarantees one task per game id whichever source comes first.
+//!
+//! **Shutdown** is counted in signals (see [`Signals`]). The first one
+//! stops accepting challenges (new ones are declined with `later`), keeps
+//! the event stream open for `gameFinish`, and waits for the running games
+//! to end; `bot.shutdown_deadline_secs` bounds that wait. The second
+//! signal, or the deadline, asks every remaining game to resign (or abort,
+//! where it still can) and exits once they ended or after
+//! [`RESIGN_GRACE`].
+//!
+//! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
+//! while the loop turns and the event stream is open or was lately,
+//! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::challenge::{Decision, SlotGuard, Slots, decide};
 use super::game::{self, GameCommand, GameContext, GameHandle, Me};
 use crate::config::Config;
-use crate::lichess::client::{Client, Error as ClientError};
+use crate::lichess::client::{Client, Error as ClientError, EventStream, jittered};
 use crate::lichess::model::{Challenge, DeclineReason, Direction, Event, GameInfo};
 use crate::lichess::stream::StreamEvent;
+use crate::systemd::Notifier;
 use futures::StreamExt;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -35,8 +54,24 @@ use tokio::time::Instant;
 /// The shortest and longest pause before reopening the event stream.
 const RECONNECT_MIN: Duration = Duration::from_millis(250);
 const RECONNECT_MAX: Duration = Duration::from_secs(30);
-/// How often pending accepts are checked for a game that never started.
+/// How often pending accepts, the shutdown deadline, the watchdog and the
+/// status line are looked after.
 const HOUSEKEEPING: Duration = Duration::from_millis(500);
+/// After asking the remaining games to resign, how long they get to do it
+/// (and write their PGN) before the daemon exits regardless.
+pub const RESIGN_GRACE: Duration = Duration::from_secs(10);
+/// The event stream may be down this long before the watchdog pings stop
+/// (systemd then restarts the daemon, which is all it can do).
+const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
+
+/// Shutdown requests, counted: the sender increments the value on every
+/// SIGTERM/SIGINT. [`GRACEFUL`]: finish the running games, then exit;
+/// [`IMMEDIATE`] or more: resign (or abort) them and exit.
+pub type Signals = watch::Receiver<u32>;
+/// The first signal.
+pub const GRACEFUL: u32 = 1;
+/// The second signal.
+pub const IMMEDIATE: u32 = 2;
 
 /// One game the daemon knows of.
 #[derive(Debug)]
@@ -49,6 +84,33 @@ pub struct GameEntry {
     accepted_at: Option<Instant>,
 }
 
+/// Where shutdown stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Games finish; the wait ends at the deadline.
+    Draining { deadline: Instant },
+    /// Games were asked to resign; the daemon exits at `exit_by`.
+    Resigning { exit_by: Instant },
+}
+
+type OpenFuture = Pin<Box<dyn Future<Output = Result<EventStream, ClientError>> + Send>>;
+
+/// The event stream's connection state.
+enum Conn {
+    Opening(OpenFuture),
+    Open(EventStream),
+    /// Reopen at this instant.
+    Waiting(Instant),
+}
+
+/// What the event stream's connection did.
+enum Step {
+    Opened(Result<EventStream, ClientError>),
+    Next(Option<<EventStream as futures::Stream>::Item>),
+    Reopen,
+}
+
 /// The event loop's state.
 pub struct Daemon {
     client: Client,
@@ -59,6 +121,13 @@ pub struct Daemon {
     done_tx: mpsc::UnboundedSender<String>,
     done_rx: mpsc::UnboundedReceiver<String>,
     me: Option<Me>,
+    notifier: Notifier,
+    phase: Phase,
+    /// When the event stream was last seen open.
+    last_open: Option<Instant>,
+    ready_sent: bool,
+    last_ping: Option<Instant>,
+    last_status: String,
 }
 
 impl Daemon {
@@ -75,7 +144,19 @@ impl Daemon {
             done_tx,
             done_rx,
             me: None,
+            notifier: Notifier::disabled(),
+            phase: Phase::Running,
+            last_open: None,
+            ready_sent: false,
+            last_ping: None,
+            last_status: String::new(),
         }
+    }
+
+    /// Reports to systemd through `notifier` (by default nothing is sent).
+    pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
+        self.notifier = notifier;
+        self
     }
 
     /// Games in the registry (started or accepted), for tests and status.
@@ -83,13 +164,19 @@ impl Daemon {
         self.games.len()
     }
 
-    /// Runs until `shutdown` turns `true` (or its sender is dropped).
-    /// Errors only on a fatal problem (the token is rejected).
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<(), ClientError> {
-        let result = self.run_inner(&mut shutdown).await;
-        let running = self.games.values().filter(|g| g.task.is_some()).count();
+    fn running_games(&self) -> usize {
+        self.games.values().filter(|g| g.task.is_some()).count()
+    }
+
+    /// Runs until shutdown is complete (see [`Signals`]; a dropped sender
+    /// counts as [`IMMEDIATE`]). Errors only on a fatal problem (the token
+    /// is rejected).
+    pub async fn run(mut self, mut signals: Signals) -> Result<(), ClientError> {
+        let result = self.run_inner(&mut signals).await;
+        let _ = self.notifier.stopping();
+        let running = self.running_games();
         if running > 0 {
-            tracing::warn!(games = running, "stopping with games in progress");
+            tracing::warn!(games = running, "exiting with games in progress");
         }
         for entry in self.games.values() {
             if let Some(task) = &entry.task {
@@ -99,74 +186,240 @@ impl Daemon {
         result
     }
 
-    async fn run_inner(&mut self, shutdown: &mut watch::Receiver<bool>) -> Result<(), ClientError> {
-        self.me = Some(self.whoami(shutdown).await?);
+    async fn run_inner(&mut self, signals: &mut Signals) -> Result<(), ClientError> {
+        self.me = Some(tokio::select! {
+            me = self.whoami() => me?,
+            _ = wait_for(signals, GRACEFUL) => return Ok(()),
+        });
+        let (reconcile_tx, mut reconcile_rx) = mpsc::unbounded_channel::<Vec<GameInfo>>();
         let mut backoff = RECONNECT_MIN;
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut conn = Conn::Opening(self.open_events());
+        let mut signals_open = true;
         loop {
-            if *shutdown.borrow() {
+            if self.done() {
+                tracing::info!("all games ended: exiting");
                 return Ok(());
             }
-            let opened = tokio::select! {
-                r = self.client.stream_events() => r,
-                _ = shutdown.changed() => continue,
-            };
-            match opened {
-                Ok(mut stream) => {
-                    tracing::info!("event stream open");
-                    backoff = RECONNECT_MIN;
-                    loop {
-                        tokio::select! {
-                            next = stream.next() => match next {
-                                Some(Ok(StreamEvent::Item(event))) => {
-                                    let stopping = *shutdown.borrow();
-                                    self.handle(event, stopping).await
-                                }
-                                Some(Ok(StreamEvent::KeepAlive)) => {}
-                                Some(Ok(StreamEvent::Skipped(why))) => {
-                                    tracing::warn!("event stream: line skipped: {why}")
-                                }
-                                Some(Err(e)) => {
-                                    tracing::warn!("event stream failed: {e}");
-                                    break;
-                                }
-                                None => {
-                                    tracing::warn!("event stream closed by the server");
-                                    break;
-                                }
-                            },
-                            Some(id) = self.done_rx.recv() => self.game_done(&id),
-                            _ = housekeeping.tick() => self.expire_accepts(),
-                            _ = shutdown.changed() => break,
-                        }
+            let step = async {
+                match &mut conn {
+                    Conn::Opening(f) => Step::Opened(f.await),
+                    Conn::Open(s) => Step::Next(s.next().await),
+                    Conn::Waiting(at) => {
+                        tokio::time::sleep_until(*at).await;
+                        Step::Reopen
                     }
                 }
-                Err(e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. })) => {
-                    return Err(e);
+            };
+            tokio::select! {
+                step = step => match step {
+                    Step::Opened(Ok(stream)) => {
+                        tracing::info!("event stream open");
+                        backoff = RECONNECT_MIN;
+                        self.on_stream_open();
+                        self.reconcile_later(reconcile_tx.clone());
+                        conn = Conn::Open(stream);
+                    }
+                    Step::Opened(Err(
+                        e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. }),
+                    )) => return Err(e),
+                    Step::Opened(Err(e)) => {
+                        tracing::warn!("cannot open the event stream: {e}");
+                        conn = self.wait_to_reopen(&mut backoff);
+                    }
+                    Step::Next(next) => {
+                        self.last_open = Some(Instant::now());
+                        match next {
+                            Some(Ok(StreamEvent::Item(event))) => self.handle(event).await,
+                            Some(Ok(StreamEvent::KeepAlive)) => {}
+                            Some(Ok(StreamEvent::Skipped(why))) => {
+                                tracing::warn!("event stream: line skipped: {why}")
+                            }
+                            Some(Err(e)) => {
+                                tracing::warn!("event stream failed: {e}");
+                                conn = self.wait_to_reopen(&mut backoff);
+                            }
+                            None => {
+                                tracing::warn!("event stream closed by the server");
+                                conn = self.wait_to_reopen(&mut backoff);
+                            }
+                        }
+                    }
+                    Step::Reopen => conn = Conn::Opening(self.open_events()),
+                },
+                Some(id) = self.done_rx.recv() => self.game_done(&id),
+                Some(games) = reconcile_rx.recv() => self.reconcile(games),
+                _ = housekeeping.tick() => self.housekeeping(),
+                changed = signals.changed(), if signals_open => {
+                    let count = if changed.is_ok() {
+                        *signals.borrow_and_update()
+                    } else {
+                        signals_open = false;
+                        IMMEDIATE
+                    };
+                    self.on_signal(count);
                 }
-                Err(e) => tracing::warn!("cannot open the event stream: {e}"),
             }
-            if *shutdown.borrow() {
-                return Ok(());
+        }
+    }
+
+    fn open_events(&self) -> OpenFuture {
+        let client = self.client.clone();
+        Box::pin(async move { client.stream_events().await })
+    }
+
+    fn wait_to_reopen(&mut self, backoff: &mut Duration) -> Conn {
+        let delay = jittered(*backoff);
+        tracing::info!(retry_in_ms = delay.as_millis() as u64, "reconnecting");
+        *backoff = (*backoff * 2).min(RECONNECT_MAX);
+        Conn::Waiting(Instant::now() + delay)
+    }
+
+    fn on_stream_open(&mut self) {
+        self.last_open = Some(Instant::now());
+        if !self.ready_sent {
+            self.ready_sent = true;
+            if let Err(e) = self.notifier.ready() {
+                tracing::warn!("cannot notify systemd: {e}");
             }
-            tracing::info!(retry_in_ms = backoff.as_millis() as u64, "reconnecting");
-            let until = Instant::now() + backoff;
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(until) => break,
-                    Some(id) = self.done_rx.recv() => self.game_done(&id),
-                    _ = housekeeping.tick() => self.expire_accepts(),
-                    _ = shutdown.changed() => break,
+            self.ping();
+        }
+    }
+
+    /// Asks `/api/account/playing` in the background (it waits behind the
+    /// rate-limit gate like any request; the loop must not).
+    fn reconcile_later(&self, tx: mpsc::UnboundedSender<Vec<GameInfo>>) {
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            match client.playing().await {
+                Ok(playing) => {
+                    let _ = tx.send(playing.now_playing);
                 }
+                Err(e) => tracing::warn!("cannot list the ongoing games: {e}"),
             }
-            backoff = (backoff * 2).min(RECONNECT_MAX);
+        });
+    }
+
+    /// Starts a task for every ongoing game that has none.
+    fn reconcile(&mut self, games: Vec<GameInfo>) {
+        let missing: Vec<GameInfo> = games
+            .into_iter()
+            .filter(|g| {
+                self.games
+                    .get(&g.game_id)
+                    .is_none_or(|entry| entry.task.is_none())
+            })
+            .collect();
+        tracing::info!(
+            ongoing = self.running_games() + missing.len(),
+            resumed = missing.len(),
+            "reconciled with the ongoing games"
+        );
+        for info in missing {
+            tracing::info!(game = %info.game_id, "resuming a game nobody watched");
+            self.on_game_start(info);
+        }
+    }
+
+    /// Whether shutdown is complete.
+    fn done(&self) -> bool {
+        match self.phase {
+            Phase::Running => false,
+            Phase::Draining { .. } => self.games.is_empty(),
+            Phase::Resigning { exit_by } => {
+                self.running_games() == 0 || Instant::now() >= exit_by
+            }
+        }
+    }
+
+    fn on_signal(&mut self, count: u32) {
+        if count >= IMMEDIATE {
+            if !matches!(self.phase, Phase::Resigning { .. }) {
+                tracing::info!("second signal: resigning the games in progress");
+                self.resign_all();
+            }
+        } else if count >= GRACEFUL && self.phase == Phase::Running {
+            let deadline = Instant::now() + self.config.bot.shutdown_deadline();
+            tracing::info!(
+                games = self.running_games(),
+                deadline_s = self.config.bot.shutdown_deadline().as_secs(),
+                "shutting down: new challenges declined, running games finish (a second signal resigns them)"
+            );
+            let _ = self.notifier.stopping();
+            self.phase = Phase::Draining { deadline };
+        }
+        self.update_status();
+    }
+
+    fn resign_all(&mut self) {
+        let _ = self.notifier.stopping();
+        // Accepted challenges that have not started yet are let go.
+        self.games.retain(|_, entry| entry.task.is_some());
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.send(GameCommand::Resign);
+            }
+        }
+        self.phase = Phase::Resigning {
+            exit_by: Instant::now() + RESIGN_GRACE,
+        };
+    }
+
+    fn housekeeping(&mut self) {
+        self.expire_accepts();
+        if let Phase::Draining { deadline } = self.phase
+            && Instant::now() >= deadline
+        {
+            tracing::warn!(
+                games = self.running_games(),
+                "shutdown deadline passed: resigning the games in progress"
+            );
+            self.resign_all();
+        }
+        let healthy = self
+            .last_open
+            .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER);
+        if healthy {
+            self.ping();
+        }
+        self.update_status();
+    }
+
+    /// `WATCHDOG=1`, at half the period systemd asked for.
+    fn ping(&mut self) {
+        let Some(period) = self.notifier.watchdog_interval() else {
+            return;
+        };
+        if self.last_ping.is_some_and(|at| at.elapsed() < period / 2) {
+            return;
+        }
+        self.last_ping = Some(Instant::now());
+        if let Err(e) = self.notifier.watchdog() {
+            tracing::warn!("cannot notify systemd: {e}");
+        }
+    }
+
+    fn update_status(&mut self) {
+        let games = self.running_games();
+        let connected = matches!(self.last_open, Some(at) if at.elapsed() < HOUSEKEEPING * 4);
+        let status = match self.phase {
+            Phase::Running if connected => format!("playing {games} game(s)"),
+            Phase::Running => format!("playing {games} game(s); event stream reconnecting"),
+            Phase::Draining { .. } => format!("shutting down: {games} game(s) finishing"),
+            Phase::Resigning { .. } => format!("shutting down: resigning {games} game(s)"),
+        };
+        if status != self.last_status {
+            if let Err(e) = self.notifier.status(&status) {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.last_status = status;
         }
     }
 
     /// Our account, to know our colour in each game. Retries transient
     /// failures; a rejected token is fatal.
-    async fn whoami(&self, shutdown: &mut watch::Receiver<bool>) -> Result<Me, ClientError> {
+    async fn whoami(&self) -> Result<Me, ClientError> {
         let mut backoff = RECONNECT_MIN;
         loop {
             match self.client.account().await {
@@ -190,27 +443,20 @@ impl Daemon {
                 }
                 Err(e) => tracing::warn!("cannot read the account: {e}"),
             }
-            tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = shutdown.changed() => {}
-            }
-            if *shutdown.borrow() {
-                return Err(ClientError::InvalidOptions(
-                    "shut down before logging in".to_owned(),
-                ));
-            }
+            tokio::time::sleep(jittered(backoff)).await;
             backoff = (backoff * 2).min(RECONNECT_MAX);
         }
     }
 
-    async fn handle(&mut self, event: Event, shutting_down: bool) {
+    async fn handle(&mut self, event: Event) {
         match event {
             Event::Challenge { challenge, .. } => {
                 if challenge.direction == Some(Direction::Out) {
                     tracing::debug!(challenge = %challenge.id, "our own challenge");
                     return;
                 }
-                self.on_challenge(&challenge, shutting_down).await;
+                let stopping = self.phase != Phase::Running;
+                self.on_challenge(&challenge, stopping).await;
             }
             Event::ChallengeCanceled { challenge } => {
                 tracing::info!(challenge = %challenge.id, "challenge canceled");
@@ -220,7 +466,7 @@ impl Daemon {
             }
             Event::GameStart { game } => self.on_game_start(game),
             Event::GameFinish { game } => self.on_game_finish(game),
-            Event::Unknown { kind } => tracing::debug!(%kind, "unknown event ignored"),
+            Event::Unknown { kind } => tracing::info!(%kind, "unknown event ignored"),
         }
     }
 
@@ -255,7 +501,11 @@ impl Daemon {
             me,
             search_permits: Arc::clone(&self.search_permits),
         };
-        entry.task = Some(game::spawn(ctx, info, self.done_tx.clone()));
+        let task = game::spawn(ctx, info, self.done_tx.clone());
+        if matches!(self.phase, Phase::Resigning { .. }) {
+            task.send(GameCommand::Resign);
+        }
+        entry.task = Some(task);
     }
 
     fn on_game_finish(&mut self, info: GameInfo) {
@@ -364,6 +614,15 @@ impl Daemon {
                     tracing::warn!(challenge = %challenge.id, "decline failed: {e}");
                 }
             }
+        }
+    }
+}
+
+/// Waits until `signals` reaches `count` (or its sender is gone).
+async fn wait_for(signals: &mut Signals, count: u32) {
+    while *signals.borrow_and_update() < count {
+        if signals.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -24,7 +24,7 @@ use super::record::GameRecord;
 use crate::chess::{self, Move, Position};
 use crate::config::Config;
 use crate::engine::{self, Engine, EngineOptions, GoRequest, Limits, Score, SearchId, SearchInfo};
-use crate::lichess::client::{Client, Error as ClientError};
+use crate::lichess::client::{Client, Error as ClientError, jittered};
 use crate::lichess::model::{
     ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
 };
@@ -58,6 +58,8 @@ const RECONNECT_MAX: Duration = Duration::from_secs(10);
 /// A claim of victory refused (too early) is tried again after this.
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
 const MAX_CLAIMS: u32 = 10;
+/// Game-stream reopenings after failed move posts, per game.
+const MAX_RESYNCS: u32 = 20;
 /// A mate score counts as this many centipawns in the draw/resign rules.
 const MATE_CP: i32 = 100_000;
 
@@ -164,6 +166,9 @@ enum Flow {
     Think,
     /// The game is over.
     Over,
+    /// Our view may be stale (a move post failed or was refused): reopen
+    /// the game stream, whose `gameFull` tells where the game stands.
+    Resync,
 }
 
 type PermitFuture = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
@@ -196,6 +201,8 @@ struct Game {
     claim_at: Option<Instant>,
     claims: u32,
     finish_by: Option<Instant>,
+    /// Resyncs after a failed move post, so far.
+    resyncs: u32,
 }
 
 /// The other side's colour in the Lichess model.
@@ -328,6 +335,7 @@ impl Game {
             claim_at: None,
             claims: 0,
             finish_by: None,
+            resyncs: 0,
         };
         (game, events)
     }
@@ -359,7 +367,7 @@ impl Game {
                 }
                 Err(e) => {
                     tracing::warn!(game = %self.id, "cannot open the game stream: {e}");
-                    tokio::time::sleep(backoff).await;
+                    tokio::time::sleep(jittered(backoff)).await;
                     backoff = (backoff * 2).min(RECONNECT_MAX);
                     continue 'game;
                 }
@@ -416,14 +424,16 @@ impl Game {
                         }
                     }
                     Flow::Over => break 'game,
+                    Flow::Resync => break,
                 }
             }
             if !self.status.is_ongoing() {
                 break 'game;
             }
-            tracing::info!(game = %self.id, retry_in_ms = backoff.as_millis() as u64, "reopening the game stream");
+            let delay = jittered(backoff);
+            tracing::info!(game = %self.id, retry_in_ms = delay.as_millis() as u64, "reopening the game stream");
             tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(delay) => {}
                 _ = tokio::time::sleep_until(self.finish_by.unwrap_or_else(far)),
                     if self.finish_by.is_some() => break 'game,
             }
@@ -812,7 +822,18 @@ impl Game {
                 offering_draw,
                 "move"
             ),
-            Err(e) => tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}"),
+            Err(e) => {
+                tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}");
+                // Refused ("not your turn": our position is stale) or lost
+                // in transit: the game stream tells whether it was played.
+                // Asking again is bounded, so a refused move cannot loop.
+                let refused = matches!(e, ClientError::MoveRejected { .. });
+                if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS {
+                    self.resyncs += 1;
+                    self.moved_at_ply = None;
+                    return Flow::Resync;
+                }
+            }
         }
         Flow::Continue
     }

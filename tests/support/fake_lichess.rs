@@ -858,6 +858,11 @@ struct Faults {
     accept_without_game: u32,
     /// Accepts that start the game but answer 503 (the bot cannot tell).
     accept_then_5xx: u32,
+    /// The event stream does not replay ongoing games on connect (only
+    /// `/api/account/playing` lists them).
+    no_game_replay: bool,
+    /// Answer 400 "Not your turn" to this many move posts (not played).
+    reject_moves: u32,
 }
 
 struct World {
@@ -1355,6 +1360,10 @@ async fn gatekeeper(State(app): State<App>, request: Request, next: Next) -> Res
             return Some((StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response());
         }
         let is_move = method == "POST" && path.contains("/move/");
+        if is_move && faults.reject_moves > 0 {
+            faults.reject_moves -= 1;
+            return Some(error(StatusCode::BAD_REQUEST, "Not your turn, or game already over"));
+        }
         if is_move && faults.fail_5xx_moves > 0 {
             faults.fail_5xx_moves -= 1;
             return Some((StatusCode::BAD_GATEWAY, "Bad Gateway").into_response());
@@ -1452,6 +1461,9 @@ async fn event_stream(State(app): State<App>) -> Response {
             }
         }
         for id in &world.game_order {
+            if world.faults.no_game_replay {
+                break;
+            }
             if let Some(g) = world.games.get(id) {
                 if g.started() {
                     conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
@@ -2308,6 +2320,19 @@ impl FakeLichess {
     /// bot's retry then gets 404: it cannot know its accept went through.
     pub fn accept_then_fail(&self, n: u32) {
         self.app.with(|world, _| world.faults.accept_then_5xx = n)
+    }
+
+    /// Whether a new event stream replays the ongoing games as
+    /// `gameStart` (Lichess does; `false` leaves `/api/account/playing`
+    /// as the only way to find them).
+    pub fn replay_games_on_connect(&self, replay: bool) {
+        self.app.with(|world, _| world.faults.no_game_replay = !replay)
+    }
+
+    /// The next `n` move posts get 400 "Not your turn" (and are not
+    /// played), as when the bot's view of the game is stale.
+    pub fn reject_moves_not_your_turn(&self, n: u32) {
+        self.app.with(|world, _| world.faults.reject_moves = n)
     }
 
     /// Writes a raw line (a newline is added) on the event stream.
