@@ -195,7 +195,8 @@ fn challenge(fake: &FakeLichess, think_ms: u64) -> String {
 
 async fn wait_moves(fake: &FakeLichess, id: &str, plies: usize) {
     fake.wait_until(&format!("{plies} plies in {id}"), GAME, |v| {
-        v.game(id).is_some_and(|g| g.moves.len() >= plies || g.is_over())
+        v.game(id)
+            .is_some_and(|g| g.moves.len() >= plies || g.is_over())
     })
     .await
     .unwrap();
@@ -256,7 +257,10 @@ async fn event_and_game_streams_cut_mid_game() {
     assert!(game.stream_connections >= 2, "{game:?}");
     assert!(requests_to(&fake, "/api/account/playing") > playing_before);
     let log = bot.stop().await;
-    assert!(log.contains("event stream failed") || log.contains("event stream closed"), "{log}");
+    assert!(
+        log.contains("event stream failed") || log.contains("event stream closed"),
+        "{log}"
+    );
     assert!(log.contains("reconciled with the ongoing games"), "{log}");
 }
 
@@ -278,7 +282,10 @@ async fn silent_streams_are_reopened_and_the_game_is_not_lost_on_time() {
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
     let log = bot.stop().await;
-    assert!(log.contains("presumed dead"), "the watchdog did not fire: {log}");
+    assert!(
+        log.contains("presumed dead"),
+        "the watchdog did not fire: {log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -484,7 +491,8 @@ async fn tells_systemd_ready_watchdog_status_and_stopping() {
     bot.signal("TERM");
     let got = tokio::task::block_in_place(|| read(&socket, "STOPPING=1"));
     assert!(!got.is_empty());
-    let got = tokio::task::block_in_place(|| read(&socket, "STATUS=shutting down: 1 game(s) finishing"));
+    let got =
+        tokio::task::block_in_place(|| read(&socket, "STATUS=shutting down: 1 game(s) finishing"));
     assert!(!got.is_empty());
     bot.signal("TERM");
     let status = bot.wait_exit(WAIT).await;
@@ -516,7 +524,11 @@ async fn soak() {
     let mut restarts = 0;
     let mut faults: std::collections::BTreeMap<&str, usize> = Default::default();
     let started = std::time::Instant::now();
-    while ids.len() < total || ids.iter().any(|id| !fake.game(id).is_some_and(|g| g.is_over())) {
+    while ids.len() < total
+        || ids
+            .iter()
+            .any(|id| !fake.game(id).is_some_and(|g| g.is_over()))
+    {
         let live = ids
             .iter()
             .filter(|id| !fake.game(id).is_some_and(|g| g.is_over()))
@@ -595,7 +607,10 @@ async fn soak() {
     }
     let rss_end = rss_kib(bot_pid(&bot));
     let games: Vec<GameRecord> = ids.iter().filter_map(|id| fake.game(id)).collect();
-    let completed = games.iter().filter(|g| g.is_over() && g.status != "aborted").count();
+    let completed = games
+        .iter()
+        .filter(|g| g.is_over() && g.status != "aborted")
+        .count();
     let aborted = games.iter().filter(|g| g.status == "aborted").count();
     let time_losses = games
         .iter()
@@ -604,7 +619,10 @@ async fn soak() {
         })
         .count();
     let illegal: usize = games.iter().map(|g| g.illegal_moves.len()).sum();
-    let wins = games.iter().filter(|g| g.winner == Some(g.bot_color)).count();
+    let wins = games
+        .iter()
+        .filter(|g| g.winner == Some(g.bot_color))
+        .count();
     println!(
         "soak: {} games sent, {completed} completed, {aborted} aborted, {wins} won, \
          {time_losses} lost on time, {illegal} illegal moves, {restarts} restarts survived, \

@@ -89,9 +89,13 @@ pub struct GameEntry {
 enum Phase {
     Running,
     /// Games finish; the wait ends at the deadline.
-    Draining { deadline: Instant },
+    Draining {
+        deadline: Instant,
+    },
     /// Games were asked to resign; the daemon exits at `exit_by`.
-    Resigning { exit_by: Instant },
+    Resigning {
+        exit_by: Instant,
+    },
 }
 
 type OpenFuture = Pin<Box<dyn Future<Output = Result<EventStream, ClientError>> + Send>>;
@@ -104,7 +108,9 @@ enum Conn {
     Waiting(Instant),
 }
 
-/// What the event stream's connection did.
+/// What the event stream's connection did. Lives on the stack for one
+/// turn of the loop, so the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Opened(Result<EventStream, ClientError>),
     Next(Option<<EventStream as futures::Stream>::Item>),
@@ -327,9 +333,7 @@ impl Daemon {
         match self.phase {
             Phase::Running => false,
             Phase::Draining { .. } => self.games.is_empty(),
-            Phase::Resigning { exit_by } => {
-                self.running_games() == 0 || Instant::now() >= exit_by
-            }
+            Phase::Resigning { exit_by } => self.running_games() == 0 || Instant::now() >= exit_by,
         }
     }
 

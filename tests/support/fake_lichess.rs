@@ -1362,7 +1362,10 @@ async fn gatekeeper(State(app): State<App>, request: Request, next: Next) -> Res
         let is_move = method == "POST" && path.contains("/move/");
         if is_move && faults.reject_moves > 0 {
             faults.reject_moves -= 1;
-            return Some(error(StatusCode::BAD_REQUEST, "Not your turn, or game already over"));
+            return Some(error(
+                StatusCode::BAD_REQUEST,
+                "Not your turn, or game already over",
+            ));
         }
         if is_move && faults.fail_5xx_moves > 0 {
             faults.fail_5xx_moves -= 1;
@@ -2326,7 +2329,8 @@ impl FakeLichess {
     /// `gameStart` (Lichess does; `false` leaves `/api/account/playing`
     /// as the only way to find them).
     pub fn replay_games_on_connect(&self, replay: bool) {
-        self.app.with(|world, _| world.faults.no_game_replay = !replay)
+        self.app
+            .with(|world, _| world.faults.no_game_replay = !replay)
     }
 
     /// The next `n` move posts get 400 "Not your turn" (and are not
