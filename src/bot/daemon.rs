@@ -32,7 +32,7 @@
 //! [`RESIGN_GRACE`].
 //!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
-//! while the loop turns and the event stream is open or was lately,
+//! while the event stream is open or was within the last 5 minutes,
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::challenge::{Decision, SlotGuard, Slots, decide};
@@ -46,7 +46,7 @@ use futures::StreamExt;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
@@ -127,12 +127,13 @@ pub struct Daemon {
     done_tx: mpsc::UnboundedSender<String>,
     done_rx: mpsc::UnboundedReceiver<String>,
     me: Option<Me>,
-    notifier: Notifier,
+    notifier: Arc<Notifier>,
     phase: Phase,
     /// When the event stream was last seen open.
     last_open: Option<Instant>,
     ready_sent: bool,
-    last_ping: Option<Instant>,
+    /// `last_open`, shared with the watchdog task.
+    health: Arc<Mutex<Option<Instant>>>,
     last_status: String,
 }
 
@@ -150,18 +151,18 @@ impl Daemon {
             done_tx,
             done_rx,
             me: None,
-            notifier: Notifier::disabled(),
+            notifier: Arc::new(Notifier::disabled()),
             phase: Phase::Running,
             last_open: None,
             ready_sent: false,
-            last_ping: None,
+            health: Arc::new(Mutex::new(None)),
             last_status: String::new(),
         }
     }
 
     /// Reports to systemd through `notifier` (by default nothing is sent).
     pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
-        self.notifier = notifier;
+        self.notifier = Arc::new(notifier);
         self
     }
 
@@ -235,7 +236,7 @@ impl Daemon {
                         conn = self.wait_to_reopen(&mut backoff);
                     }
                     Step::Next(next) => {
-                        self.last_open = Some(Instant::now());
+                        self.mark_open();
                         match next {
                             Some(Ok(StreamEvent::Item(event))) => self.handle(event).await,
                             Some(Ok(StreamEvent::KeepAlive)) => {}
@@ -283,14 +284,45 @@ impl Daemon {
     }
 
     fn on_stream_open(&mut self) {
-        self.last_open = Some(Instant::now());
+        self.mark_open();
         if !self.ready_sent {
             self.ready_sent = true;
             if let Err(e) = self.notifier.ready() {
                 tracing::warn!("cannot notify systemd: {e}");
             }
-            self.ping();
+            self.spawn_watchdog();
         }
+    }
+
+    /// The event stream is open (a line or keep-alive just came).
+    fn mark_open(&mut self) {
+        let now = Instant::now();
+        self.last_open = Some(now);
+        *self.health.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+    }
+
+    /// `WATCHDOG=1` at half the period systemd asked for, while the event
+    /// stream is open or was within [`UNHEALTHY_AFTER`]. A task of its own:
+    /// the loop may legitimately wait a minute behind the rate-limit gate
+    /// (answering a challenge), which must not get the daemon killed.
+    fn spawn_watchdog(&self) {
+        let Some(period) = self.notifier.watchdog_interval() else {
+            return;
+        };
+        let notifier = Arc::clone(&self.notifier);
+        let health = Arc::clone(&self.health);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period / 2);
+            loop {
+                ticks.tick().await;
+                let last = *health.lock().unwrap_or_else(|p| p.into_inner());
+                if last.is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                    && let Err(e) = notifier.watchdog()
+                {
+                    tracing::warn!("cannot notify systemd: {e}");
+                }
+            }
+        });
     }
 
     /// Asks `/api/account/playing` in the background (it waits behind the
@@ -381,27 +413,7 @@ impl Daemon {
             );
             self.resign_all();
         }
-        let healthy = self
-            .last_open
-            .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER);
-        if healthy {
-            self.ping();
-        }
         self.update_status();
-    }
-
-    /// `WATCHDOG=1`, at half the period systemd asked for.
-    fn ping(&mut self) {
-        let Some(period) = self.notifier.watchdog_interval() else {
-            return;
-        };
-        if self.last_ping.is_some_and(|at| at.elapsed() < period / 2) {
-            return;
-        }
-        self.last_ping = Some(Instant::now());
-        if let Err(e) = self.notifier.watchdog() {
-            tracing::warn!("cannot notify systemd: {e}");
-        }
     }
 
     fn update_status(&mut self) {
