@@ -136,6 +136,9 @@ struct Thinking {
     arrived: Instant,
     /// When the search was started.
     started: Instant,
+    /// How long we waited for a search permit (another game was
+    /// searching): queueing, not overhead.
+    queued: Duration,
     /// Our clock when the search started.
     clock: Option<Duration>,
     last_info: Option<SearchInfo>,
@@ -341,6 +344,7 @@ impl Game {
     ) {
         let mut backoff = RECONNECT_MIN;
         let mut pending: Option<PermitFuture> = None;
+        let mut asked = Instant::now();
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         'game: loop {
             let opened = tokio::select! {
@@ -389,7 +393,7 @@ impl Game {
                     } }, if pending.is_some() => {
                         pending = None;
                         if let Some(permit) = permit {
-                            self.start_search(permit);
+                            self.start_search(permit, asked.elapsed());
                         }
                         Flow::Continue
                     }
@@ -410,6 +414,7 @@ impl Game {
                     Flow::Continue => {}
                     Flow::Think => {
                         if pending.is_none() {
+                            asked = Instant::now();
                             let permits = Arc::clone(&self.ctx.search_permits);
                             pending =
                                 Some(Box::pin(async move { permits.acquire_owned().await.ok() }));
@@ -642,7 +647,7 @@ impl Game {
     }
 
     /// Starts the search for our move, if it is still wanted.
-    fn start_search(&mut self, permit: OwnedSemaphorePermit) {
+    fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
         let (Some(us), Some(record), Some((state, arrived))) =
             (self.color, &self.record, &self.state)
         else {
@@ -703,6 +708,7 @@ impl Game {
             ply,
             arrived: *arrived,
             started,
+            queued,
             clock: our_clock,
             last_info: None,
             _permit: permit,
@@ -783,8 +789,10 @@ impl Game {
             .clamp(MIN_MOVE_DEADLINE, MAX_MOVE_DEADLINE);
         let posting = Instant::now();
         // Time on our side of the wire: from the line's arrival to the
-        // search start, and from the best move to this post.
-        let overhead = (thinking.started - thinking.arrived) + (posting - done);
+        // search start (less any wait for a search permit), and from the
+        // best move to this post.
+        let overhead = (thinking.started - thinking.arrived).saturating_sub(thinking.queued)
+            + (posting - done);
         let think = done - thinking.started;
         self.moved_at_ply = Some(ply);
         let result = self
@@ -808,7 +816,8 @@ impl Game {
                 think_ms = think.as_millis() as u64,
                 clock_ms = thinking.clock.map(|c| c.as_millis() as u64),
                 overhead_us = overhead.as_micros() as u64,
-                post_ms = posting.elapsed().as_millis() as u64,
+                queued_us = thinking.queued.as_micros() as u64,
+                post_us = posting.elapsed().as_micros() as u64,
                 offering_draw,
                 "move"
             ),
