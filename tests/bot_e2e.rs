@@ -497,6 +497,47 @@ async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offers_draws_and_resigns_by_the_thresholds() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\noffer_draw = true\ndraw_moves = 1\ndraw_score_cp = 100000\n\
+         resign_moves = 1\nresign_score_cp = 1000",
+    )
+    .await;
+    // "Equal" is anything short of a mate here: the bot offers at once,
+    // and this opponent takes it.
+    let drawn = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(Some(AutoPlay {
+                accept_draws: true,
+                ..quick_opponent()
+            })),
+    );
+    // A queen and a rook down: the bot resigns after its first search.
+    let lost = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant(FakeVariant::FromPosition {
+                fen: "4k3/8/8/8/8/8/8/QR2K3 b - - 0 1".to_owned(),
+            })
+            .challenger_color(Side::White)
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&drawn, GAME).await.unwrap();
+    assert_eq!(game.status, "draw", "{game:?}");
+    assert!(game.bot_draw_offers >= 1);
+    let game = fake.wait_game_over(&lost, GAME).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("resign", Some(Color::White))
+    );
+    assert!(game.moves.is_empty(), "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("resigning a lost position"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "").await;

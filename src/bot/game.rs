@@ -558,6 +558,7 @@ impl Game {
         let Some(record) = self.record.as_mut() else {
             return Flow::Continue;
         };
+        let before = record.ply();
         if let Err(e) = record.sync(&state.moves) {
             tracing::error!(game = %self.id, "server move list does not fit the game: {e}");
             return Flow::Continue;
@@ -565,7 +566,10 @@ impl Game {
         let ply = record.ply();
         let turn = record.position().turn();
         let opponent_moved = ply >= 2 || (ply == 1 && record.initial().turn() != us);
-        self.evals.resize(ply, None);
+        if ply < before {
+            // A takeback: the evaluations of the moves taken back go.
+            self.evals.truncate(ply);
+        }
         self.status = state.status;
         self.winner = state.winner;
         if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
@@ -753,12 +757,10 @@ impl Game {
         if let Some(info) = info {
             self.scores.push(score_cp(info.score));
             let eval = white_eval(info.score, us);
-            if let Some(slot) = self.evals.get_mut(ply) {
-                *slot = Some(eval);
-            } else {
-                self.evals.resize(ply, None);
-                self.evals.push(Some(eval));
+            if self.evals.len() <= ply {
+                self.evals.resize(ply + 1, None);
             }
+            self.evals[ply] = Some(eval);
             self.view = EngineView {
                 score: Some(score_text(eval)),
                 depth: Some(info.depth),
@@ -783,9 +785,11 @@ impl Game {
             self.draw_offered_at = Some(ply);
         }
         let uci = mv.to_uci(chess960);
+        let think = done - thinking.started;
+        // Retry the post for as long as our clock allows, within bounds.
         let budget = thinking
             .clock
-            .unwrap_or(MAX_MOVE_DEADLINE)
+            .map_or(MAX_MOVE_DEADLINE, |c| c.saturating_sub(think))
             .clamp(MIN_MOVE_DEADLINE, MAX_MOVE_DEADLINE);
         let posting = Instant::now();
         // Time on our side of the wire: from the line's arrival to the
@@ -793,7 +797,6 @@ impl Game {
         // best move to this post.
         let overhead = (thinking.started - thinking.arrived).saturating_sub(thinking.queued)
             + (posting - done);
-        let think = done - thinking.started;
         self.moved_at_ply = Some(ply);
         let result = self
             .ctx
