@@ -3,7 +3,8 @@
 //! small, so every game takes seconds.
 //!
 //! Every test reads the daemon's whole log (at debug level for the bot's
-//! own modules) and checks that the token never appears in it.
+//! own modules) and checks that the token never appears in it; set
+//! `KAISSA_E2E_SHOW_LOG=1` to see the logs.
 
 mod support;
 
@@ -13,8 +14,8 @@ use std::time::Duration;
 
 use shakmaty::Color;
 use support::fake_lichess::{
-    AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeVariant, GameRecord, Opponent, Policy,
-    Side,
+    AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, GameRecord, Opponent,
+    Policy, Side,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -92,6 +93,9 @@ impl Bot {
             .expect("kaissa run stops on SIGTERM")
             .unwrap();
         let log = self.log();
+        if std::env::var_os("KAISSA_E2E_SHOW_LOG").is_some() {
+            eprintln!("{log}");
+        }
         assert!(status.success(), "exit {status}: {log}");
         assert!(!log.contains(&self.token), "the token is in the log");
         assert!(!log.contains("panicked"), "{log}");
@@ -237,9 +241,13 @@ async fn plays_whole_games_as_white_and_black() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plays_chess960_and_from_position() {
+async fn plays_chess960_from_position_and_correspondence() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 3\n[challenge]\ncorrespondence = true",
+    )
+    .await;
     // Position 0: BBQNNRKR, castling both ways to be found by the engine.
     let c960 = fake.send_challenge(
         ChallengeSpec::default()
@@ -256,6 +264,11 @@ async fn plays_chess960_and_from_position() {
             })
             .autoplay(Some(quick_opponent())),
     );
+    let correspondence = fake.send_challenge(
+        ChallengeSpec::default()
+            .time(FakeTime::Correspondence { days: 2 })
+            .autoplay(Some(quick_opponent())),
+    );
     let game = fake.wait_game_over(&c960, GAME).await.unwrap();
     assert_eq!(game.variant, "chess960");
     pgn_written(&bot, &c960).await;
@@ -268,6 +281,11 @@ async fn plays_chess960_and_from_position() {
     pgn_written(&bot, &from_fen).await;
     let pgn = check_finished(&game, &bot.pgn_dir());
     assert!(pgn.contains(&format!("[FEN \"{fen}\"]")), "{pgn}");
+
+    let game = fake.wait_game_over(&correspondence, GAME).await.unwrap();
+    pgn_written(&bot, &correspondence).await;
+    let pgn = check_finished(&game, &bot.pgn_dir());
+    assert!(pgn.contains("[TimeControl \"-\"]"), "{pgn}");
     bot.stop().await;
 }
 
