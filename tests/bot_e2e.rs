@@ -608,10 +608,14 @@ fn field(line: &str, key: &str) -> Option<u64> {
 }
 
 fn rss_kib(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmRSS:")
+}
+
+fn proc_status_kib(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(key))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
@@ -676,6 +680,7 @@ async fn measure_move_overhead_and_memory() {
             .filter(|l| l.contains("overhead_us="))
             .count();
     }
+    let peak = proc_status_kib(bot.pid(), "VmHWM:");
     let log = bot.stop().await;
     let mut overhead: Vec<u64> = log
         .lines()
@@ -702,5 +707,8 @@ async fn measure_move_overhead_and_memory() {
         percentile(&post, 50.0),
         percentile(&post, 99.0)
     );
-    println!("RSS idle {idle} KiB, with 4 games in progress (16 MiB hash each) max {busy} KiB");
+    println!(
+        "RSS idle {idle} KiB, with 4 games in progress (16 MiB hash each) max {busy} KiB, \
+         peak (VmHWM) {peak} KiB"
+    );
 }
