@@ -556,7 +556,7 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
+async fn malformed_and_unknown_lines_and_failed_posts_do_not_stop_the_daemon() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "").await;
     fake.inject_malformed_event_line().unwrap();
@@ -578,6 +578,8 @@ async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
     fake.inject_game_line(&id, r#"{"type":"premoveHint","square":"e4"}"#)
         .unwrap();
     fake.inject_game_line(&id, "not json at all").unwrap();
+    // And two move posts fail with 502: the urgent path retries them.
+    fake.fail_moves_with_5xx(2);
     fake.set_autoplay(&id, Some(quick_opponent())).unwrap();
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     assert!(game.illegal_moves.is_empty());

@@ -363,7 +363,22 @@ impl Game {
                 }
                 Err(e) => {
                     tracing::warn!(game = %self.id, "cannot open the game stream: {e}");
-                    tokio::time::sleep(backoff).await;
+                    // Lichess may have finished the game meanwhile.
+                    while let Ok(command) = commands.try_recv() {
+                        match command {
+                            GameCommand::Finished(info) => {
+                                self.on_finished(*info);
+                            }
+                            GameCommand::Resign => {
+                                self.resign_now().await;
+                            }
+                        }
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = tokio::time::sleep_until(self.finish_by.unwrap_or_else(far)),
+                            if self.finish_by.is_some() => break 'game,
+                    }
                     backoff = (backoff * 2).min(RECONNECT_MAX);
                     continue 'game;
                 }
@@ -824,7 +839,20 @@ impl Game {
                 offering_draw,
                 "move"
             ),
-            Err(e) => tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}"),
+            Err(e) => {
+                tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}");
+                // Unless an earlier attempt may have gone through, answer
+                // this position again on the next state the server sends.
+                if !matches!(
+                    e,
+                    ClientError::MoveRejected {
+                        after_retry: true,
+                        ..
+                    }
+                ) {
+                    self.moved_at_ply = None;
+                }
+            }
         }
         Flow::Continue
     }
