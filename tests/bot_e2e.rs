@@ -3,7 +3,8 @@
 //! small, so every game takes seconds.
 //!
 //! Every test reads the daemon's whole log (at debug level for the bot's
-//! own modules) and checks that the token never appears in it.
+//! own modules) and checks that the token never appears in it; set
+//! `KAISSA_E2E_SHOW_LOG=1` to see the logs.
 
 mod support;
 
@@ -13,8 +14,8 @@ use std::time::Duration;
 
 use shakmaty::Color;
 use support::fake_lichess::{
-    AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeVariant, GameRecord, Opponent, Policy,
-    Side,
+    AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, GameRecord, Opponent,
+    Policy, Side,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -92,6 +93,9 @@ impl Bot {
             .expect("kaissa run stops on SIGTERM")
             .unwrap();
         let log = self.log();
+        if std::env::var_os("KAISSA_E2E_SHOW_LOG").is_some() {
+            eprintln!("{log}");
+        }
         assert!(status.success(), "exit {status}: {log}");
         assert!(!log.contains(&self.token), "the token is in the log");
         assert!(!log.contains("panicked"), "{log}");
@@ -99,7 +103,8 @@ impl Bot {
     }
 }
 
-/// TOML does not allow a section twice: fold repeated `[section]`s.
+/// TOML does not allow a section or a key twice: fold repeated
+/// `[section]`s, the later value of a key winning.
 fn merge_sections(text: &str) -> String {
     let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
     for line in text.lines() {
@@ -115,6 +120,9 @@ fn merge_sections(text: &str) -> String {
             let entry = sections.remove(index);
             sections.push(entry);
         } else if let Some((_, lines)) = sections.last_mut() {
+            // A key given twice: the later value wins.
+            let key = line.split('=').next().unwrap_or("").trim().to_owned();
+            lines.retain(|l| l.split('=').next().unwrap_or("").trim() != key);
             lines.push(line.to_owned());
         }
     }
@@ -143,6 +151,15 @@ fn quick_opponent() -> AutoPlay {
 /// Checks a finished game: ended on the board or by a player, never by an
 /// illegal move or the bot's flag, and with a PGN holding its moves.
 fn check_finished(game: &GameRecord, pgn_dir: &Path) -> String {
+    eprintln!(
+        "game {} ({}, bot {:?}): {} after {} plies, winner {:?}",
+        game.id,
+        game.variant,
+        game.bot_color,
+        game.status,
+        game.moves.len(),
+        game.winner
+    );
     assert!(
         game.illegal_moves.is_empty(),
         "illegal moves: {:?}",
@@ -224,9 +241,13 @@ async fn plays_whole_games_as_white_and_black() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plays_chess960_and_from_position() {
+async fn plays_chess960_from_position_and_correspondence() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 3\n[challenge]\ncorrespondence = true",
+    )
+    .await;
     // Position 0: BBQNNRKR, castling both ways to be found by the engine.
     let c960 = fake.send_challenge(
         ChallengeSpec::default()
@@ -243,6 +264,11 @@ async fn plays_chess960_and_from_position() {
             })
             .autoplay(Some(quick_opponent())),
     );
+    let correspondence = fake.send_challenge(
+        ChallengeSpec::default()
+            .time(FakeTime::Correspondence { days: 2 })
+            .autoplay(Some(quick_opponent())),
+    );
     let game = fake.wait_game_over(&c960, GAME).await.unwrap();
     assert_eq!(game.variant, "chess960");
     pgn_written(&bot, &c960).await;
@@ -255,6 +281,11 @@ async fn plays_chess960_and_from_position() {
     pgn_written(&bot, &from_fen).await;
     let pgn = check_finished(&game, &bot.pgn_dir());
     assert!(pgn.contains(&format!("[FEN \"{fen}\"]")), "{pgn}");
+
+    let game = fake.wait_game_over(&correspondence, GAME).await.unwrap();
+    pgn_written(&bot, &correspondence).await;
+    let pgn = check_finished(&game, &bot.pgn_dir());
+    assert!(pgn.contains("[TimeControl \"-\"]"), "{pgn}");
     bot.stop().await;
 }
 
@@ -484,7 +515,48 @@ async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
+async fn offers_draws_and_resigns_by_the_thresholds() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\noffer_draw = true\ndraw_moves = 1\ndraw_score_cp = 100000\n\
+         resign_moves = 1\nresign_score_cp = 1000",
+    )
+    .await;
+    // "Equal" is anything short of a mate here: the bot offers at once,
+    // and this opponent takes it.
+    let drawn = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(Some(AutoPlay {
+                accept_draws: true,
+                ..quick_opponent()
+            })),
+    );
+    // A queen and a rook down: the bot resigns after its first search.
+    let lost = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant(FakeVariant::FromPosition {
+                fen: "4k3/8/8/8/8/8/8/QR2K3 b - - 0 1".to_owned(),
+            })
+            .challenger_color(Side::White)
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&drawn, GAME).await.unwrap();
+    assert_eq!(game.status, "draw", "{game:?}");
+    assert!(game.bot_draw_offers >= 1);
+    let game = fake.wait_game_over(&lost, GAME).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("resign", Some(Color::White))
+    );
+    assert!(game.moves.is_empty(), "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("resigning a lost position"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_unknown_lines_and_failed_posts_do_not_stop_the_daemon() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "").await;
     fake.inject_malformed_event_line().unwrap();
@@ -506,6 +578,8 @@ async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
     fake.inject_game_line(&id, r#"{"type":"premoveHint","square":"e4"}"#)
         .unwrap();
     fake.inject_game_line(&id, "not json at all").unwrap();
+    // And two move posts fail with 502: the urgent path retries them.
+    fake.fail_moves_with_5xx(2);
     fake.set_autoplay(&id, Some(quick_opponent())).unwrap();
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     assert!(game.illegal_moves.is_empty());
@@ -523,4 +597,120 @@ async fn malformed_and_unknown_lines_do_not_stop_the_daemon() {
     assert_eq!(fake.view(|v| v.event_stream_connections()), 1);
     let log = bot.stop().await;
     assert!(log.contains("line skipped"), "{log}");
+}
+
+/// The `value` of the first `key=value` field of a log line.
+fn field(line: &str, key: &str) -> Option<u64> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    let digits: String = line[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmRSS:")
+}
+
+fn proc_status_kib(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Measurements for the closing note, not a check: the daemon's own time
+/// per move (from a `gameState` arriving to the move post leaving, less
+/// the engine's thinking and any wait for a search permit) over at least
+/// 500 moves, and its memory idle and with 4 games in progress.
+///
+/// `cargo test --release --test bot_e2e -- --ignored --nocapture measure`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run by hand"]
+async fn measure_move_overhead_and_memory() {
+    let fake = FakeLichess::start().await;
+    // 64 MiB of hash in all: 16 MiB per game.
+    let bot = Bot::start_with(
+        &fake,
+        "[engine]\nhash_mb = 64\n[bot]\nconcurrency = 4\noffer_draw = false\nresign_enabled = false",
+        "info",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = rss_kib(bot.pid());
+    let mut busy = 0;
+    let mut moves = 0;
+    let mut games = 0;
+    while moves < 500 {
+        let ids: Vec<String> = (0..4)
+            .map(|i| {
+                fake.send_challenge(
+                    ChallengeSpec::default()
+                        .clock(300, 3)
+                        .challenger(Opponent::human(&format!("Opp{i}")))
+                        .autoplay(Some(AutoPlay {
+                            policy: Policy::Random,
+                            think: Duration::from_millis(10),
+                            accept_draws: false,
+                        })),
+                )
+            })
+            .collect();
+        fake.wait_until("4 games in progress", WAIT, |v| v.games_in_progress() == 4)
+            .await
+            .unwrap();
+        while fake.view(|v| v.games_in_progress()) == 4 {
+            busy = busy.max(rss_kib(bot.pid()));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for id in &ids {
+            fake.wait_game_over(id, GAME).await.unwrap();
+        }
+        games += 4;
+        moves = bot
+            .log()
+            .lines()
+            .filter(|l| l.contains("overhead_us="))
+            .count();
+    }
+    let peak = proc_status_kib(bot.pid(), "VmHWM:");
+    let log = bot.stop().await;
+    let mut overhead: Vec<u64> = log
+        .lines()
+        .filter_map(|l| field(l, "overhead_us"))
+        .collect();
+    let mut queued: Vec<u64> = log.lines().filter_map(|l| field(l, "queued_us")).collect();
+    let mut post: Vec<u64> = log.lines().filter_map(|l| field(l, "post_us")).collect();
+    overhead.sort_unstable();
+    queued.sort_unstable();
+    post.sort_unstable();
+    println!(
+        "moves {} in {games} games; overhead (arrival to post, less think and queue): \
+         p50 {} us, p99 {} us, max {} us",
+        overhead.len(),
+        percentile(&overhead, 50.0),
+        percentile(&overhead, 99.0),
+        overhead.last().copied().unwrap_or(0)
+    );
+    println!(
+        "wait for a search permit (4 games, engine.threads = 1): p50 {} us, p99 {} us; \
+         move post round trip (request out, answer in) p50 {} us, p99 {} us",
+        percentile(&queued, 50.0),
+        percentile(&queued, 99.0),
+        percentile(&post, 50.0),
+        percentile(&post, 99.0)
+    );
+    println!(
+        "RSS idle {idle} KiB, with 4 games in progress (16 MiB hash each) max {busy} KiB, \
+         peak (VmHWM) {peak} KiB"
+    );
 }

@@ -138,6 +138,9 @@ struct Thinking {
     arrived: Instant,
     /// When the search was started.
     started: Instant,
+    /// How long we waited for a search permit (another game was
+    /// searching): queueing, not overhead.
+    queued: Duration,
     /// Our clock when the search started.
     clock: Option<Duration>,
     last_info: Option<SearchInfo>,
@@ -349,6 +352,7 @@ impl Game {
     ) {
         let mut backoff = RECONNECT_MIN;
         let mut pending: Option<PermitFuture> = None;
+        let mut asked = Instant::now();
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         'game: loop {
             let opened = tokio::select! {
@@ -367,7 +371,22 @@ impl Game {
                 }
                 Err(e) => {
                     tracing::warn!(game = %self.id, "cannot open the game stream: {e}");
-                    tokio::time::sleep(jittered(backoff)).await;
+                    // Lichess may have finished the game meanwhile.
+                    while let Ok(command) = commands.try_recv() {
+                        match command {
+                            GameCommand::Finished(info) => {
+                                self.on_finished(*info);
+                            }
+                            GameCommand::Resign => {
+                                self.resign_now().await;
+                            }
+                        }
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(jittered(backoff)) => {}
+                        _ = tokio::time::sleep_until(self.finish_by.unwrap_or_else(far)),
+                            if self.finish_by.is_some() => break 'game,
+                    }
                     backoff = (backoff * 2).min(RECONNECT_MAX);
                     continue 'game;
                 }
@@ -397,7 +416,7 @@ impl Game {
                     } }, if pending.is_some() => {
                         pending = None;
                         if let Some(permit) = permit {
-                            self.start_search(permit);
+                            self.start_search(permit, asked.elapsed());
                         }
                         Flow::Continue
                     }
@@ -418,6 +437,7 @@ impl Game {
                     Flow::Continue => {}
                     Flow::Think => {
                         if pending.is_none() {
+                            asked = Instant::now();
                             let permits = Arc::clone(&self.ctx.search_permits);
                             pending =
                                 Some(Box::pin(async move { permits.acquire_owned().await.ok() }));
@@ -563,6 +583,7 @@ impl Game {
         let Some(record) = self.record.as_mut() else {
             return Flow::Continue;
         };
+        let before = record.ply();
         if let Err(e) = record.sync(&state.moves) {
             tracing::error!(game = %self.id, "server move list does not fit the game: {e}");
             return Flow::Continue;
@@ -570,7 +591,10 @@ impl Game {
         let ply = record.ply();
         let turn = record.position().turn();
         let opponent_moved = ply >= 2 || (ply == 1 && record.initial().turn() != us);
-        self.evals.resize(ply, None);
+        if ply < before {
+            // A takeback: the evaluations of the moves taken back go.
+            self.evals.truncate(ply);
+        }
         self.status = state.status;
         self.winner = state.winner;
         if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
@@ -652,7 +676,7 @@ impl Game {
     }
 
     /// Starts the search for our move, if it is still wanted.
-    fn start_search(&mut self, permit: OwnedSemaphorePermit) {
+    fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
         let (Some(us), Some(record), Some((state, arrived))) =
             (self.color, &self.record, &self.state)
         else {
@@ -713,6 +737,7 @@ impl Game {
             ply,
             arrived: *arrived,
             started,
+            queued,
             clock: our_clock,
             last_info: None,
             _permit: permit,
@@ -757,12 +782,10 @@ impl Game {
         if let Some(info) = info {
             self.scores.push(score_cp(info.score));
             let eval = white_eval(info.score, us);
-            if let Some(slot) = self.evals.get_mut(ply) {
-                *slot = Some(eval);
-            } else {
-                self.evals.resize(ply, None);
-                self.evals.push(Some(eval));
+            if self.evals.len() <= ply {
+                self.evals.resize(ply + 1, None);
             }
+            self.evals[ply] = Some(eval);
             self.view = EngineView {
                 score: Some(score_text(eval)),
                 depth: Some(info.depth),
@@ -787,15 +810,18 @@ impl Game {
             self.draw_offered_at = Some(ply);
         }
         let uci = mv.to_uci(chess960);
+        let think = done - thinking.started;
+        // Retry the post for as long as our clock allows, within bounds.
         let budget = thinking
             .clock
-            .unwrap_or(MAX_MOVE_DEADLINE)
+            .map_or(MAX_MOVE_DEADLINE, |c| c.saturating_sub(think))
             .clamp(MIN_MOVE_DEADLINE, MAX_MOVE_DEADLINE);
         let posting = Instant::now();
         // Time on our side of the wire: from the line's arrival to the
-        // search start, and from the best move to this post.
-        let overhead = (thinking.started - thinking.arrived) + (posting - done);
-        let think = done - thinking.started;
+        // search start (less any wait for a search permit), and from the
+        // best move to this post.
+        let overhead = (thinking.started - thinking.arrived).saturating_sub(thinking.queued)
+            + (posting - done);
         self.moved_at_ply = Some(ply);
         let result = self
             .ctx
@@ -818,20 +844,33 @@ impl Game {
                 think_ms = think.as_millis() as u64,
                 clock_ms = thinking.clock.map(|c| c.as_millis() as u64),
                 overhead_us = overhead.as_micros() as u64,
-                post_ms = posting.elapsed().as_millis() as u64,
+                queued_us = thinking.queued.as_micros() as u64,
+                post_us = posting.elapsed().as_micros() as u64,
                 offering_draw,
                 "move"
             ),
             Err(e) => {
                 tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}");
                 // Refused ("not your turn": our position is stale) or lost
-                // in transit: the game stream tells whether it was played.
-                // Asking again is bounded, so a refused move cannot loop.
+                // in transit: reopen the game stream, whose `gameFull`
+                // tells whether the move was played, and answer the
+                // position again if not. Bounded, so it cannot loop.
                 let refused = matches!(e, ClientError::MoveRejected { .. });
                 if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS {
                     self.resyncs += 1;
                     self.moved_at_ply = None;
                     return Flow::Resync;
+                }
+                // Unless an earlier attempt may have gone through, answer
+                // this position again on the next state the server sends.
+                if !matches!(
+                    e,
+                    ClientError::MoveRejected {
+                        after_retry: true,
+                        ..
+                    }
+                ) {
+                    self.moved_at_ply = None;
                 }
             }
         }
