@@ -38,7 +38,7 @@ impl Bot {
         let config = format!(
             "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
              [engine]\nhash_mb = 8\nmax_depth = 3\n\
-             [bot]\nconcurrency = 2\npgn_dir = \"{}\"\n{extra}\n",
+             [bot]\npgn_dir = \"{}\"\n{extra}\n",
             fake.url(),
             pgn.display()
         );
