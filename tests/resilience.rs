@@ -538,17 +538,18 @@ async fn soak() {
             "soak took too long"
         );
         let live = ids.iter().filter(|id| !done(&fake, id)).count();
-        if ids.len() < total && live < 4 {
-            let id = fake.send_challenge(
-                ChallengeSpec::default()
-                    .clock(60, 0)
-                    .challenger_color(Side::Random)
-                    .autoplay(Some(opponent(10 + rng.u64(0..40)))),
-            );
-            ids.push(id);
-            continue;
+        for _ in live..4 {
+            if ids.len() < total {
+                let id = fake.send_challenge(
+                    ChallengeSpec::default()
+                        .clock(60, 0)
+                        .challenger_color(Side::Random)
+                        .autoplay(Some(opponent(10 + rng.u64(0..40)))),
+                );
+                ids.push(id);
+            }
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
         if rss_start.is_none() && ids.len() >= 8 {
             rss_start = rss_kib(bot_pid(&bot));
         }
@@ -558,7 +559,8 @@ async fn soak() {
         if rss_mid.is_none() && ids.len() >= total / 2 + 8 {
             rss_mid = rss_kib(bot_pid(&bot));
         }
-        if rng.u32(0..100) >= 6 {
+        // A fault about every second.
+        if rng.u32(0..100) >= 25 {
             continue;
         }
         let live: Vec<String> = ids
