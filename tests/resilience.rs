@@ -521,6 +521,7 @@ async fn soak() {
     let mut bot = Bot::start(&fake, "[bot]\nconcurrency = 4").await;
     let mut rss_start = None;
     let mut rss_mid = None;
+    let mut rss_series: Vec<(usize, usize, Option<u64>)> = Vec::new();
     let mut ids: Vec<String> = Vec::new();
     let mut restarts = 0;
     let mut faults: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -550,6 +551,10 @@ async fn soak() {
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+        // The daemon's memory every 50 games, to tell growth from noise.
+        if ids.len() / 50 > rss_series.len() {
+            rss_series.push((ids.len(), restarts, rss_kib(bot_pid(&bot))));
+        }
         if rss_start.is_none() && ids.len() >= 8 {
             rss_start = rss_kib(bot_pid(&bot));
         }
@@ -641,8 +646,8 @@ async fn soak() {
         total / 2 + 8,
         started.elapsed().as_secs_f64()
     );
-    let log = bot.stop().await;
-    let _ = log;
+    println!("soak: RSS (games sent, restarts so far, KiB): {rss_series:?}");
+    bot.stop().await;
     assert_eq!(time_losses, 0);
     assert_eq!(illegal, 0);
     assert_eq!(completed + aborted + never_started, total);
