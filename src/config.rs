@@ -156,7 +156,8 @@ impl LichessConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EngineConfig {
-    /// Transposition table size in MiB.
+    /// Transposition table size in MiB, all games together: each game's
+    /// engine gets `hash_mb / bot.concurrency` (at least 1).
     pub hash_mb: u32,
     /// The most search threads running at once, all games together.
     pub threads: u32,
@@ -166,6 +167,11 @@ pub struct EngineConfig {
     pub ponder: bool,
     /// Where the hash files are kept; none means not kept.
     pub state_dir: Option<PathBuf>,
+    /// Stop each search at this depth (0: no limit). Weakens the bot, or
+    /// keeps tests fast.
+    pub max_depth: u32,
+    /// Stop each search after about this many nodes (0: no limit).
+    pub max_nodes: u64,
 }
 
 impl Default for EngineConfig {
@@ -176,6 +182,8 @@ impl Default for EngineConfig {
             move_overhead_ms: 200,
             ponder: false,
             state_dir: None,
+            max_depth: 0,
+            max_nodes: 0,
         }
     }
 }
@@ -184,6 +192,11 @@ impl EngineConfig {
     /// `move_overhead_ms` as a duration.
     pub fn move_overhead(&self) -> Duration {
         Duration::from_millis(self.move_overhead_ms)
+    }
+
+    /// The transposition table of one game's engine, in MiB.
+    pub fn hash_mb_per_game(&self, concurrency: u32) -> usize {
+        (self.hash_mb / concurrency.max(1)).max(1) as usize
     }
 }
 
@@ -367,6 +380,9 @@ pub struct BotConfig {
     pub concurrency: u32,
     /// Abort a game whose opponent has not made a first move after this.
     pub abort_time_secs: u64,
+    /// A challenge we accepted whose game has not started after this
+    /// gives its slot back.
+    pub game_start_timeout_secs: u64,
     /// On shutdown, how long running games may go on before being
     /// resigned or aborted.
     pub shutdown_deadline_secs: u64,
@@ -395,6 +411,7 @@ impl Default for BotConfig {
         BotConfig {
             concurrency: 1,
             abort_time_secs: 30,
+            game_start_timeout_secs: 20,
             shutdown_deadline_secs: 300,
             pgn_dir: None,
             accept_draw: true,
@@ -413,6 +430,11 @@ impl BotConfig {
     /// `abort_time_secs` as a duration.
     pub fn abort_time(&self) -> Duration {
         Duration::from_secs(self.abort_time_secs)
+    }
+
+    /// `game_start_timeout_secs` as a duration.
+    pub fn game_start_timeout(&self) -> Duration {
+        Duration::from_secs(self.game_start_timeout_secs)
     }
 
     /// `shutdown_deadline_secs` as a duration.
@@ -625,6 +647,9 @@ impl Config {
         }
         if b.abort_time_secs == 0 {
             return Err(invalid("bot.abort_time_secs", "must be at least 1"));
+        }
+        if b.game_start_timeout_secs == 0 {
+            return Err(invalid("bot.game_start_timeout_secs", "must be at least 1"));
         }
         if b.draw_moves == 0 {
             return Err(invalid("bot.draw_moves", "must be at least 1"));

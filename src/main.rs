@@ -293,20 +293,35 @@ fn run_bench(depth: Option<u32>) -> Result<()> {
     Ok(())
 }
 
-/// `kaissa run`: the daemon, until SIGTERM or Ctrl-C.
+/// `kaissa run`: the daemon. The first SIGTERM or Ctrl-C lets the running
+/// games finish, the second resigns them.
 fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
+    if let Some(path) = config_path {
+        warn_if_others_can_read(path);
+    }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
+    let notifier = kaissa::systemd::Notifier::from_env().unwrap_or_else(|e| {
+        tracing::warn!("NOTIFY_SOCKET unusable, not reporting to systemd: {e}");
+        kaissa::systemd::Notifier::disabled()
+    });
     runtime()?.block_on(async move {
-        let (tx, rx) = tokio::sync::watch::channel(false);
+        let (tx, rx) = tokio::sync::watch::channel(0u32);
         tokio::spawn(async move {
-            wait_for_signal().await;
-            tracing::info!("shutting down");
-            let _ = tx.send(true);
+            loop {
+                wait_for_signal().await;
+                tx.send_modify(|count| *count += 1);
+                if *tx.borrow() >= kaissa::bot::daemon::IMMEDIATE {
+                    break;
+                }
+            }
+            // Keep the sender: a dropped one would read as "stop now".
+            std::future::pending::<()>().await;
         });
         Daemon::new(client, config)
+            .with_notifier(notifier)
             .run(rx)
             .await
             .context("the daemon stopped")?;
@@ -314,18 +329,40 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     })
 }
 
+/// Warns when others than the owner can read `path` (the configuration
+/// names the token file and the bot's policy).
+fn warn_if_others_can_read(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o004 != 0 {
+                tracing::warn!(
+                    "configuration file {} is readable by others (mode {mode:o}); chmod o-r it",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// The next SIGTERM or SIGINT.
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
                 tokio::select! {
                     _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+                    _ = int.recv() => {}
                 }
             }
-            Err(_) => {
+            _ => {
                 let _ = tokio::signal::ctrl_c().await;
             }
         }

@@ -53,7 +53,7 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     config.challenge.max_base = 1200;
     config.challenge.rated = false;
     config.challenge.accept_bots = false;
-    let (tx, rx) = tokio::sync::watch::channel(false);
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -80,7 +80,7 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     let c = fake.send_challenge(ChallengeSpec::default().autoplay(None));
     assert_eq!(outcome(&fake, &c).await, declined("later"));
 
-    tx.send(true).unwrap();
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .expect("the daemon stops on shutdown")
@@ -152,4 +152,144 @@ async fn kaissa_run_stops_on_a_rejected_token_without_printing_it() {
     assert!(!out.status.success(), "stderr: {stderr}");
     assert!(stderr.contains("401"), "stderr: {stderr}");
     assert!(!stderr.contains(secret) && !String::from_utf8_lossy(&out.stdout).contains(secret));
+}
+
+/// A configuration whose games are quick: shallow searches, small hash.
+fn fast_config() -> Config {
+    let mut config = Config::default();
+    config.engine.max_depth = 3;
+    config.engine.hash_mb = 4;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_other_decline_reasons() {
+    let fake = FakeLichess::start().await;
+    let mut config = fast_config();
+    config.bot.concurrency = 2;
+    config.challenge.variants = vec![PlayableVariant::Chess960];
+    config.challenge.only_bots = true;
+    config.challenge.casual = false;
+    config.challenge.block_list = vec!["Mallory".into()];
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
+    fake.wait_event_stream(WAIT).await.unwrap();
+
+    let declined = |reason: &str| ("declined".to_owned(), Some(reason.to_owned()));
+    let c = fake.send_challenge(ChallengeSpec::default().challenger(Opponent::bot("Mallory")));
+    assert_eq!(outcome(&fake, &c).await, declined("generic"));
+    let c = fake.send_challenge(ChallengeSpec::default().challenger(Opponent::human("Bob")));
+    assert_eq!(outcome(&fake, &c).await, declined("onlyBot"));
+    let c = fake.send_challenge(ChallengeSpec::default().challenger(Opponent::bot("Robo")));
+    assert_eq!(outcome(&fake, &c).await, declined("standard"));
+    let c = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::bot("Robo"))
+            .variant(FakeVariant::Chess960 { position: None })
+            .rated(false),
+    );
+    assert_eq!(outcome(&fake, &c).await, declined("casual"));
+
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tokio::time::timeout(WAIT, daemon)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_challenge_whose_game_never_starts_gives_its_slot_back() {
+    let fake = FakeLichess::start().await;
+    let mut config = fast_config();
+    config.bot.concurrency = 1;
+    config.bot.game_start_timeout_secs = 1;
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
+    fake.wait_event_stream(WAIT).await.unwrap();
+
+    fake.accept_without_game(1);
+    let ghost = fake.send_challenge(ChallengeSpec::default());
+    assert_eq!(outcome(&fake, &ghost).await.0, "accepted");
+    // The slot is held while the game may still start...
+    let c = fake.send_challenge(ChallengeSpec::default());
+    assert_eq!(outcome(&fake, &c).await.1.as_deref(), Some("later"));
+    // ...and given back when it does not.
+    let mut accepted = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let c = fake.send_challenge(ChallengeSpec::default());
+        if outcome(&fake, &c).await.0 == "accepted" {
+            accepted = Some(c);
+            break;
+        }
+    }
+    let game = accepted.expect("a slot is free again");
+    let record = fake
+        .wait_game_over(&game, Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        record.illegal_moves.is_empty(),
+        "{:?}",
+        record.illegal_moves
+    );
+
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tokio::time::timeout(WAIT, daemon)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_that_failed_on_our_side_but_not_on_the_server_is_played_within_the_limit() {
+    let fake = FakeLichess::start().await;
+    let mut config = fast_config();
+    config.bot.concurrency = 1;
+    config.bot.game_start_timeout_secs = 30;
+    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
+    fake.wait_event_stream(WAIT).await.unwrap();
+
+    fake.accept_then_fail(1);
+    // The opponent waits, so the game stays in progress.
+    let game = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(support::fake_lichess::Side::White)
+            .autoplay(None),
+    );
+    fake.wait_until("the game started", WAIT, |v| v.game(&game).is_some())
+        .await
+        .unwrap();
+    // The bot's accept failed (503, then 404), yet the game holds the slot.
+    let c = fake.send_challenge(ChallengeSpec::default());
+    assert_eq!(outcome(&fake, &c).await.1.as_deref(), Some("later"));
+    fake.opponent_move(&game, "e2e4").unwrap();
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&game).is_some_and(|g| g.moves.len() == 2)
+    })
+    .await
+    .unwrap();
+    fake.opponent_resigns(&game).unwrap();
+    // The game is over: the slot is free again.
+    let mut accepted = false;
+    for _ in 0..50 {
+        let c = fake.send_challenge(ChallengeSpec::default());
+        if outcome(&fake, &c).await.0 == "accepted" {
+            accepted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(accepted, "the slot was released after the game");
+    assert_eq!(fake.max_simultaneous_games(), 1);
+
+    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tokio::time::timeout(WAIT, daemon)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
 }

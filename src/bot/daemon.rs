@@ -1,112 +1,478 @@
 //! The daemon's event loop: keeps the event stream open (reconnecting
-//! with a backoff), decides each incoming challenge with
+//! with a jittered backoff), decides each incoming challenge with
 //! [`challenge::decide`](super::challenge::decide) and accepts or declines
-//! it, and tracks the games running so the concurrency limit holds.
+//! it, starts one game task per ongoing game, shuts down gracefully, and
+//! keeps systemd informed.
 //!
-//! Games are not played yet: a `gameStart` only takes a slot, released on
-//! `gameFinish` (the game task comes later).
+//! The registry maps a game id (a challenge id is its game's id) to a
+//! [`GameEntry`]: the slot it holds, if any, and the handle of its task,
+//! once it started. Slots are taken when a challenge is accepted (or at
+//! `gameStart` for a game we did not accept, e.g. one we created), and
+//! given back on `gameFinish`, when the game task ends, or when an
+//! accepted challenge never turns into a game within
+//! `bot.game_start_timeout_secs`. An accept that failed on our side
+//! (timeout, connection cut, or a 404 to the retry of an accept that went
+//! through) may have worked on the server's, so it keeps its slot until
+//! the game starts or that timeout passes.
+//!
+//! **Reconciling.** Lichess replays ongoing games as `gameStart` when the
+//! event stream opens, but a replay can be missed (the stream dies right
+//! after opening, a line is lost). So on start and after every reconnect
+//! the daemon also asks `/api/account/playing` and starts a task for every
+//! listed game that has none: a daemon restarted mid-game resumes it, the
+//! game task rebuilding position and clocks from its game stream. The
+//! registry guarantees one task per game id whichever source comes first.
+//!
+//! **Shutdown** is counted in signals (see [`Signals`]). The first one
+//! stops accepting challenges (new ones are declined with `later`), keeps
+//! the event stream open for `gameFinish`, and waits for the running games
+//! to end; `bot.shutdown_deadline_secs` bounds that wait. The second
+//! signal, or the deadline, asks every remaining game to resign (or abort,
+//! where it still can) and exits once they ended or after
+//! [`RESIGN_GRACE`].
+//!
+//! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
+//! while the event stream is open or was within the last 5 minutes,
+//! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::challenge::{Decision, SlotGuard, Slots, decide};
+use super::game::{self, GameCommand, GameContext, GameHandle, Me};
 use crate::config::Config;
-use crate::lichess::client::{Client, Error as ClientError};
-use crate::lichess::model::{Challenge, Direction, Event};
+use crate::lichess::client::{Client, Error as ClientError, EventStream, jittered};
+use crate::lichess::model::{Challenge, DeclineReason, Direction, Event, GameInfo};
 use crate::lichess::stream::StreamEvent;
+use crate::systemd::Notifier;
 use futures::StreamExt;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::time::Instant;
 
 /// The shortest and longest pause before reopening the event stream.
 const RECONNECT_MIN: Duration = Duration::from_millis(250);
 const RECONNECT_MAX: Duration = Duration::from_secs(30);
+/// How often pending accepts, the shutdown deadline, the watchdog and the
+/// status line are looked after.
+const HOUSEKEEPING: Duration = Duration::from_millis(500);
+/// After asking the remaining games to resign, how long they get to do it
+/// (and write their PGN) before the daemon exits regardless.
+pub const RESIGN_GRACE: Duration = Duration::from_secs(10);
+/// The event stream may be down this long before the watchdog pings stop
+/// (systemd then restarts the daemon, which is all it can do).
+const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
+
+/// Shutdown requests, counted: the sender increments the value on every
+/// SIGTERM/SIGINT. [`GRACEFUL`]: finish the running games, then exit;
+/// [`IMMEDIATE`] or more: resign (or abort) them and exit.
+pub type Signals = watch::Receiver<u32>;
+/// The first signal.
+pub const GRACEFUL: u32 = 1;
+/// The second signal.
+pub const IMMEDIATE: u32 = 2;
+
+/// One game the daemon knows of.
+#[derive(Debug)]
+pub struct GameEntry {
+    /// Held while the game counts against `bot.concurrency`.
+    slot: Option<SlotGuard>,
+    /// The game's task, once `gameStart` arrived.
+    task: Option<GameHandle>,
+    /// When the challenge was accepted, while the game has not started.
+    accepted_at: Option<Instant>,
+}
+
+/// Where shutdown stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Games finish; the wait ends at the deadline.
+    Draining {
+        deadline: Instant,
+    },
+    /// Games were asked to resign; the daemon exits at `exit_by`.
+    Resigning {
+        exit_by: Instant,
+    },
+}
+
+type OpenFuture = Pin<Box<dyn Future<Output = Result<EventStream, ClientError>> + Send>>;
+
+/// The event stream's connection state.
+enum Conn {
+    Opening(OpenFuture),
+    Open(EventStream),
+    /// Reopen at this instant.
+    Waiting(Instant),
+}
+
+/// What the event stream's connection did. Lives on the stack for one
+/// turn of the loop, so the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    Opened(Result<EventStream, ClientError>),
+    Next(Option<<EventStream as futures::Stream>::Item>),
+    Reopen,
+}
 
 /// The event loop's state.
 pub struct Daemon {
     client: Client,
-    config: Config,
+    config: Arc<Config>,
     slots: Slots,
-    /// Slots held, by game id (a challenge id is its game's id): taken on
-    /// accept or `gameStart`, released on `gameFinish` or a failed accept.
-    games: HashMap<String, SlotGuard>,
+    games: HashMap<String, GameEntry>,
+    search_permits: Arc<Semaphore>,
+    done_tx: mpsc::UnboundedSender<String>,
+    done_rx: mpsc::UnboundedReceiver<String>,
+    me: Option<Me>,
+    notifier: Arc<Notifier>,
+    phase: Phase,
+    /// When the event stream was last seen open.
+    last_open: Option<Instant>,
+    ready_sent: bool,
+    /// `last_open`, shared with the watchdog task.
+    health: Arc<Mutex<Option<Instant>>>,
+    last_status: String,
 }
 
 impl Daemon {
     pub fn new(client: Client, config: Config) -> Daemon {
         let slots = Slots::new(config.bot.concurrency as usize);
+        let search_permits = Arc::new(Semaphore::new(config.engine.threads.max(1) as usize));
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
         Daemon {
             client,
-            config,
+            config: Arc::new(config),
             slots,
             games: HashMap::new(),
+            search_permits,
+            done_tx,
+            done_rx,
+            me: None,
+            notifier: Arc::new(Notifier::disabled()),
+            phase: Phase::Running,
+            last_open: None,
+            ready_sent: false,
+            health: Arc::new(Mutex::new(None)),
+            last_status: String::new(),
         }
     }
 
-    /// Runs until `shutdown` turns `true` (or its sender is dropped).
-    /// Errors only on a fatal problem (the token is rejected).
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<(), ClientError> {
+    /// Reports to systemd through `notifier` (by default nothing is sent).
+    pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
+        self.notifier = Arc::new(notifier);
+        self
+    }
+
+    /// Games in the registry (started or accepted), for tests and status.
+    pub fn games(&self) -> usize {
+        self.games.len()
+    }
+
+    fn running_games(&self) -> usize {
+        self.games.values().filter(|g| g.task.is_some()).count()
+    }
+
+    /// Runs until shutdown is complete (see [`Signals`]; a dropped sender
+    /// counts as [`IMMEDIATE`]). Errors only on a fatal problem (the token
+    /// is rejected).
+    pub async fn run(mut self, mut signals: Signals) -> Result<(), ClientError> {
+        let result = self.run_inner(&mut signals).await;
+        let _ = self.notifier.stopping();
+        let running = self.running_games();
+        if running > 0 {
+            tracing::warn!(games = running, "exiting with games in progress");
+        }
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.abort();
+            }
+        }
+        result
+    }
+
+    async fn run_inner(&mut self, signals: &mut Signals) -> Result<(), ClientError> {
+        self.me = Some(tokio::select! {
+            me = self.whoami() => me?,
+            _ = wait_for(signals, GRACEFUL) => return Ok(()),
+        });
+        let (reconcile_tx, mut reconcile_rx) = mpsc::unbounded_channel::<Vec<GameInfo>>();
         let mut backoff = RECONNECT_MIN;
+        let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
+        housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut conn = Conn::Opening(self.open_events());
+        let mut signals_open = true;
         loop {
-            if *shutdown.borrow() {
+            if self.done() {
+                tracing::info!("all games ended: exiting");
                 return Ok(());
             }
-            let opened = tokio::select! {
-                r = self.client.stream_events() => r,
-                _ = shutdown.changed() => continue,
+            let step = async {
+                match &mut conn {
+                    Conn::Opening(f) => Step::Opened(f.await),
+                    Conn::Open(s) => Step::Next(s.next().await),
+                    Conn::Waiting(at) => {
+                        tokio::time::sleep_until(*at).await;
+                        Step::Reopen
+                    }
+                }
             };
-            match opened {
-                Ok(mut stream) => {
-                    tracing::info!("event stream open");
-                    backoff = RECONNECT_MIN;
-                    loop {
-                        let next = tokio::select! {
-                            n = stream.next() => n,
-                            _ = shutdown.changed() => break,
-                        };
+            tokio::select! {
+                step = step => match step {
+                    Step::Opened(Ok(stream)) => {
+                        tracing::info!("event stream open");
+                        backoff = RECONNECT_MIN;
+                        self.on_stream_open();
+                        self.reconcile_later(reconcile_tx.clone());
+                        conn = Conn::Open(stream);
+                    }
+                    Step::Opened(Err(
+                        e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. }),
+                    )) => return Err(e),
+                    Step::Opened(Err(e)) => {
+                        tracing::warn!("cannot open the event stream: {e}");
+                        conn = self.wait_to_reopen(&mut backoff);
+                    }
+                    Step::Next(next) => {
+                        self.mark_open();
                         match next {
-                            Some(Ok(StreamEvent::Item(event))) => {
-                                let stopping = *shutdown.borrow();
-                                self.handle(event, stopping).await
-                            }
+                            Some(Ok(StreamEvent::Item(event))) => self.handle(event).await,
                             Some(Ok(StreamEvent::KeepAlive)) => {}
                             Some(Ok(StreamEvent::Skipped(why))) => {
-                                tracing::warn!(?why, "event stream: line skipped")
+                                tracing::warn!("event stream: line skipped: {why}")
                             }
                             Some(Err(e)) => {
                                 tracing::warn!("event stream failed: {e}");
-                                break;
+                                conn = self.wait_to_reopen(&mut backoff);
                             }
                             None => {
                                 tracing::warn!("event stream closed by the server");
-                                break;
+                                conn = self.wait_to_reopen(&mut backoff);
                             }
                         }
                     }
+                    Step::Reopen => conn = Conn::Opening(self.open_events()),
+                },
+                Some(id) = self.done_rx.recv() => self.game_done(&id),
+                Some(games) = reconcile_rx.recv() => self.reconcile(games),
+                _ = housekeeping.tick() => self.housekeeping(),
+                changed = signals.changed(), if signals_open => {
+                    let count = if changed.is_ok() {
+                        *signals.borrow_and_update()
+                    } else {
+                        signals_open = false;
+                        IMMEDIATE
+                    };
+                    self.on_signal(count);
+                }
+            }
+        }
+    }
+
+    fn open_events(&self) -> OpenFuture {
+        let client = self.client.clone();
+        Box::pin(async move { client.stream_events().await })
+    }
+
+    fn wait_to_reopen(&mut self, backoff: &mut Duration) -> Conn {
+        let delay = jittered(*backoff);
+        tracing::info!(retry_in_ms = delay.as_millis() as u64, "reconnecting");
+        *backoff = (*backoff * 2).min(RECONNECT_MAX);
+        Conn::Waiting(Instant::now() + delay)
+    }
+
+    fn on_stream_open(&mut self) {
+        self.mark_open();
+        if !self.ready_sent {
+            self.ready_sent = true;
+            if let Err(e) = self.notifier.ready() {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.spawn_watchdog();
+        }
+    }
+
+    /// The event stream is open (a line or keep-alive just came).
+    fn mark_open(&mut self) {
+        let now = Instant::now();
+        self.last_open = Some(now);
+        *self.health.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+    }
+
+    /// `WATCHDOG=1` at half the period systemd asked for, while the event
+    /// stream is open or was within [`UNHEALTHY_AFTER`]. A task of its own:
+    /// the loop may legitimately wait a minute behind the rate-limit gate
+    /// (answering a challenge), which must not get the daemon killed.
+    fn spawn_watchdog(&self) {
+        let Some(period) = self.notifier.watchdog_interval() else {
+            return;
+        };
+        let notifier = Arc::clone(&self.notifier);
+        let health = Arc::clone(&self.health);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period / 2);
+            loop {
+                ticks.tick().await;
+                let last = *health.lock().unwrap_or_else(|p| p.into_inner());
+                if last.is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                    && let Err(e) = notifier.watchdog()
+                {
+                    tracing::warn!("cannot notify systemd: {e}");
+                }
+            }
+        });
+    }
+
+    /// Asks `/api/account/playing` in the background (it waits behind the
+    /// rate-limit gate like any request; the loop must not).
+    fn reconcile_later(&self, tx: mpsc::UnboundedSender<Vec<GameInfo>>) {
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            match client.playing().await {
+                Ok(playing) => {
+                    let _ = tx.send(playing.now_playing);
+                }
+                Err(e) => tracing::warn!("cannot list the ongoing games: {e}"),
+            }
+        });
+    }
+
+    /// Starts a task for every ongoing game that has none.
+    fn reconcile(&mut self, games: Vec<GameInfo>) {
+        let missing: Vec<GameInfo> = games
+            .into_iter()
+            .filter(|g| {
+                self.games
+                    .get(&g.game_id)
+                    .is_none_or(|entry| entry.task.is_none())
+            })
+            .collect();
+        tracing::info!(
+            ongoing = self.running_games() + missing.len(),
+            resumed = missing.len(),
+            "reconciled with the ongoing games"
+        );
+        for info in missing {
+            tracing::info!(game = %info.game_id, "resuming a game nobody watched");
+            self.on_game_start(info);
+        }
+    }
+
+    /// Whether shutdown is complete.
+    fn done(&self) -> bool {
+        match self.phase {
+            Phase::Running => false,
+            Phase::Draining { .. } => self.games.is_empty(),
+            Phase::Resigning { exit_by } => self.running_games() == 0 || Instant::now() >= exit_by,
+        }
+    }
+
+    fn on_signal(&mut self, count: u32) {
+        if count >= IMMEDIATE {
+            if !matches!(self.phase, Phase::Resigning { .. }) {
+                tracing::info!("second signal: resigning the games in progress");
+                self.resign_all();
+            }
+        } else if count >= GRACEFUL && self.phase == Phase::Running {
+            let deadline = Instant::now() + self.config.bot.shutdown_deadline();
+            tracing::info!(
+                games = self.running_games(),
+                deadline_s = self.config.bot.shutdown_deadline().as_secs(),
+                "shutting down: new challenges declined, running games finish (a second signal resigns them)"
+            );
+            let _ = self.notifier.stopping();
+            self.phase = Phase::Draining { deadline };
+        }
+        self.update_status();
+    }
+
+    fn resign_all(&mut self) {
+        let _ = self.notifier.stopping();
+        // Accepted challenges that have not started yet are let go.
+        self.games.retain(|_, entry| entry.task.is_some());
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.send(GameCommand::Resign);
+            }
+        }
+        self.phase = Phase::Resigning {
+            exit_by: Instant::now() + RESIGN_GRACE,
+        };
+    }
+
+    fn housekeeping(&mut self) {
+        self.expire_accepts();
+        if let Phase::Draining { deadline } = self.phase
+            && Instant::now() >= deadline
+        {
+            tracing::warn!(
+                games = self.running_games(),
+                "shutdown deadline passed: resigning the games in progress"
+            );
+            self.resign_all();
+        }
+        self.update_status();
+    }
+
+    fn update_status(&mut self) {
+        let games = self.running_games();
+        let connected = matches!(self.last_open, Some(at) if at.elapsed() < HOUSEKEEPING * 4);
+        let status = match self.phase {
+            Phase::Running if connected => format!("playing {games} game(s)"),
+            Phase::Running => format!("playing {games} game(s); event stream reconnecting"),
+            Phase::Draining { .. } => format!("shutting down: {games} game(s) finishing"),
+            Phase::Resigning { .. } => format!("shutting down: resigning {games} game(s)"),
+        };
+        if status != self.last_status {
+            if let Err(e) = self.notifier.status(&status) {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.last_status = status;
+        }
+    }
+
+    /// Our account, to know our colour in each game. Retries transient
+    /// failures; a rejected token is fatal.
+    async fn whoami(&self) -> Result<Me, ClientError> {
+        let mut backoff = RECONNECT_MIN;
+        loop {
+            match self.client.account().await {
+                Ok(account) => {
+                    let name = if account.username.is_empty() {
+                        account.id.clone()
+                    } else {
+                        account.username.clone()
+                    };
+                    if !account.is_bot() {
+                        tracing::warn!(account = %name, "not a BOT account: the bot endpoints will refuse it");
+                    }
+                    tracing::info!(account = %name, "logged in");
+                    return Ok(Me {
+                        id: account.id.to_lowercase(),
+                        name,
+                    });
                 }
                 Err(e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. })) => {
                     return Err(e);
                 }
-                Err(e) => tracing::warn!("cannot open the event stream: {e}"),
+                Err(e) => tracing::warn!("cannot read the account: {e}"),
             }
-            if *shutdown.borrow() {
-                return Ok(());
-            }
-            tracing::info!(retry_in_ms = backoff.as_millis() as u64, "reconnecting");
-            tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = shutdown.changed() => {}
-            }
+            tokio::time::sleep(jittered(backoff)).await;
             backoff = (backoff * 2).min(RECONNECT_MAX);
         }
     }
 
-    async fn handle(&mut self, event: Event, shutting_down: bool) {
+    async fn handle(&mut self, event: Event) {
         match event {
             Event::Challenge { challenge, .. } => {
                 if challenge.direction == Some(Direction::Out) {
                     tracing::debug!(challenge = %challenge.id, "our own challenge");
                     return;
                 }
-                self.on_challenge(&challenge, shutting_down).await;
+                let stopping = self.phase != Phase::Running;
+                self.on_challenge(&challenge, stopping).await;
             }
             Event::ChallengeCanceled { challenge } => {
                 tracing::info!(challenge = %challenge.id, "challenge canceled");
@@ -114,26 +480,86 @@ impl Daemon {
             Event::ChallengeDeclined { challenge } => {
                 tracing::info!(challenge = %challenge.id, "our challenge was declined");
             }
-            Event::GameStart { game } => {
-                if !self.games.contains_key(&game.game_id) {
-                    match self.slots.try_reserve() {
-                        Some(guard) => {
-                            self.games.insert(game.game_id.clone(), guard);
-                        }
-                        None => tracing::warn!(
-                            game = %game.game_id,
-                            "game started beyond the concurrency limit"
-                        ),
-                    }
-                }
-                tracing::info!(game = %game.game_id, "game started (not played yet)");
-            }
-            Event::GameFinish { game } => {
-                self.games.remove(&game.game_id);
-                tracing::info!(game = %game.game_id, "game finished");
-            }
-            Event::Unknown { kind } => tracing::debug!(%kind, "unknown event ignored"),
+            Event::GameStart { game } => self.on_game_start(game),
+            Event::GameFinish { game } => self.on_game_finish(game),
+            Event::Unknown { kind } => tracing::info!(%kind, "unknown event ignored"),
         }
+    }
+
+    /// Starts the game's task, exactly once per game id.
+    fn on_game_start(&mut self, info: GameInfo) {
+        let id = info.game_id.clone();
+        if let Some(entry) = self.games.get(&id)
+            && entry.task.is_some()
+        {
+            tracing::debug!(game = %id, "game already being played");
+            return;
+        }
+        let Some(me) = self.me.clone() else {
+            return;
+        };
+        let slots = &self.slots;
+        let entry = self.games.entry(id.clone()).or_insert_with(|| GameEntry {
+            slot: None,
+            task: None,
+            accepted_at: None,
+        });
+        if entry.slot.is_none() {
+            entry.slot = slots.try_reserve();
+            if entry.slot.is_none() {
+                tracing::warn!(game = %id, "game started beyond the concurrency limit; playing it anyway");
+            }
+        }
+        entry.accepted_at = None;
+        let ctx = GameContext {
+            client: self.client.clone(),
+            config: Arc::clone(&self.config),
+            me,
+            search_permits: Arc::clone(&self.search_permits),
+        };
+        let task = game::spawn(ctx, info, self.done_tx.clone());
+        if matches!(self.phase, Phase::Resigning { .. }) {
+            task.send(GameCommand::Resign);
+        }
+        entry.task = Some(task);
+    }
+
+    fn on_game_finish(&mut self, info: GameInfo) {
+        let id = info.game_id.clone();
+        tracing::debug!(game = %id, "gameFinish");
+        let Some(entry) = self.games.get_mut(&id) else {
+            return;
+        };
+        // The game no longer counts against the limit, even if its task
+        // still writes the PGN.
+        entry.slot = None;
+        match &entry.task {
+            Some(task) => task.send(GameCommand::Finished(Box::new(info))),
+            None => {
+                self.games.remove(&id);
+            }
+        }
+    }
+
+    /// A game task ended.
+    fn game_done(&mut self, id: &str) {
+        if self.games.remove(id).is_some() {
+            tracing::debug!(game = %id, in_use = self.slots.in_use(), "game task ended");
+        }
+    }
+
+    /// Gives back the slots of accepted challenges whose game never
+    /// started.
+    fn expire_accepts(&mut self) {
+        let timeout = self.config.bot.game_start_timeout();
+        self.games.retain(|id, entry| {
+            let expired = entry.task.is_none()
+                && entry.accepted_at.is_some_and(|at| at.elapsed() >= timeout);
+            if expired {
+                tracing::warn!(challenge = %id, "accepted challenge never started a game; slot released");
+            }
+            !expired
+        });
     }
 
     async fn on_challenge(&mut self, challenge: &Challenge, shutting_down: bool) {
@@ -149,7 +575,7 @@ impl Daemon {
             Decision::Accept => match self.slots.try_reserve() {
                 Some(guard) => Some(guard),
                 None => {
-                    decision = Decision::Decline(crate::lichess::model::DeclineReason::Later);
+                    decision = Decision::Decline(DeclineReason::Later);
                     None
                 }
             },
@@ -166,13 +592,28 @@ impl Daemon {
                     rated = challenge.rated,
                     "accept"
                 );
-                match self.client.accept_challenge(&challenge.id).await {
-                    Ok(()) => {
-                        if let Some(guard) = guard {
-                            self.games.insert(challenge.id.clone(), guard);
-                        }
+                let result = self.client.accept_challenge(&challenge.id).await;
+                // A failure on our side of the wire (timeout, cut
+                // connection, 5xx) may still have been an accept on the
+                // server's, and the retry of an accept that went through
+                // gets 404: keep the slot until the game starts or the
+                // start timeout passes. Any other refusal frees it.
+                let keep = match &result {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::warn!(challenge = %challenge.id, "accept failed: {e}");
+                        e.is_transient() || matches!(e, ClientError::NotFound { .. })
                     }
-                    Err(e) => tracing::warn!(challenge = %challenge.id, "accept failed: {e}"),
+                };
+                if keep && !self.games.contains_key(&challenge.id) {
+                    self.games.insert(
+                        challenge.id.clone(),
+                        GameEntry {
+                            slot: guard,
+                            task: None,
+                            accepted_at: Some(Instant::now()),
+                        },
+                    );
                 }
             }
             Decision::Decline(reason) => {
@@ -189,6 +630,15 @@ impl Daemon {
                     tracing::warn!(challenge = %challenge.id, "decline failed: {e}");
                 }
             }
+        }
+    }
+}
+
+/// Waits until `signals` reaches `count` (or its sender is gone).
+async fn wait_for(signals: &mut Signals, count: u32) {
+    while *signals.borrow_and_update() < count {
+        if signals.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -4,5 +4,6 @@
 pub mod challenge;
 pub mod chat;
 pub mod daemon;
+pub mod game;
 pub mod pgn;
 pub mod record;

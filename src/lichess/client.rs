@@ -136,8 +136,14 @@ impl RetryPolicy {
             .initial_backoff
             .saturating_mul(exp)
             .min(self.max_backoff);
-        full.mul_f64(0.5 + 0.5 * fastrand::f64())
+        jittered(full)
     }
+}
+
+/// `delay` jittered to between half and all of it, so that clients (or
+/// streams) that failed together do not come back together.
+pub fn jittered(delay: Duration) -> Duration {
+    delay.mul_f64(0.5 + 0.5 * fastrand::f64())
 }
 
 /// Settings of a [`Client`].

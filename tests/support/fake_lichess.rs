@@ -854,6 +854,15 @@ struct Faults {
     fail_5xx_any: u32,
     /// Creating a challenge against a bot gets the daily-cap 429.
     bot_vs_bot_exhausted: bool,
+    /// Accepts answered 200 without a game ever starting.
+    accept_without_game: u32,
+    /// Accepts that start the game but answer 503 (the bot cannot tell).
+    accept_then_5xx: u32,
+    /// The event stream does not replay ongoing games on connect (only
+    /// `/api/account/playing` lists them).
+    no_game_replay: bool,
+    /// Answer 400 "Not your turn" to this many move posts (not played).
+    reject_moves: u32,
 }
 
 struct World {
@@ -1351,6 +1360,13 @@ async fn gatekeeper(State(app): State<App>, request: Request, next: Next) -> Res
             return Some((StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response());
         }
         let is_move = method == "POST" && path.contains("/move/");
+        if is_move && faults.reject_moves > 0 {
+            faults.reject_moves -= 1;
+            return Some(error(
+                StatusCode::BAD_REQUEST,
+                "Not your turn, or game already over",
+            ));
+        }
         if is_move && faults.fail_5xx_moves > 0 {
             faults.fail_5xx_moves -= 1;
             return Some((StatusCode::BAD_GATEWAY, "Bad Gateway").into_response());
@@ -1448,6 +1464,9 @@ async fn event_stream(State(app): State<App>) -> Response {
             }
         }
         for id in &world.game_order {
+            if world.faults.no_game_replay {
+                break;
+            }
             if let Some(g) = world.games.get(id) {
                 if g.started() {
                     conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
@@ -1733,6 +1752,11 @@ async fn challenge_action(
         }
         match action.as_str() {
             "accept" if challenge.direction == "in" => {
+                if world.faults.accept_without_game > 0 {
+                    world.faults.accept_without_game -= 1;
+                    challenge.status = "accepted";
+                    return ok();
+                }
                 let spec = challenge.spec.clone();
                 let bot_color = !challenge.challenger_color;
                 match world.create_game(app, id.clone(), &spec, bot_color) {
@@ -1740,6 +1764,11 @@ async fn challenge_action(
                         if let Some(c) = world.challenges.get_mut(&id) {
                             c.status = "accepted";
                             c.game_id = Some(game_id);
+                        }
+                        if world.faults.accept_then_5xx > 0 {
+                            world.faults.accept_then_5xx -= 1;
+                            return (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable")
+                                .into_response();
                         }
                         ok()
                     }
@@ -2282,6 +2311,32 @@ impl FakeLichess {
     pub fn exhaust_bot_vs_bot_games(&self, exhausted: bool) {
         self.app
             .with(|world, _| world.faults.bot_vs_bot_exhausted = exhausted)
+    }
+
+    /// The next `n` accepts are answered 200, but no game ever starts.
+    pub fn accept_without_game(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.accept_without_game = n)
+    }
+
+    /// The next `n` accepts start the game but are answered 503, so the
+    /// bot's retry then gets 404: it cannot know its accept went through.
+    pub fn accept_then_fail(&self, n: u32) {
+        self.app.with(|world, _| world.faults.accept_then_5xx = n)
+    }
+
+    /// Whether a new event stream replays the ongoing games as
+    /// `gameStart` (Lichess does; `false` leaves `/api/account/playing`
+    /// as the only way to find them).
+    pub fn replay_games_on_connect(&self, replay: bool) {
+        self.app
+            .with(|world, _| world.faults.no_game_replay = !replay)
+    }
+
+    /// The next `n` move posts get 400 "Not your turn" (and are not
+    /// played), as when the bot's view of the game is stale.
+    pub fn reject_moves_not_your_turn(&self, n: u32) {
+        self.app.with(|world, _| world.faults.reject_moves = n)
     }
 
     /// Writes a raw line (a newline is added) on the event stream.

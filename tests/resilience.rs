@@ -1,0 +1,665 @@
+//! Fault injection: the real `kaissa run` binary against the fake Lichess
+//! server while streams are cut or go silent, requests are rate limited or
+//! fail, the daemon is killed and restarted or asked to stop, and streams
+//! carry garbage. Every game must still be played to its end, without an
+//! illegal move and without losing on time.
+//!
+//! Searches are depth-limited, the hash is small, the stream watchdog is
+//! 2 s and the 429 pause 1 s (through the configuration), so every test
+//! takes seconds. The soak test at the end is `#[ignore]`d: it is run by
+//! hand (see README.md).
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, GameRecord, Policy, Side};
+
+const WAIT: Duration = Duration::from_secs(20);
+const GAME: Duration = Duration::from_secs(120);
+
+/// A `kaissa run` process, restartable on the same configuration; each
+/// run logs to its own file.
+struct Bot {
+    child: Option<tokio::process::Child>,
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    token: String,
+    runs: usize,
+    env: Vec<(String, String)>,
+}
+
+impl Bot {
+    fn new(fake: &FakeLichess, extra: &str) -> Bot {
+        let dir = tempfile::tempdir().unwrap();
+        let pgn = dir.path().join("pgn");
+        let config = format!(
+            "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
+             [engine]\nhash_mb = 8\nmax_depth = 3\n\
+             [bot]\npgn_dir = \"{}\"\n{extra}\n",
+            fake.url(),
+            pgn.display()
+        );
+        let path = dir.path().join("kaissa.toml");
+        std::fs::write(&path, merge_sections(&config)).unwrap();
+        Bot {
+            child: None,
+            dir,
+            config: path,
+            token: fake.token(),
+            runs: 0,
+            env: Vec::new(),
+        }
+    }
+
+    /// Starts a daemon and waits for its event stream.
+    async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+        let mut bot = Bot::new(fake, extra);
+        bot.spawn();
+        fake.wait_event_stream(WAIT).await.unwrap();
+        bot
+    }
+
+    fn spawn(&mut self) {
+        self.runs += 1;
+        let log = std::fs::File::create(self.log_path(self.runs)).unwrap();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"));
+        command
+            .arg("run")
+            .arg("--config")
+            .arg(&self.config)
+            .env_remove("CREDENTIALS_DIRECTORY")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env("RUST_LOG", "info,kaissa=debug")
+            .env("LICHESS_BOT_TOKEN", &self.token)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        self.child = Some(command.spawn().expect("start kaissa run"));
+    }
+
+    fn log_path(&self, run: usize) -> PathBuf {
+        self.dir.path().join(format!("kaissa-{run}.log"))
+    }
+
+    /// The log of every run so far.
+    fn log(&self) -> String {
+        (1..=self.runs)
+            .map(|run| std::fs::read_to_string(self.log_path(run)).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn pgn_dir(&self) -> PathBuf {
+        self.dir.path().join("pgn")
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.child.as_ref().and_then(|c| c.id()).expect("running");
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit; returns whether it exited 0.
+    async fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let child = self.child.as_mut().expect("running");
+        let status = tokio::time::timeout(timeout, child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("kaissa run did not exit: {}", self.log()))
+            .unwrap();
+        self.child = None;
+        status
+    }
+
+    /// SIGKILL: no goodbye, no cleanup.
+    async fn kill(&mut self) {
+        self.signal("KILL");
+        let status = self.wait_exit(WAIT).await;
+        assert!(!status.success());
+    }
+
+    /// SIGTERM, expecting a clean exit; returns the whole log, checked for
+    /// the token and panics.
+    async fn stop(mut self) -> String {
+        self.signal("TERM");
+        let status = self.wait_exit(WAIT).await;
+        let log = self.log();
+        assert!(status.success(), "exit {status}: {log}");
+        check_log(&log, &self.token);
+        log
+    }
+}
+
+fn check_log(log: &str, token: &str) {
+    assert!(!log.contains(token), "the token is in the log");
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+/// TOML does not allow a section twice: fold repeated `[section]`s.
+fn merge_sections(text: &str) -> String {
+    let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with('[') {
+            if !sections.iter().any(|(name, _)| name == line) {
+                sections.push((line.to_owned(), Vec::new()));
+            }
+        } else {
+            let current = sections.last_mut().unwrap();
+            current.1.push(line.to_owned());
+            continue;
+        }
+        let index = sections.iter().position(|(name, _)| name == line).unwrap();
+        let entry = sections.remove(index);
+        sections.push(entry);
+    }
+    let mut out = String::new();
+    for (name, lines) in sections {
+        if !name.is_empty() {
+            out.push_str(&name);
+            out.push('\n');
+        }
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn opponent(think_ms: u64) -> AutoPlay {
+    AutoPlay {
+        policy: Policy::Greedy,
+        think: Duration::from_millis(think_ms),
+        accept_draws: false,
+    }
+}
+
+/// A game at 60+1 against the greedy opponent.
+fn challenge(fake: &FakeLichess, think_ms: u64) -> String {
+    fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .challenger_color(Side::Random)
+            .autoplay(Some(opponent(think_ms))),
+    )
+}
+
+async fn wait_moves(fake: &FakeLichess, id: &str, plies: usize) {
+    fake.wait_until(&format!("{plies} plies in {id}"), GAME, |v| {
+        v.game(id)
+            .is_some_and(|g| g.moves.len() >= plies || g.is_over())
+    })
+    .await
+    .unwrap();
+    let game = fake.game(id).unwrap();
+    assert!(!game.is_over(), "the game ended too soon: {game:?}");
+}
+
+/// The game ended on the board or by a player, never by an illegal move
+/// or the bot's flag, and its PGN was written.
+async fn check_finished(bot: &Bot, game: &GameRecord) {
+    assert!(
+        game.illegal_moves.is_empty(),
+        "illegal moves: {:?}",
+        game.illegal_moves
+    );
+    assert!(
+        !(matches!(game.status.as_str(), "outoftime" | "timeout")
+            && game.winner != Some(game.bot_color)),
+        "the bot lost on time: {game:?}"
+    );
+    assert_ne!(game.status, "aborted", "{game:?}");
+    let path = bot.pgn_dir().join(format!("{}.pgn", game.id));
+    for _ in 0..100 {
+        if path.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no PGN for {}: {}", game.id, bot.log());
+}
+
+fn game_streams(fake: &FakeLichess, id: &str) -> usize {
+    fake.game(id).map_or(0, |g| g.stream_connections)
+}
+
+fn requests_to(fake: &FakeLichess, path: &str) -> usize {
+    fake.requests().iter().filter(|r| r.path == path).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_and_game_streams_cut_mid_game() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 6).await;
+    // Without the replay on reconnect, only /api/account/playing tells.
+    fake.replay_games_on_connect(false);
+    let playing_before = requests_to(&fake, "/api/account/playing");
+    fake.cut_event_stream();
+    fake.cut_game_stream(&id).unwrap();
+    fake.wait_until("a second event stream", WAIT, |v| {
+        v.event_stream_connections() >= 2
+    })
+    .await
+    .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert!(game.stream_connections >= 2, "{game:?}");
+    assert!(requests_to(&fake, "/api/account/playing") > playing_before);
+    let log = bot.stop().await;
+    assert!(
+        log.contains("event stream failed") || log.contains("event stream closed"),
+        "{log}"
+    );
+    assert!(log.contains("reconciled with the ongoing games"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_streams_are_reopened_and_the_game_is_not_lost_on_time() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 6).await;
+    let streams = game_streams(&fake, &id);
+    fake.silence_event_stream();
+    fake.silence_game_stream(&id).unwrap();
+    fake.wait_until("the streams reopened", WAIT, |v| {
+        v.event_stream_connections() >= 2
+            && v.game(&id).is_some_and(|g| g.stream_connections > streams)
+    })
+    .await
+    .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    assert!(
+        log.contains("presumed dead"),
+        "the watchdog did not fire: {log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limited_requests_wait_then_the_bot_plays() {
+    let fake = FakeLichess::start().await;
+    // The first requests (account, event stream...) all get 429.
+    fake.fail_requests_with_429(4, Some(1));
+    let bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    assert!(log.contains("rate limit (429)"), "{log}");
+    assert!(log.contains("pausing requests"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn move_posts_answered_5xx_are_retried() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 4).await;
+    fake.fail_moves_with_5xx(3);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    assert!(
+        log.contains("/move/") && log.contains("retrying"),
+        "no retried move post: {log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_your_turn_resyncs_from_the_game_stream() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 4).await;
+    let streams = game_streams(&fake, &id);
+    fake.reject_moves_not_your_turn(1);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert!(game.stream_connections > streams, "no resync: {game:?}");
+    let log = bot.stop().await;
+    let refused = log.matches("move not played").count();
+    assert_eq!(refused, 1, "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_game_then_restarted_resumes_the_game() {
+    let fake = FakeLichess::start().await;
+    // Only /api/account/playing tells the new daemon about the game.
+    fake.replay_games_on_connect(false);
+    let mut bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 6).await;
+    bot.kill().await;
+    let connections = fake.view(|v| v.event_stream_connections());
+    bot.spawn();
+    fake.wait_until("the restarted daemon", WAIT, |v| {
+        v.event_stream_connections() > connections
+    })
+    .await
+    .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    assert!(log.contains("resuming a game nobody watched"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_game_lets_it_finish_then_exits_cleanly() {
+    let fake = FakeLichess::start().await;
+    let mut bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 4).await;
+    bot.signal("TERM");
+    // New challenges are declined while the game goes on.
+    let late = challenge(&fake, 20);
+    fake.wait_until("the late challenge answered", WAIT, |v| {
+        v.challenge(&late).is_some_and(|c| c.status != "created")
+    })
+    .await
+    .unwrap();
+    let late = fake.challenge(&late).unwrap();
+    assert_eq!(late.status, "declined");
+    assert_eq!(late.decline_reason.as_deref(), Some("later"));
+    let status = bot.wait_exit(GAME).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    check_log(&log, &bot.token);
+    let game = fake.game(&id).unwrap();
+    assert!(game.is_over(), "exited before the game ended: {game:?}");
+    assert_ne!(game.status, "resign", "{game:?}");
+    check_finished(&bot, &game).await;
+    assert!(log.contains("shutting down"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_signal_resigns_the_remaining_games() {
+    let fake = FakeLichess::start().await;
+    let mut bot = Bot::start(&fake, "").await;
+    // A slow opponent: the game cannot end on its own during the test.
+    let id = challenge(&fake, 400);
+    wait_moves(&fake, &id, 4).await;
+    bot.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!fake.game(&id).unwrap().is_over());
+    bot.signal("INT");
+    let status = bot.wait_exit(WAIT).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    let game = fake.game(&id).unwrap();
+    assert_eq!(game.status, "resign", "{game:?}");
+    assert_eq!(game.winner, Some(!game.bot_color));
+    assert!(log.contains("second signal"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_deadline_resigns_what_is_left() {
+    let fake = FakeLichess::start().await;
+    let mut bot = Bot::start(&fake, "[bot]\nshutdown_deadline_secs = 1").await;
+    let id = challenge(&fake, 400);
+    wait_moves(&fake, &id, 4).await;
+    bot.signal("TERM");
+    let status = bot.wait_exit(WAIT).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    assert_eq!(fake.game(&id).unwrap().status, "resign");
+    assert!(log.contains("shutdown deadline passed"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_lines_on_both_streams_are_ignored() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 4).await;
+    fake.inject_malformed_event_line().unwrap();
+    fake.inject_oversized_event_line(1_100_000).unwrap();
+    fake.inject_unknown_event().unwrap();
+    fake.inject_game_line(&id, r#"{"type":"gameState","moves":"#)
+        .unwrap();
+    let pad = "x".repeat(1_100_000);
+    fake.inject_game_line(&id, &format!(r#"{{"type":"chatLine","text":"{pad}"}}"#))
+        .unwrap();
+    fake.inject_game_line(&id, r#"{"type":"clockSkew","ms":5}"#)
+        .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    // Nothing lost: the event stream still delivers challenges.
+    let next = challenge(&fake, 20);
+    let game = fake.wait_game_over(&next, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert_eq!(fake.view(|v| v.event_stream_connections()), 1);
+    let log = bot.stop().await;
+    assert!(log.contains("event stream: line skipped"), "{log}");
+    assert!(log.contains("game stream: line skipped"), "{log}");
+    assert!(log.contains("unknown event ignored"), "{log}");
+    assert!(log.contains("unknown game stream line ignored"), "{log}");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tells_systemd_ready_watchdog_status_and_stopping() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeLichess::start().await;
+    let mut bot = Bot::new(&fake, "");
+    std::fs::set_permissions(&bot.config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let socket_path = bot.dir.path().join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    bot.env = vec![
+        ("NOTIFY_SOCKET".into(), socket_path.display().to_string()),
+        ("WATCHDOG_USEC".into(), "1000000".into()),
+    ];
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let read = move |socket: &std::os::unix::net::UnixDatagram, until: &str| {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 512];
+        let deadline = std::time::Instant::now() + WAIT;
+        while std::time::Instant::now() < deadline {
+            if let Ok(len) = socket.recv(&mut buf) {
+                let msg = String::from_utf8_lossy(&buf[..len]).to_string();
+                let done = msg == until;
+                got.push(msg);
+                if done {
+                    return got;
+                }
+            }
+        }
+        panic!("no {until} in {got:?}");
+    };
+    let got = tokio::task::block_in_place(|| read(&socket, "WATCHDOG=1"));
+    assert!(got.contains(&"READY=1".to_owned()), "{got:?}");
+    let id = challenge(&fake, 400);
+    wait_moves(&fake, &id, 2).await;
+    let got = tokio::task::block_in_place(|| read(&socket, "STATUS=playing 1 game(s)"));
+    assert!(!got.contains(&"STOPPING=1".to_owned()), "{got:?}");
+    bot.signal("TERM");
+    let got = tokio::task::block_in_place(|| read(&socket, "STOPPING=1"));
+    assert!(!got.is_empty());
+    let got =
+        tokio::task::block_in_place(|| read(&socket, "STATUS=shutting down: 1 game(s) finishing"));
+    assert!(!got.is_empty());
+    bot.signal("TERM");
+    let status = bot.wait_exit(WAIT).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    assert!(log.contains("is readable by others"), "{log}");
+}
+
+/// The soak test: `SOAK_GAMES` (200) bullet games, 4 at a time, against
+/// the fake server with random faults (cut and silent streams, 429s, 5xx
+/// move posts, refused moves, SIGKILL and restart). Run by hand:
+/// `SOAK_GAMES=200 nice -n 10 cargo test --release --test resilience -- --ignored --nocapture soak`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: run by hand, see README.md"]
+async fn soak() {
+    let total: usize = std::env::var("SOAK_GAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let seed: u64 = std::env::var("SOAK_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let fake = FakeLichess::start().await;
+    let mut bot = Bot::start(&fake, "[bot]\nconcurrency = 4").await;
+    let mut rss_start = None;
+    let mut rss_mid = None;
+    let mut rss_series: Vec<(usize, usize, Option<u64>)> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
+    let mut restarts = 0;
+    let mut faults: std::collections::BTreeMap<&str, usize> = Default::default();
+    let started = std::time::Instant::now();
+    // A challenge is done once its game is over, or if it never became one.
+    let done = |fake: &FakeLichess, id: &str| {
+        fake.game(id).is_some_and(|g| g.is_over())
+            || fake
+                .challenge(id)
+                .is_some_and(|c| c.status == "declined" || c.status == "canceled")
+    };
+    while ids.len() < total || ids.iter().any(|id| !done(&fake, id)) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60 * 120),
+            "soak took too long"
+        );
+        let live = ids.iter().filter(|id| !done(&fake, id)).count();
+        for _ in live..4 {
+            if ids.len() < total {
+                let id = fake.send_challenge(
+                    ChallengeSpec::default()
+                        .clock(60, 0)
+                        .challenger_color(Side::Random)
+                        .autoplay(Some(opponent(10 + rng.u64(0..40)))),
+                );
+                ids.push(id);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        // The daemon's memory every 50 games, to tell growth from noise.
+        if ids.len() / 50 > rss_series.len() {
+            rss_series.push((ids.len(), restarts, rss_kib(bot_pid(&bot))));
+        }
+        if rss_start.is_none() && ids.len() >= 8 {
+            rss_start = rss_kib(bot_pid(&bot));
+        }
+        // No restart in the second half: the memory is compared between
+        // its start and the end, in one process.
+        let second_half = ids.len() >= total / 2;
+        if rss_mid.is_none() && ids.len() >= total / 2 + 8 {
+            rss_mid = rss_kib(bot_pid(&bot));
+        }
+        // A fault about every second.
+        if rng.u32(0..100) >= 25 {
+            continue;
+        }
+        let live: Vec<String> = ids
+            .iter()
+            .filter(|id| fake.game(id).is_some_and(|g| !g.is_over()))
+            .cloned()
+            .collect();
+        let target = live.get(rng.usize(0..live.len().max(1))).cloned();
+        let fault = match rng.u32(0..8) {
+            0 => {
+                fake.cut_event_stream();
+                "event stream cut"
+            }
+            1 => {
+                fake.silence_event_stream();
+                "event stream silenced"
+            }
+            2 => {
+                if let Some(id) = &target {
+                    let _ = fake.cut_game_stream(id);
+                }
+                "game stream cut"
+            }
+            3 => {
+                if let Some(id) = &target {
+                    let _ = fake.silence_game_stream(id);
+                }
+                "game stream silenced"
+            }
+            4 => {
+                fake.fail_requests_with_429(2, Some(1));
+                "429"
+            }
+            5 => {
+                fake.fail_moves_with_5xx(2);
+                "5xx on moves"
+            }
+            6 => {
+                fake.reject_moves_not_your_turn(1);
+                "not your turn"
+            }
+            _ if !second_half => {
+                bot.kill().await;
+                bot.spawn();
+                restarts += 1;
+                "SIGKILL and restart"
+            }
+            _ => "none",
+        };
+        *faults.entry(fault).or_default() += 1;
+    }
+    let rss_end = rss_kib(bot_pid(&bot));
+    let games: Vec<GameRecord> = ids.iter().filter_map(|id| fake.game(id)).collect();
+    let completed = games
+        .iter()
+        .filter(|g| g.is_over() && g.status != "aborted")
+        .count();
+    let aborted = games.iter().filter(|g| g.status == "aborted").count();
+    let never_started = ids.len() - games.len();
+    let time_losses = games
+        .iter()
+        .filter(|g| {
+            matches!(g.status.as_str(), "outoftime" | "timeout") && g.winner != Some(g.bot_color)
+        })
+        .count();
+    let illegal: usize = games.iter().map(|g| g.illegal_moves.len()).sum();
+    let wins = games
+        .iter()
+        .filter(|g| g.winner == Some(g.bot_color))
+        .count();
+    println!(
+        "soak: {} challenges, {completed} games completed, {aborted} aborted, \
+         {never_started} never started, {wins} won, {time_losses} lost on time, \
+         {illegal} illegal moves, {restarts} restarts survived, faults {faults:?}, \
+         RSS (KiB): {rss_start:?} after 8 games, {rss_mid:?} after {} games (last process), \
+         {rss_end:?} at the end; {:.0} s",
+        ids.len(),
+        total / 2 + 8,
+        started.elapsed().as_secs_f64()
+    );
+    println!("soak: RSS (games sent, restarts so far, KiB): {rss_series:?}");
+    bot.stop().await;
+    assert_eq!(time_losses, 0);
+    assert_eq!(illegal, 0);
+    assert_eq!(completed + aborted + never_started, total);
+}
+
+fn bot_pid(bot: &Bot) -> u32 {
+    bot.child.as_ref().and_then(|c| c.id()).unwrap_or(0)
+}
+
+/// Resident memory of a process, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
