@@ -9,6 +9,7 @@
 
 use crate::chess::{CastlingNotation, Move, Position};
 use crate::engine::eval::evaluate;
+use crate::engine::timeman::TimeManager;
 use crate::engine::{Engine, EngineOptions, Event, GoRequest, Limits};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -148,6 +149,7 @@ impl Session {
                     "option name Ponder type check default false",
                     "option name UCI_Chess960 type check default false",
                     "option name Clear Hash type button",
+                    "option name TimeManager type combo default adaptive var adaptive var fixed",
                 ] {
                     say(&self.out, opt);
                 }
@@ -329,11 +331,14 @@ impl Session {
                 Some(b) => self.chess960.store(b, Ordering::Relaxed),
                 None => self.error("UCI_Chess960: expected true or false"),
             },
-            "ponder" => {
-                if boolean(&value).is_none() {
-                    self.error("Ponder: expected true or false");
-                }
-            }
+            "ponder" => match boolean(&value) {
+                Some(b) => self.engine.set_ponder(b),
+                None => self.error("Ponder: expected true or false"),
+            },
+            "timemanager" => match value.as_deref().and_then(TimeManager::parse) {
+                Some(m) => self.engine.set_time_manager(m),
+                None => self.error("TimeManager: expected adaptive or fixed"),
+            },
             "clear hash" => self.engine.clear_hash(),
             _ => self.error(&format!("unknown option {name:?}")),
         }

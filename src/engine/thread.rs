@@ -11,13 +11,14 @@
 
 use super::limits::Limits;
 use super::search::{SearchControl, SearchInfo, Searcher};
+use super::timeman::TimeManager;
 use super::tt::TranspositionTable;
 use crate::chess::{Move, Position};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// Engine settings that outlive a search.
@@ -91,6 +92,9 @@ pub enum Event {
 struct Flags {
     stop: AtomicBool,
     pondering: AtomicBool,
+    /// When `ponderhit` came: the real clock of a ponder search runs from
+    /// there (set before `pondering` is cleared).
+    ponderhit_at: OnceLock<Instant>,
 }
 
 enum Command {
@@ -100,6 +104,8 @@ enum Command {
     SetHash(usize),
     SetThreads(usize),
     SetMultiPv(usize),
+    SetPonder(bool),
+    SetTimeManager(TimeManager),
     Quit,
 }
 
@@ -145,6 +151,7 @@ impl Engine {
         let flags = Arc::new(Flags {
             stop: AtomicBool::new(false),
             pondering: AtomicBool::new(request.ponder),
+            ponderhit_at: OnceLock::new(),
         });
         self.current = Some(flags.clone());
         self.send(Command::Go(id, Box::new(request), flags));
@@ -163,6 +170,7 @@ impl Engine {
     /// as a normal search under the clock.
     pub fn ponderhit(&mut self) {
         if let Some(f) = &self.current {
+            let _ = f.ponderhit_at.set(Instant::now());
             f.pondering.store(false, Ordering::SeqCst);
             self.wake();
         }
@@ -187,6 +195,18 @@ impl Engine {
 
     pub fn set_multipv(&mut self, n: usize) {
         self.send(Command::SetMultiPv(n.clamp(1, 256)));
+    }
+
+    /// Pondering is on (UCI `Ponder`): we will think on the opponent's
+    /// time too, so the time manager plans a little more per move. It does
+    /// not start ponder searches by itself: send `go` with `ponder` set.
+    pub fn set_ponder(&mut self, on: bool) {
+        self.send(Command::SetPonder(on));
+    }
+
+    /// Chooses the time manager of clock searches (default: adaptive).
+    pub fn set_time_manager(&mut self, manager: TimeManager) {
+        self.send(Command::SetTimeManager(manager));
     }
 
     fn send(&self, c: Command) {
@@ -219,13 +239,17 @@ fn engine_loop(
 ) {
     let mut tt = TranspositionTable::new(options.hash_mb);
     let mut searcher = Searcher::new();
+    let mut ponder_enabled = false;
+    let mut time_manager = TimeManager::default();
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Command::Go(id, req, flags) => {
                 tt.new_search();
                 let ctrl = SearchControl {
-                    stop: &flags.stop,
-                    pondering: &flags.pondering,
+                    ponderhit_at: Some(&flags.ponderhit_at),
+                    time_manager,
+                    ponder_enabled,
+                    ..SearchControl::new(&flags.stop, &flags.pondering)
                 };
                 let result = searcher.search(
                     &req.position,
@@ -266,6 +290,8 @@ fn engine_loop(
             }
             Command::SetThreads(n) => options.threads = n,
             Command::SetMultiPv(n) => options.multipv = n,
+            Command::SetPonder(on) => ponder_enabled = on,
+            Command::SetTimeManager(m) => time_manager = m,
             Command::Quit => break,
         }
     }
