@@ -13,6 +13,7 @@
 //! Texel tuner and its training data).
 
 pub mod bench;
+pub mod clocktest;
 pub mod datagen;
 pub mod eval;
 pub mod history;
