@@ -14,7 +14,7 @@ use super::limits::Limits;
 use super::movepick::{MovePicker, OrderingContext, captured_role, is_capture, is_noisy};
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
-use super::timeman::{self, Pacer, TimeBudget, TimeManager};
+use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
 use crate::chess::{Move, Position};
 use std::sync::OnceLock;
@@ -180,8 +180,8 @@ pub struct Searcher {
     start: Instant,
     budget: TimeBudget,
     pacer: Option<Pacer>,
-    /// When our clock started: `start`, or the ponderhit of a ponder search.
-    clock_start: Option<Instant>,
+    /// Thinking time since `go` and our clock since `go` or `ponderhit`.
+    clock: SearchClock,
     max_nodes: u64,
     check_clock: bool,
 }
@@ -211,7 +211,7 @@ impl Searcher {
             start: Instant::now(),
             budget: TimeBudget::default(),
             pacer: None,
-            clock_start: None,
+            clock: SearchClock::new(Instant::now(), false),
             max_nodes: u64::MAX,
             check_clock: false,
         }
@@ -267,11 +267,7 @@ impl Searcher {
         );
         self.budget = plan.budget;
         self.pacer = plan.pacer;
-        self.clock_start = if ctrl.pondering.load(Ordering::SeqCst) {
-            None
-        } else {
-            Some(self.start)
-        };
+        self.clock = SearchClock::new(self.start, ctrl.pondering.load(Ordering::SeqCst));
         self.max_nodes = limits.nodes.unwrap_or(u64::MAX).max(1);
         self.check_clock = self.budget.hard.is_some();
         self.keys.clear();
@@ -446,28 +442,22 @@ impl Searcher {
     /// the time already spent pondering has bought what this move was due.
     #[cold]
     fn check_clock_limits(&mut self, ctrl: &SearchControl) {
-        let clock_start = match self.clock_start {
-            Some(t) => t,
-            None => {
-                // First check after a ponderhit.
-                let t = ctrl
-                    .ponderhit_at
-                    .and_then(|o| o.get().copied())
-                    .unwrap_or_else(Instant::now);
-                self.clock_start = Some(t);
-                let spent = self.start.elapsed();
-                let done = match &self.pacer {
-                    Some(p) => p.out_of_time(spent),
-                    None => self.budget.soft.is_some_and(|soft| spent >= soft),
-                };
-                if done && self.root_depth > 1 {
-                    self.stopped = true;
-                }
-                t
+        let now = Instant::now();
+        if self.clock.is_pondering() {
+            // First check after a ponderhit.
+            let at = ctrl.ponderhit_at.and_then(|o| o.get().copied());
+            self.clock.ponderhit(at.unwrap_or(now));
+            let spent = self.clock.thinking(now);
+            let done = match &self.pacer {
+                Some(p) => p.out_of_time(spent),
+                None => self.budget.soft.is_some_and(|soft| spent >= soft),
+            };
+            if done && self.root_depth > 1 {
+                self.stopped = true;
             }
-        };
+        }
         if let Some(hard) = self.budget.hard {
-            if clock_start.elapsed() >= hard {
+            if self.clock.on_clock(now) >= hard {
                 self.stopped = true;
             }
         }

@@ -8,6 +8,16 @@
 //! lost to, or leak into, a neighbouring search. Results come back as
 //! `Event`s on a tokio unbounded channel: sending never blocks, the async
 //! daemon can `.recv().await` and a sync caller can `blocking_recv()`.
+//!
+//! Pondering, as a front end drives it: after our move, `go_ponder` (or
+//! `go` with `ponder` set) on the position after the expected reply, with
+//! our clock as it stands. The search runs free of the clock and holds its
+//! `BestMove` back. If the opponent plays the expected move, `ponderhit`:
+//! our clock starts at that instant (the hard limit counts from there),
+//! while the pacer counts the time already spent pondering, so a long
+//! ponder answers at once. Any other move: `stop` (the ponder search's
+//! `BestMove` arrives; ignore it by its id) and `go` on the real position;
+//! the table keeps what the ponder search learned.
 
 use super::limits::Limits;
 use super::search::{SearchControl, SearchInfo, Searcher};
@@ -156,6 +166,12 @@ impl Engine {
         self.current = Some(flags.clone());
         self.send(Command::Go(id, Box::new(request), flags));
         id
+    }
+
+    /// Starts a ponder search: `go` with `request.ponder` set.
+    pub fn go_ponder(&mut self, mut request: GoRequest) -> SearchId {
+        request.ponder = true;
+        self.go(request)
     }
 
     /// Stops the current search; its `BestMove` follows promptly.

@@ -17,7 +17,7 @@
 
 use super::limits::Limits;
 use crate::chess::Color;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Which time manager a clock search uses.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -276,6 +276,53 @@ pub fn budget(limits: &Limits, us: Color) -> TimeBudget {
     }
 }
 
+/// The two clocks of one search. Thinking time runs from `go`, pondering
+/// included: it is what the pacer weighs, since iterations finished while
+/// pondering are work this move does not have to do again. Our clock runs
+/// only from the moment the move is really ours to play: `go` for a normal
+/// search, `ponderhit` for a ponder search; the hard limit is counted on
+/// it, as the server's clock is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SearchClock {
+    start: Instant,
+    on_clock_since: Option<Instant>,
+}
+
+impl SearchClock {
+    /// A search started at `start`, pondering or not.
+    pub fn new(start: Instant, pondering: bool) -> SearchClock {
+        SearchClock {
+            start,
+            on_clock_since: (!pondering).then_some(start),
+        }
+    }
+
+    /// The opponent played the expected move at `at`: our clock starts.
+    /// Returns false if it was already running.
+    pub fn ponderhit(&mut self, at: Instant) -> bool {
+        if self.on_clock_since.is_some() {
+            return false;
+        }
+        self.on_clock_since = Some(at.max(self.start));
+        true
+    }
+
+    pub fn is_pondering(&self) -> bool {
+        self.on_clock_since.is_none()
+    }
+
+    /// Time spent thinking on this move, pondering included.
+    pub fn thinking(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.start)
+    }
+
+    /// Time our clock has run (zero while pondering).
+    pub fn on_clock(&self, now: Instant) -> Duration {
+        self.on_clock_since
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,5 +443,37 @@ mod tests {
             budget(&Limits::default(), Color::White),
             TimeBudget::default()
         );
+    }
+
+    #[test]
+    fn ponder_time_counts_for_the_pacer_not_for_the_clock() {
+        let t0 = Instant::now();
+        let b = clock_budget(clock(60_000, 0, None), ms(100), 30, true);
+        // Pondered for 10 s, then hit: our clock starts at the hit.
+        let mut c = SearchClock::new(t0, true);
+        assert!(c.is_pondering());
+        assert_eq!(c.on_clock(t0 + ms(10_000)), Duration::ZERO);
+        assert!(c.ponderhit(t0 + ms(10_000)));
+        assert!(!c.ponderhit(t0 + ms(11_000)), "the clock starts once");
+        let now = t0 + ms(10_050);
+        assert_eq!(c.on_clock(now), ms(50));
+        assert_eq!(c.thinking(now), ms(10_050));
+        // Ten seconds of pondering bought more than this move's share:
+        // play at once, well inside the hard limit counted from the hit.
+        let pacer = Pacer::new(b);
+        assert!(pacer.out_of_time(c.thinking(now)));
+        assert!(c.on_clock(now) < b.hard);
+        // A short ponder leaves the search its normal share after the hit.
+        let mut c = SearchClock::new(t0, true);
+        c.ponderhit(t0 + ms(20));
+        assert!(!pacer.out_of_time(c.thinking(t0 + ms(30))));
+        // A miss is a stop and a new go: a fresh clock from the new go.
+        let c = SearchClock::new(t0 + ms(500), false);
+        assert_eq!(c.on_clock(t0 + ms(600)), ms(100));
+        assert_eq!(c.thinking(t0 + ms(600)), ms(100));
+        // A hit reported before the search started counts from its start.
+        let mut c = SearchClock::new(t0 + ms(5), true);
+        c.ponderhit(t0);
+        assert_eq!(c.on_clock(t0 + ms(5)), Duration::ZERO);
     }
 }
