@@ -427,7 +427,7 @@ impl Searcher {
         if self.nodes >= self.max_nodes {
             self.stopped = true;
         }
-        if self.nodes & 2047 == 0 {
+        if self.nodes & 1023 == 0 {
             if ctrl.stop.load(Ordering::Relaxed) {
                 self.stopped = true;
             }

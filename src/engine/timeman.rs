@@ -104,6 +104,9 @@ pub struct Budget {
     pub hard: Duration,
 }
 
+/// Sudden death: the move overhead is kept for this many moves to come.
+const LAG_RESERVE_MOVES: f64 = 120.0;
+
 /// Below this a move is played from whatever depth the search reached.
 const MIN_THINK: Duration = Duration::from_millis(1);
 
@@ -131,10 +134,16 @@ pub fn clock_budget(clock: Clock, overhead: Duration, ply: u32, ponder: bool) ->
         mtg = (time * 0.05).max(1.0);
     }
     // Time we expect to have over the next `mtg` moves.
-    // Every one of those moves pays the overhead; but never plan with less
-    // than a tenth of the usable time, or the last seconds would be played
-    // at depth one while the clock still has room.
-    let left = (time + inc * (mtg - 1.0) - overhead * (2.0 + mtg)).max(usable / 10.0);
+    // Every move to come pays the overhead. Without a time control ahead,
+    // keep it for a long game's worth of moves (self-play and bot games
+    // run past move 100, and at 0 increment the lag of each of them comes
+    // off the clock): past that reserve the engine plays almost at once.
+    let lag_moves = if clock.moves_to_go.is_some() {
+        mtg
+    } else {
+        mtg.max(LAG_RESERVE_MOVES)
+    };
+    let left = (time + inc * (mtg - 1.0) - overhead * (2.0 + lag_moves)).max(1.0);
     let ply = ply as f64;
 
     let (opt_scale, max_scale) = if clock.moves_to_go.is_none() {
@@ -475,5 +484,31 @@ mod tests {
         let mut c = SearchClock::new(t0 + ms(5), true);
         c.ponderhit(t0);
         assert_eq!(c.on_clock(t0 + ms(5)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_long_game_with_full_lag_never_flags() {
+        // Every move thinks to the hard limit and then loses the whole
+        // overhead to lag: 125 moves a side still fit the clock.
+        let overhead = ms(150);
+        for (base, inc) in [
+            (60_000, 0),
+            (3_000, 1_000),
+            (180_000, 2_000),
+            (600_000, 5_000),
+        ] {
+            let mut time = ms(base);
+            for m in 0..125u32 {
+                let b = clock_budget(
+                    clock(time.as_millis() as u64, inc, None),
+                    overhead,
+                    2 * m,
+                    true,
+                );
+                let spent = b.hard + overhead;
+                assert!(spent < time, "{base}+{inc}: flagged at move {m}");
+                time = time - spent + ms(inc);
+            }
+        }
     }
 }
