@@ -98,3 +98,66 @@ fn go_stop_and_ponderhit() {
     ));
     drop(engine);
 }
+
+#[test]
+fn hash_file_through_the_handle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("game.hash");
+    let (mut engine, mut rx) = Engine::spawn(EngineOptions {
+        hash_mb: 2,
+        ..EngineOptions::default()
+    });
+    // Nothing saved yet: reported, not trusted.
+    let err = engine
+        .load_hash(&path)
+        .blocking_recv()
+        .expect("answer")
+        .expect_err("missing");
+    assert!(err.to_string().contains("not found"), "{err}");
+
+    let pos = Position::startpos();
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(8)));
+    let (first, _) = wait_best(&mut rx, id);
+    let info = engine
+        .save_hash(&path)
+        .blocking_recv()
+        .expect("answer")
+        .expect("saved");
+    assert_eq!(info.bytes, 2 << 20);
+    assert!(info.used > 0);
+    drop(engine);
+
+    // A restarted engine loads it and knows the position at once: a
+    // depth-1 search plays the move the saved depth-8 search chose.
+    let (mut engine, mut rx) = Engine::spawn(EngineOptions::default());
+    let loaded = engine
+        .load_hash(&path)
+        .blocking_recv()
+        .expect("answer")
+        .expect("loaded");
+    assert_eq!(loaded, info);
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(1)));
+    let (again, _) = wait_best(&mut rx, id);
+    assert_eq!(again.mv, first.mv);
+
+    // A damaged file is refused and the table kept.
+    let mut bytes = std::fs::read(&path).expect("read");
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xFF;
+    std::fs::write(&path, &bytes).expect("write");
+    let err = engine
+        .load_hash(&path)
+        .blocking_recv()
+        .expect("answer")
+        .expect_err("corrupted");
+    assert!(err.to_string().contains("checksum"), "{err}");
+    std::fs::write(&path, &bytes[..n - 100]).expect("write");
+    let err = engine
+        .load_hash(&path)
+        .blocking_recv()
+        .expect("answer")
+        .expect_err("truncated");
+    assert!(err.to_string().contains("truncated"), "{err}");
+    let id = engine.go(GoRequest::new(pos, vec![], Limits::depth(1)));
+    assert_eq!(wait_best(&mut rx, id).0.mv, first.mv);
+}

@@ -244,3 +244,30 @@ fn ponder_transcript() {
     e.send("quit");
     e.close();
 }
+
+#[test]
+fn hash_file_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("uci table.hash");
+    let mut e = Uci::start();
+    e.send("setoption name Save Hash");
+    e.until("info string error: set HashFile first");
+    e.send(&format!("setoption name HashFile value {}", path.display()));
+    e.send("setoption name Load Hash");
+    let l = e.until("info string error");
+    assert!(l.last().unwrap().contains("not found"), "{l:?}");
+    e.send("position startpos");
+    e.send("go depth 6");
+    e.until("bestmove");
+    e.send("setoption name Save Hash");
+    let l = e.until("info string hash saved");
+    assert!(l.last().unwrap().contains("16 MiB"), "{l:?}");
+    e.send("setoption name Load Hash");
+    e.until("info string hash loaded");
+    std::fs::write(&path, b"garbage").expect("write");
+    e.send("setoption name Load Hash");
+    let l = e.until("info string error");
+    assert!(l.last().unwrap().contains("table unchanged"), "{l:?}");
+    e.send("quit");
+    e.close();
+}

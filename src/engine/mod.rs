@@ -16,6 +16,7 @@ pub mod bench;
 pub mod clocktest;
 pub mod datagen;
 pub mod eval;
+pub mod hashfile;
 pub mod history;
 pub mod limits;
 pub mod movepick;

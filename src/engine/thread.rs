@@ -19,17 +19,23 @@
 //! `BestMove` arrives; ignore it by its id) and `go` on the real position;
 //! the table keeps what the ponder search learned.
 
+use super::hashfile::{self, HashFileError, HashFileInfo};
 use super::limits::Limits;
 use super::search::{SearchControl, SearchInfo, Searcher};
 use super::timeman::TimeManager;
 use super::tt::TranspositionTable;
 use crate::chess::{Move, Position};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
+
+/// The answer to `save_hash` / `load_hash`.
+pub type HashFileReply = oneshot::Receiver<Result<HashFileInfo, HashFileError>>;
 
 /// Engine settings that outlive a search.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,6 +122,14 @@ enum Command {
     SetMultiPv(usize),
     SetPonder(bool),
     SetTimeManager(TimeManager),
+    SaveHash(
+        PathBuf,
+        oneshot::Sender<Result<HashFileInfo, HashFileError>>,
+    ),
+    LoadHash(
+        PathBuf,
+        oneshot::Sender<Result<HashFileInfo, HashFileError>>,
+    ),
     Quit,
 }
 
@@ -225,6 +239,27 @@ impl Engine {
         self.send(Command::SetTimeManager(manager));
     }
 
+    /// Saves the transposition table to `path` (atomically: a temporary
+    /// file renamed over it). Runs on the engine thread after the current
+    /// search, if any, has ended; the answer comes on the returned channel
+    /// (`.await` it, or `blocking_recv()` outside async code). Stop a ponder
+    /// or infinite search first, or the answer waits for it.
+    pub fn save_hash(&mut self, path: impl Into<PathBuf>) -> HashFileReply {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::SaveHash(path.into(), tx));
+        rx
+    }
+
+    /// Replaces the transposition table with the one saved in `path` (the
+    /// table takes the file's size). A missing, truncated, corrupted or
+    /// wrong-version file is reported in the answer and the table is left
+    /// as it was. Ordered like `save_hash`.
+    pub fn load_hash(&mut self, path: impl Into<PathBuf>) -> HashFileReply {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::LoadHash(path.into(), tx));
+        rx
+    }
+
     fn send(&self, c: Command) {
         // The thread only ends when the handle is dropped (or it could
         // not be spawned); a failed send has nobody to tell.
@@ -308,6 +343,16 @@ fn engine_loop(
             Command::SetMultiPv(n) => options.multipv = n,
             Command::SetPonder(on) => ponder_enabled = on,
             Command::SetTimeManager(m) => time_manager = m,
+            Command::SaveHash(path, reply) => {
+                let _ = reply.send(hashfile::save(&tt, &path));
+            }
+            Command::LoadHash(path, reply) => {
+                let r = hashfile::load(&mut tt, &path);
+                if r.is_ok() {
+                    options.hash_mb = tt.size_mb();
+                }
+                let _ = reply.send(r);
+            }
             Command::Quit => break,
         }
     }
