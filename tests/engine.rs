@@ -161,3 +161,63 @@ fn hash_file_through_the_handle() {
     let id = engine.go(GoRequest::new(pos, vec![], Limits::depth(1)));
     assert_eq!(wait_best(&mut rx, id).0.mv, first.mv);
 }
+
+/// Search threads of this process whose name starts with `prefix`.
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("comm"))
+                        .is_ok_and(|c| c.starts_with(prefix))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn lazy_smp_threads() {
+    let (mut engine, mut rx) = Engine::spawn(EngineOptions {
+        threads: 3,
+        ..EngineOptions::default()
+    });
+    let pos =
+        Position::from_fen("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+            .expect("valid");
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(9)));
+    let (best, infos) = wait_best(&mut rx, id);
+    assert!(pos.is_legal(best.mv.expect("a move")));
+    assert_eq!(infos, 9, "only the main thread reports");
+
+    let limits = Limits {
+        infinite: true,
+        ..Limits::default()
+    };
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], limits));
+    std::thread::sleep(Duration::from_millis(200));
+    // Two helpers besides the main search thread, never more.
+    #[cfg(target_os = "linux")]
+    assert_eq!(threads_named("kaissa-helper"), 2);
+    engine.stop();
+    assert!(pos.is_legal(wait_best(&mut rx, id).0.mv.expect("a move")));
+    // Helpers end with their search.
+    #[cfg(target_os = "linux")]
+    assert_eq!(threads_named("kaissa-helper"), 0);
+
+    engine.set_threads(1);
+    let id = engine.go(GoRequest::new(pos.clone(), vec![], limits_infinite()));
+    std::thread::sleep(Duration::from_millis(100));
+    #[cfg(target_os = "linux")]
+    assert_eq!(threads_named("kaissa-helper"), 0);
+    engine.stop();
+    wait_best(&mut rx, id);
+}
+
+fn limits_infinite() -> Limits {
+    Limits {
+        infinite: true,
+        ..Limits::default()
+    }
+}

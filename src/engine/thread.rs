@@ -42,7 +42,8 @@ pub type HashFileReply = oneshot::Receiver<Result<HashFileInfo, HashFileError>>;
 pub struct EngineOptions {
     /// Transposition table size in MiB.
     pub hash_mb: usize,
-    /// Search threads (currently one thread searches; stored for later).
+    /// Search threads: the main one plus `threads - 1` lazy SMP helpers
+    /// that search the same position over the shared table.
     pub threads: usize,
     /// Number of principal variations reported.
     pub multipv: usize,
@@ -290,6 +291,8 @@ fn engine_loop(
 ) {
     let mut tt = TranspositionTable::new(options.hash_mb);
     let mut searcher = Searcher::new();
+    // Lazy SMP helpers: their own history and stacks, the same table.
+    let mut helpers: Vec<Searcher> = Vec::new();
     let mut ponder_enabled = false;
     let mut time_manager = TimeManager::default();
     while let Ok(cmd) = rx.recv() {
@@ -302,17 +305,56 @@ fn engine_loop(
                     ponder_enabled,
                     ..SearchControl::new(&flags.stop, &flags.pondering)
                 };
-                let result = searcher.search(
-                    &req.position,
-                    &req.history,
-                    &req.limits,
-                    options.multipv,
-                    &tt,
-                    &ctrl,
-                    &mut |info| {
-                        let _ = events.send(Event::Info { id, info });
-                    },
-                );
+                helpers.resize_with(options.threads.saturating_sub(1), Searcher::new);
+                let helper_stop = AtomicBool::new(false);
+                let never = AtomicBool::new(false);
+                // Helpers run until the main search ends, to the same depth
+                // at most; only the main thread reports and decides.
+                let helper_limits = Limits {
+                    depth: req.limits.depth,
+                    searchmoves: req.limits.searchmoves.clone(),
+                    ..Limits::default()
+                };
+                let result = std::thread::scope(|scope| {
+                    let tt = &tt;
+                    for (i, h) in helpers.iter_mut().enumerate() {
+                        let (req, helper_limits, helper_stop, never) =
+                            (&req, &helper_limits, &helper_stop, &never);
+                        let spawned = std::thread::Builder::new()
+                            .name(format!("kaissa-helper-{}", i + 1))
+                            .stack_size(64 << 20)
+                            .spawn_scoped(scope, move || {
+                                let ctrl = SearchControl {
+                                    helper: i + 1,
+                                    ..SearchControl::new(helper_stop, never)
+                                };
+                                h.search(
+                                    &req.position,
+                                    &req.history,
+                                    helper_limits,
+                                    1,
+                                    tt,
+                                    &ctrl,
+                                    &mut |_| {},
+                                );
+                            });
+                        // A helper that cannot start is one thread fewer.
+                        drop(spawned);
+                    }
+                    let result = searcher.search(
+                        &req.position,
+                        &req.history,
+                        &req.limits,
+                        options.multipv,
+                        tt,
+                        &ctrl,
+                        &mut |info| {
+                            let _ = events.send(Event::Info { id, info });
+                        },
+                    );
+                    helper_stop.store(true, Ordering::SeqCst);
+                    result
+                });
                 // UCI: in infinite or ponder mode the answer waits for
                 // `stop` (or `ponderhit`), even if the search ended early.
                 while !flags.stop.load(Ordering::SeqCst)
@@ -331,6 +373,9 @@ fn engine_loop(
             Command::NewGame => {
                 tt.clear();
                 searcher.clear();
+                for h in &mut helpers {
+                    h.clear();
+                }
             }
             Command::ClearHash => tt.clear(),
             Command::SetHash(mb) => {
