@@ -6,7 +6,8 @@ use clap::{Parser, Subcommand};
 use kaissa::bot::daemon::Daemon;
 use kaissa::chess::{self, Position};
 use kaissa::config::Config;
-use kaissa::engine::{bench, datagen, tune};
+use kaissa::engine::timeman::TimeManager;
+use kaissa::engine::{bench, clocktest, datagen, tune};
 use kaissa::lichess::client::{Client, Error as LichessError};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,46 @@ enum Command {
     Bench {
         /// Depth in plies.
         depth: Option<u32>,
+    },
+    /// Play complete engine-against-engine games on clocks kept by the
+    /// harness, with simulated lag; report time losses and clock use.
+    Clocktest {
+        /// Time controls, minutes+seconds (e.g. 1+0 0+1 3+2 10+5).
+        #[arg(required = true)]
+        controls: Vec<String>,
+        /// Games per time control.
+        #[arg(long, default_value_t = 10)]
+        games: usize,
+        /// Games played at once.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Simulated lag per move, milliseconds (uniform in min..=max).
+        #[arg(long, default_value_t = 50)]
+        lag_min: u64,
+        #[arg(long, default_value_t = 150)]
+        lag_max: u64,
+        /// Move overhead given to the engines, milliseconds.
+        #[arg(long, default_value_t = 150)]
+        overhead: u64,
+        /// Think on the opponent's time.
+        #[arg(long)]
+        ponder: bool,
+        /// Hash per engine, MiB.
+        #[arg(long, default_value_t = 16)]
+        hash: usize,
+        /// Time manager of one side (White in even games): adaptive|fixed.
+        #[arg(long, default_value = "adaptive")]
+        manager: String,
+        /// Time manager of the other side.
+        #[arg(long, default_value = "adaptive")]
+        opponent: String,
+        #[arg(long, default_value_t = 6)]
+        random_plies: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print every game.
+        #[arg(long)]
+        verbose: bool,
     },
     /// Generate tuner training data by fast self-play.
     Datagen {
@@ -145,6 +186,89 @@ fn run(cli: Cli) -> Result<ExitCode> {
             divide,
             chess960,
         } => run_perft(depth, fen.as_deref(), divide, chess960).map(|()| ExitCode::SUCCESS),
+        Command::Clocktest {
+            controls,
+            games,
+            concurrency,
+            lag_min,
+            lag_max,
+            overhead,
+            ponder,
+            hash,
+            manager,
+            opponent,
+            random_plies,
+            seed,
+            verbose,
+        } => {
+            let tm = |s: &str| {
+                TimeManager::parse(s).ok_or_else(|| {
+                    anyhow::anyhow!("time manager {s:?}: expected adaptive or fixed")
+                })
+            };
+            let (manager, opponent) = (tm(&manager)?, tm(&opponent)?);
+            if lag_min > lag_max {
+                anyhow::bail!("--lag-min {lag_min} is above --lag-max {lag_max}");
+            }
+            let mut configs = Vec::new();
+            for c in &controls {
+                let control = clocktest::TimeControl::parse(c).map_err(anyhow::Error::msg)?;
+                configs.push(clocktest::ClockTestConfig {
+                    control,
+                    games,
+                    concurrency,
+                    lag_min: std::time::Duration::from_millis(lag_min),
+                    lag_max: std::time::Duration::from_millis(lag_max),
+                    overhead: std::time::Duration::from_millis(overhead),
+                    ponder,
+                    hash_mb: hash.clamp(1, 65536),
+                    manager,
+                    opponent_manager: opponent,
+                    random_plies,
+                    max_plies: 600,
+                    seed,
+                });
+            }
+            // All controls at once, `concurrency` games each.
+            let reports: Vec<_> = std::thread::scope(|scope| {
+                let handles: Vec<_> = configs
+                    .iter()
+                    .map(|config| {
+                        scope.spawn(move || {
+                            let control = config.control;
+                            clocktest::run(config, &|i, g| {
+                                if verbose || g.flagged.is_some() {
+                                    eprintln!(
+                                        "{} game {i}: {} {} plies {} share {:.0}%/{:.0}% min left {}/{} ms ponder {}/{}",
+                                        control.name(),
+                                        g.result,
+                                        g.reason,
+                                        g.plies,
+                                        g.share_used[0] * 100.0,
+                                        g.share_used[1] * 100.0,
+                                        g.min_left[0].as_millis(),
+                                        g.min_left[1].as_millis(),
+                                        g.ponder_hits,
+                                        g.ponders
+                                    );
+                                }
+                            })
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join()).collect()
+            });
+            let mut losses = 0;
+            for (config, report) in configs.iter().zip(reports) {
+                let report = report.map_err(|_| anyhow::anyhow!("a game thread panicked"))?;
+                losses += report.time_losses();
+                println!("{}", report.summary(&config.control));
+            }
+            if losses > 0 {
+                anyhow::bail!("{losses} game(s) lost on time");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Uci => {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)

@@ -16,9 +16,10 @@ use super::movepick::{
 };
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
-use super::timeman::{self, TimeBudget};
+use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
 use crate::chess::{Move, Position};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -58,6 +59,30 @@ pub struct SearchControl<'a> {
     pub stop: &'a AtomicBool,
     /// While set, the clock does not limit the search (pondering).
     pub pondering: &'a AtomicBool,
+    /// When `ponderhit` arrived (set before `pondering` is cleared): the
+    /// real clock runs from there.
+    pub ponderhit_at: Option<&'a OnceLock<Instant>>,
+    /// How clock searches budget their time.
+    pub time_manager: TimeManager,
+    /// Pondering is on for this game (plan a little more time per move).
+    pub ponder_enabled: bool,
+    /// Helper thread of a lazy SMP search: `n` > 0 starts at depth 1 +
+    /// n % 2 so that threads work at different depths of the shared table.
+    pub helper: usize,
+}
+
+impl<'a> SearchControl<'a> {
+    /// Control of a plain search: only `stop` and `pondering`.
+    pub fn new(stop: &'a AtomicBool, pondering: &'a AtomicBool) -> SearchControl<'a> {
+        SearchControl {
+            stop,
+            pondering,
+            ponderhit_at: None,
+            time_manager: TimeManager::default(),
+            ponder_enabled: false,
+            helper: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -156,6 +181,9 @@ pub struct Searcher {
     // Limits of the current search.
     start: Instant,
     budget: TimeBudget,
+    pacer: Option<Pacer>,
+    /// Thinking time since `go` and our clock since `go` or `ponderhit`.
+    clock: SearchClock,
     max_nodes: u64,
     check_clock: bool,
 }
@@ -184,6 +212,8 @@ impl Searcher {
             stopped: false,
             start: Instant::now(),
             budget: TimeBudget::default(),
+            pacer: None,
+            clock: SearchClock::new(Instant::now(), false),
             max_nodes: u64::MAX,
             check_clock: false,
         }
@@ -228,7 +258,18 @@ impl Searcher {
         self.seldepth = 0;
         self.stopped = false;
         self.nmp_min_ply = 0;
-        self.budget = timeman::budget(limits, pos.turn());
+        let game_ply = 2 * pos.fullmove_number().saturating_sub(1)
+            + (pos.turn() == crate::chess::Color::Black) as u32;
+        let plan = timeman::plan(
+            limits,
+            pos.turn(),
+            game_ply,
+            ctrl.ponder_enabled,
+            ctrl.time_manager,
+        );
+        self.budget = plan.budget;
+        self.pacer = plan.pacer;
+        self.clock = SearchClock::new(self.start, ctrl.pondering.load(Ordering::SeqCst));
         self.max_nodes = limits.nodes.unwrap_or(u64::MAX).max(1);
         self.check_clock = self.budget.hard.is_some();
         self.keys.clear();
@@ -284,7 +325,8 @@ impl Searcher {
         let time_managed = self.budget.soft.is_some() && limits.movetime.is_none();
         let mut completed = 0;
 
-        for depth in 1..=max_depth {
+        let first_depth = (1 + (ctrl.helper % 2) as i32).min(max_depth);
+        for depth in first_depth..=max_depth {
             self.root_depth = depth;
             for rm in &mut self.root_moves {
                 rm.prev_value = rm.value;
@@ -350,15 +392,14 @@ impl Searcher {
                 }
             }
             let pondering = ctrl.pondering.load(Ordering::Relaxed);
-            if time_managed && !pondering {
-                if self.root_moves.len() == 1 {
-                    break;
-                }
-                if let Some(soft) = self.budget.soft {
-                    if elapsed >= soft {
-                        break;
-                    }
-                }
+            // The pacer follows every iteration, pondering or not, so it
+            // knows the best move's history when the clock starts.
+            let go_on = match &mut self.pacer {
+                Some(p) => p.next_iteration(self.root_moves[0].mv.to_bits(), best, elapsed),
+                None => self.budget.soft.is_none_or(|soft| elapsed < soft),
+            };
+            if time_managed && !pondering && (self.root_moves.len() == 1 || !go_on) {
+                break;
             }
         }
 
@@ -388,16 +429,38 @@ impl Searcher {
         if self.nodes >= self.max_nodes {
             self.stopped = true;
         }
-        if self.nodes & 2047 == 0 {
+        if self.nodes & 1023 == 0 {
             if ctrl.stop.load(Ordering::Relaxed) {
                 self.stopped = true;
             }
             if self.check_clock && !ctrl.pondering.load(Ordering::Relaxed) {
-                if let Some(hard) = self.budget.hard {
-                    if self.start.elapsed() >= hard {
-                        self.stopped = true;
-                    }
-                }
+                self.check_clock_limits(ctrl);
+            }
+        }
+    }
+
+    /// The clock is running: stop at the hard limit, counted from when our
+    /// clock started. A ponder search that has just been hit also stops if
+    /// the time already spent pondering has bought what this move was due.
+    #[cold]
+    fn check_clock_limits(&mut self, ctrl: &SearchControl) {
+        let now = Instant::now();
+        if self.clock.is_pondering() {
+            // First check after a ponderhit.
+            let at = ctrl.ponderhit_at.and_then(|o| o.get().copied());
+            self.clock.ponderhit(at.unwrap_or(now));
+            let spent = self.clock.thinking(now);
+            let done = match &self.pacer {
+                Some(p) => p.out_of_time(spent),
+                None => self.budget.soft.is_some_and(|soft| spent >= soft),
+            };
+            if done && self.root_depth > 1 {
+                self.stopped = true;
+            }
+        }
+        if let Some(hard) = self.budget.hard {
+            if self.clock.on_clock(now) >= hard {
+                self.stopped = true;
             }
         }
     }
@@ -1249,9 +1312,6 @@ pub fn search_blocking(
 ) -> SearchResult {
     let stop = AtomicBool::new(false);
     let pondering = AtomicBool::new(false);
-    let ctrl = SearchControl {
-        stop: &stop,
-        pondering: &pondering,
-    };
+    let ctrl = SearchControl::new(&stop, &pondering);
     searcher.search(pos, history, limits, 1, tt, &ctrl, &mut |_| {})
 }
