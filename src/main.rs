@@ -6,7 +6,8 @@ use clap::{Parser, Subcommand};
 use kaissa::bot::daemon::Daemon;
 use kaissa::chess::{self, Position};
 use kaissa::config::Config;
-use kaissa::engine::{bench, datagen, tune};
+use kaissa::engine::timeman::TimeManager;
+use kaissa::engine::{bench, clocktest, datagen, tune};
 use kaissa::lichess::client::{Client, Error as LichessError};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -49,6 +50,46 @@ enum Command {
         /// Depth in plies.
         depth: Option<u32>,
     },
+    /// Play complete engine-against-engine games on clocks kept by the
+    /// harness, with simulated lag; report time losses and clock use.
+    Clocktest {
+        /// Time controls, minutes+seconds (e.g. 1+0 0+1 3+2 10+5).
+        #[arg(required = true)]
+        controls: Vec<String>,
+        /// Games per time control.
+        #[arg(long, default_value_t = 10)]
+        games: usize,
+        /// Games played at once.
+        #[arg(long, default_value_t = 1)]
+        concurrency: usize,
+        /// Simulated lag per move, milliseconds (uniform in min..=max).
+        #[arg(long, default_value_t = 50)]
+        lag_min: u64,
+        #[arg(long, default_value_t = 150)]
+        lag_max: u64,
+        /// Move overhead given to the engines, milliseconds.
+        #[arg(long, default_value_t = 150)]
+        overhead: u64,
+        /// Think on the opponent's time.
+        #[arg(long)]
+        ponder: bool,
+        /// Hash per engine, MiB.
+        #[arg(long, default_value_t = 16)]
+        hash: usize,
+        /// Time manager of one side (White in even games): adaptive|fixed.
+        #[arg(long, default_value = "adaptive")]
+        manager: String,
+        /// Time manager of the other side.
+        #[arg(long, default_value = "adaptive")]
+        opponent: String,
+        #[arg(long, default_value_t = 6)]
+        random_plies: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print every game.
+        #[arg(long)]
+        verbose: bool,
+    },
     /// Generate tuner training data by fast self-play.
     Datagen {
         /// Games per thread.
@@ -89,6 +130,21 @@ enum Command {
         /// Where to write the weights (Rust source).
         #[arg(long, default_value = "src/engine/params.rs")]
         out: std::path::PathBuf,
+        /// Extra header lines for the weights file (e.g. how the data
+        /// was made).
+        #[arg(long)]
+        note: Vec<String>,
+        /// L2 pull towards the starting weights.
+        #[arg(long, default_value_t = 0.0)]
+        l2: f64,
+        /// Weight of the game result against the search score in the
+        /// target (1 = result only).
+        #[arg(long, default_value_t = 1.0)]
+        lambda: f64,
+        /// Hold out every tenth block of 100 lines for validation and
+        /// keep the weights that predict it best.
+        #[arg(long)]
+        validate: bool,
     },
     /// Check the configuration, the token and the Lichess account, then
     /// exit (non-zero when something is wrong).
@@ -126,6 +182,89 @@ fn run(cli: Cli) -> Result<ExitCode> {
             divide,
             chess960,
         } => run_perft(depth, fen.as_deref(), divide, chess960).map(|()| ExitCode::SUCCESS),
+        Command::Clocktest {
+            controls,
+            games,
+            concurrency,
+            lag_min,
+            lag_max,
+            overhead,
+            ponder,
+            hash,
+            manager,
+            opponent,
+            random_plies,
+            seed,
+            verbose,
+        } => {
+            let tm = |s: &str| {
+                TimeManager::parse(s).ok_or_else(|| {
+                    anyhow::anyhow!("time manager {s:?}: expected adaptive or fixed")
+                })
+            };
+            let (manager, opponent) = (tm(&manager)?, tm(&opponent)?);
+            if lag_min > lag_max {
+                anyhow::bail!("--lag-min {lag_min} is above --lag-max {lag_max}");
+            }
+            let mut configs = Vec::new();
+            for c in &controls {
+                let control = clocktest::TimeControl::parse(c).map_err(anyhow::Error::msg)?;
+                configs.push(clocktest::ClockTestConfig {
+                    control,
+                    games,
+                    concurrency,
+                    lag_min: std::time::Duration::from_millis(lag_min),
+                    lag_max: std::time::Duration::from_millis(lag_max),
+                    overhead: std::time::Duration::from_millis(overhead),
+                    ponder,
+                    hash_mb: hash.clamp(1, 65536),
+                    manager,
+                    opponent_manager: opponent,
+                    random_plies,
+                    max_plies: 600,
+                    seed,
+                });
+            }
+            // All controls at once, `concurrency` games each.
+            let reports: Vec<_> = std::thread::scope(|scope| {
+                let handles: Vec<_> = configs
+                    .iter()
+                    .map(|config| {
+                        scope.spawn(move || {
+                            let control = config.control;
+                            clocktest::run(config, &|i, g| {
+                                if verbose || g.flagged.is_some() {
+                                    eprintln!(
+                                        "{} game {i}: {} {} plies {} share {:.0}%/{:.0}% min left {}/{} ms ponder {}/{}",
+                                        control.name(),
+                                        g.result,
+                                        g.reason,
+                                        g.plies,
+                                        g.share_used[0] * 100.0,
+                                        g.share_used[1] * 100.0,
+                                        g.min_left[0].as_millis(),
+                                        g.min_left[1].as_millis(),
+                                        g.ponder_hits,
+                                        g.ponders
+                                    );
+                                }
+                            })
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join()).collect()
+            });
+            let mut losses = 0;
+            for (config, report) in configs.iter().zip(reports) {
+                let report = report.map_err(|_| anyhow::anyhow!("a game thread panicked"))?;
+                losses += report.time_losses();
+                println!("{}", report.summary(&config.control));
+            }
+            if losses > 0 {
+                anyhow::bail!("{losses} game(s) lost on time");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Uci => {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)
@@ -154,7 +293,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             lr,
             limit,
             out,
-        } => run_tune(&data, epochs, lr, limit, &out).map(|()| ExitCode::SUCCESS),
+            note,
+            l2,
+            lambda,
+            validate,
+        } => {
+            let cfg = tune::TuneConfig { epochs, lr, l2 };
+            run_tune(&data, &cfg, lambda, validate, limit, &out, &note).map(|()| ExitCode::SUCCESS)
+        }
         Command::Check { config } => {
             init_logging();
             run_check(config.as_deref())
@@ -413,53 +559,72 @@ fn run_datagen(
 
 fn run_tune(
     data: &[PathBuf],
-    epochs: usize,
-    lr: f64,
+    cfg: &tune::TuneConfig,
+    lambda: f64,
+    validate: bool,
     limit: Option<usize>,
     out: &Path,
+    note: &[String],
 ) -> Result<()> {
     use kaissa::engine::eval::{MATERIAL, N_PARAMS};
     use kaissa::engine::params::WEIGHTS;
     let mut ds = tune::Dataset::default();
+    let mut valid = tune::Dataset::default();
     let mut skipped = 0usize;
+    let mut line_no = 0usize;
     'files: for path in data {
         let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
         for line in std::io::BufReader::new(f).lines() {
             let line = line?;
+            line_no += 1;
+            let set = if validate && (line_no / 100) % 10 == 9 {
+                &mut valid
+            } else {
+                &mut ds
+            };
             match tune::parse_line(&line) {
-                Some((pos, r)) if ds.push(&pos, r, &WEIGHTS) => {}
+                Some((pos, r, score)) if set.push(&pos, r, score, &WEIGHTS) => {}
                 _ => skipped += 1,
             }
-            if limit.is_some_and(|l| ds.len() >= l) {
+            if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
                 break 'files;
             }
         }
     }
     anyhow::ensure!(!ds.is_empty(), "no usable positions");
-    eprintln!("{} positions ({skipped} lines skipped)", ds.len());
+    eprintln!(
+        "{} training and {} validation positions ({skipped} lines skipped)",
+        ds.len(),
+        valid.len()
+    );
     let mut w = tune::unpack(&WEIGHTS);
+    // K is fitted on the results alone, then the targets are blended.
     let k = tune::fit_k(&ds, &w);
+    ds.set_targets(k, lambda);
+    valid.set_targets(k, lambda);
     let start_err = ds.error(&w, k);
     eprintln!("K = {k:.6}, error {start_err:.6}");
     // The king's material is a constant: keep it at zero.
     let mut frozen = vec![false; N_PARAMS];
     frozen[MATERIAL + 5] = true;
     let t0 = Instant::now();
-    tune::optimise(&ds, &mut w, k, epochs, lr, &frozen, &mut |e, err| {
+    tune::optimise(&ds, &valid, &mut w, k, cfg, &frozen, &mut |e, err, verr| {
         eprintln!(
-            "epoch {e:>5} error {err:.6} ({:.0} s)",
+            "epoch {e:>5} error {err:.6} validation {verr:.6} ({:.0} s)",
             t0.elapsed().as_secs_f64()
         );
     });
     let end_err = ds.error(&w, k);
     let cmd: Vec<String> = std::env::args().collect();
-    let header = vec![
+    let mut header: Vec<String> = note.to_vec();
+    header.extend([
         format!("Tuned by: {}", cmd.join(" ")),
         format!(
-            "{} positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
-            ds.len()
+            "{} training + {} validation positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
+            ds.len(),
+            valid.len()
         ),
-    ];
+    ]);
     let mut f = BufWriter::new(
         std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?,
     );

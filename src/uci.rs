@@ -9,6 +9,7 @@
 
 use crate::chess::{CastlingNotation, Move, Position};
 use crate::engine::eval::evaluate;
+use crate::engine::timeman::TimeManager;
 use crate::engine::{Engine, EngineOptions, Event, GoRequest, Limits};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,6 +82,8 @@ struct Session {
     /// Keys of the positions before `position`, oldest first.
     history: Vec<u64>,
     move_overhead: Duration,
+    /// Where `Save Hash` / `Load Hash` write and read the table.
+    hash_file: Option<std::path::PathBuf>,
 }
 
 /// Runs the UCI protocol on `input`/`output` until `quit` or end of input.
@@ -104,6 +107,7 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
         position: Position::startpos(),
         history: Vec::new(),
         move_overhead: Duration::from_millis(DEFAULT_OVERHEAD_MS),
+        hash_file: None,
     };
     for line in input.lines() {
         let Ok(line) = line else {
@@ -148,6 +152,10 @@ impl Session {
                     "option name Ponder type check default false",
                     "option name UCI_Chess960 type check default false",
                     "option name Clear Hash type button",
+                    "option name TimeManager type combo default adaptive var adaptive var fixed",
+                    "option name HashFile type string default <empty>",
+                    "option name Save Hash type button",
+                    "option name Load Hash type button",
                 ] {
                     say(&self.out, opt);
                 }
@@ -329,12 +337,51 @@ impl Session {
                 Some(b) => self.chess960.store(b, Ordering::Relaxed),
                 None => self.error("UCI_Chess960: expected true or false"),
             },
-            "ponder" => {
-                if boolean(&value).is_none() {
-                    self.error("Ponder: expected true or false");
-                }
-            }
+            "ponder" => match boolean(&value) {
+                Some(b) => self.engine.set_ponder(b),
+                None => self.error("Ponder: expected true or false"),
+            },
+            "timemanager" => match value.as_deref().and_then(TimeManager::parse) {
+                Some(m) => self.engine.set_time_manager(m),
+                None => self.error("TimeManager: expected adaptive or fixed"),
+            },
             "clear hash" => self.engine.clear_hash(),
+            "hashfile" => {
+                self.hash_file = value
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty() && *v != "<empty>")
+                    .map(std::path::PathBuf::from);
+            }
+            "save hash" | "load hash" => {
+                let Some(path) = self.hash_file.clone() else {
+                    self.error("set HashFile first");
+                    return;
+                };
+                let save = name == "save hash";
+                let reply = if save {
+                    self.engine.save_hash(path.clone())
+                } else {
+                    self.engine.load_hash(path.clone())
+                };
+                // The answer comes after the current search, if any: wait
+                // for it off the input loop.
+                let out = self.out.clone();
+                std::thread::spawn(move || {
+                    let line = match reply.blocking_recv() {
+                        Ok(Ok(info)) => format!(
+                            "info string hash {} {}: {} MiB, {} entries",
+                            if save { "saved to" } else { "loaded from" },
+                            path.display(),
+                            info.bytes >> 20,
+                            info.used
+                        ),
+                        Ok(Err(e)) => format!("info string error: {e}; table unchanged"),
+                        Err(_) => "info string error: engine stopped".to_string(),
+                    };
+                    say(&out, &line);
+                });
+            }
             _ => self.error(&format!("unknown option {name:?}")),
         }
     }

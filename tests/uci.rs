@@ -182,3 +182,92 @@ fn chess960_castling_notation() {
     e.send("quit");
     e.close();
 }
+
+#[test]
+fn ponder_transcript() {
+    let mut e = Uci::start();
+    e.send("uci");
+    let lines = e.until("uciok");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "option name Ponder type check default false")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("option name TimeManager type combo"))
+    );
+    e.send("setoption name Ponder value true");
+    e.send("setoption name TimeManager value fixed");
+    e.send("setoption name TimeManager value sometimes");
+    e.until("info string error");
+    e.send("setoption name TimeManager value adaptive");
+
+    // Our move with a ponder move, as a GUI sees it.
+    e.send("position startpos moves e2e4");
+    e.send("go depth 6");
+    let last = e.until("bestmove").pop().expect("bestmove");
+    let words: Vec<&str> = last.split_whitespace().collect();
+    assert_eq!(words.len(), 4, "{last}");
+    assert_eq!(words[2], "ponder");
+    let (ours, reply) = (words[1], words[3]);
+
+    // Ponder on the expected reply; a hit turns it into a clock search.
+    let moves = format!("position startpos moves e2e4 {ours} {reply}");
+    e.send(&moves);
+    e.send("go ponder wtime 2000 btime 2000 winc 0 binc 0");
+    std::thread::sleep(Duration::from_millis(300));
+    e.send("isready");
+    let lines = e.until("readyok");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("bestmove")),
+        "{lines:?}"
+    );
+    e.send("ponderhit");
+    let m = bestmove(&e.until("bestmove"));
+    let mut pos = kaissa::chess::Position::startpos();
+    for mv in ["e2e4", ours, reply] {
+        pos = pos.play(pos.parse_uci(mv, false).unwrap());
+    }
+    assert!(pos.parse_uci(&m, false).is_ok(), "illegal bestmove {m}");
+
+    // A miss: stop (the ponder search answers), then the real position.
+    e.send(&moves);
+    e.send("go ponder wtime 2000 btime 2000");
+    e.send("stop");
+    let m = bestmove(&e.until("bestmove"));
+    assert!(pos.parse_uci(&m, false).is_ok(), "illegal bestmove {m}");
+    e.send("position startpos moves e2e4 e7e5 g1f3");
+    e.send("go wtime 2000 btime 2000");
+    bestmove(&e.until("bestmove"));
+    e.send("quit");
+    e.close();
+}
+
+#[test]
+fn hash_file_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("uci table.hash");
+    let mut e = Uci::start();
+    e.send("setoption name Save Hash");
+    e.until("info string error: set HashFile first");
+    e.send(&format!("setoption name HashFile value {}", path.display()));
+    e.send("setoption name Load Hash");
+    let l = e.until("info string error");
+    assert!(l.last().unwrap().contains("not found"), "{l:?}");
+    e.send("position startpos");
+    e.send("go depth 6");
+    e.until("bestmove");
+    e.send("setoption name Save Hash");
+    let l = e.until("info string hash saved");
+    assert!(l.last().unwrap().contains("16 MiB"), "{l:?}");
+    e.send("setoption name Load Hash");
+    e.until("info string hash loaded");
+    std::fs::write(&path, b"garbage").expect("write");
+    e.send("setoption name Load Hash");
+    let l = e.until("info string error");
+    assert!(l.last().unwrap().contains("table unchanged"), "{l:?}");
+    e.send("quit");
+    e.close();
+}

@@ -1,7 +1,8 @@
 //! Training data for the tuner: fast self-play games from the opening
 //! book at a fixed node count, each quiet position labelled with the
-//! game's final result (White's view). Output lines are `FEN [1.0]`,
-//! `[0.5]` or `[0.0]`.
+//! game's final result and the search score (both from White's view).
+//! Output lines are `FEN [1.0] 35`: the result (`[1.0]`, `[0.5]` or
+//! `[0.0]`) and the score in centipawns.
 //!
 //! Positions in check, positions whose best move is a capture or
 //! promotion (the static eval would be taken mid-exchange) and positions
@@ -45,14 +46,14 @@ impl Rng {
 }
 
 /// Plays one game from `start` and returns the result (1.0 = White won)
-/// and the quiet positions as FENs.
+/// and the quiet positions as FENs with White's search score.
 fn play_game(
     start: &Position,
     cfg: &DatagenConfig,
     rng: &mut Rng,
     searcher: &mut Searcher,
     tt: &mut TranspositionTable,
-) -> Option<(f32, Vec<String>)> {
+) -> Option<(f32, Vec<(String, i32)>)> {
     let mut pos = start.clone();
     let mut history: Vec<u64> = Vec::new();
     for _ in 0..cfg.random_plies {
@@ -113,7 +114,7 @@ fn play_game(
             && !is_mate(r.value)
             && r.value.abs() < MATE_BOUND;
         if quiet {
-            fens.push(pos.to_fen(CastlingNotation::XFen));
+            fens.push((pos.to_fen(CastlingNotation::XFen), white_value));
         }
         history.push(pos.key());
         pos = pos.play(best);
@@ -141,8 +142,8 @@ pub fn run(
             &openings[rng.below(openings.len())]
         };
         if let Some((result, fens)) = play_game(opening, cfg, &mut rng, &mut searcher, &mut tt) {
-            for fen in &fens {
-                writeln!(out, "{fen} [{result:.1}]")?;
+            for (fen, score) in &fens {
+                writeln!(out, "{fen} [{result:.1}] {score}")?;
             }
             written += fens.len();
         }
@@ -170,7 +171,9 @@ mod tests {
         assert_eq!(text.lines().count(), n);
         assert!(n > 10);
         for line in text.lines() {
-            let (fen, label) = line.rsplit_once(' ').unwrap();
+            let (rest, score) = line.rsplit_once(' ').unwrap();
+            assert!(score.parse::<i32>().is_ok(), "{line}");
+            let (fen, label) = rest.rsplit_once(' ').unwrap();
             assert!(["[1.0]", "[0.5]", "[0.0]"].contains(&label), "{line}");
             let pos = Position::from_fen(fen).unwrap();
             assert!(!pos.in_check());

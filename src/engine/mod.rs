@@ -13,8 +13,10 @@
 //! Texel tuner and its training data).
 
 pub mod bench;
+pub mod clocktest;
 pub mod datagen;
 pub mod eval;
+pub mod hashfile;
 pub mod history;
 pub mod limits;
 pub mod movepick;

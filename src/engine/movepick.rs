@@ -69,8 +69,12 @@ pub struct MovePicker {
     list: MoveList,
     scores: [i32; MAX_MOVES],
     idx: usize,
-    bad: MoveList,
+    /// Losing captures are compacted to the front of `list` as the good
+    /// ones are handed out: `list[..bad_len]`.
+    bad_len: usize,
     bad_idx: usize,
+    /// Where the quiet moves start in `list` (after the noisy ones).
+    quiet_start: usize,
     /// Set by the search when late quiet moves are no longer wanted.
     pub skip_quiets: bool,
     qsearch: bool,
@@ -91,8 +95,9 @@ impl MovePicker {
             list: MoveList::new(),
             scores: [0; MAX_MOVES],
             idx: 0,
-            bad: MoveList::new(),
+            bad_len: 0,
             bad_idx: 0,
+            quiet_start: 0,
             skip_quiets: false,
             qsearch: false,
         }
@@ -112,8 +117,9 @@ impl MovePicker {
             list: MoveList::new(),
             scores: [0; MAX_MOVES],
             idx: 0,
-            bad: MoveList::new(),
+            bad_len: 0,
             bad_idx: 0,
+            quiet_start: 0,
             skip_quiets: true,
             qsearch: true,
         }
@@ -143,7 +149,7 @@ impl MovePicker {
 
     fn score_quiet(&mut self, pos: &Position, hist: &History) {
         let us = pos.turn();
-        for (i, &m) in self.list.iter().enumerate() {
+        for (i, &m) in self.list.iter().enumerate().skip(self.quiet_start) {
             let Some(p) = pos.piece_at(m.from()) else {
                 continue;
             };
@@ -154,15 +160,15 @@ impl MovePicker {
         }
     }
 
-    /// Sorts `list[idx..]` by descending score (insertion sort: the lists
-    /// are short and often nearly sorted).
-    fn sort(&mut self) {
+    /// Sorts `list[from..]` by descending score (insertion sort: the
+    /// lists are short and often nearly sorted).
+    fn sort(&mut self, from: usize) {
         let n = self.list.len();
         let moves = self.list.as_mut_slice();
-        for i in 1..n {
+        for i in from + 1..n {
             let (m, s) = (moves[i], self.scores[i]);
             let mut j = i;
-            while j > 0 && self.scores[j - 1] < s {
+            while j > from && self.scores[j - 1] < s {
                 moves[j] = moves[j - 1];
                 self.scores[j] = self.scores[j - 1];
                 j -= 1;
@@ -195,7 +201,7 @@ impl MovePicker {
                     self.list.clear();
                     pos.generate_noisy(&mut self.list);
                     self.score_noisy(pos, hist);
-                    self.sort();
+                    self.sort(0);
                     self.idx = 0;
                     self.stage = Stage::GoodNoisy;
                 }
@@ -209,7 +215,9 @@ impl MovePicker {
                         if see_ge(pos, m, 0) {
                             return Some(m);
                         }
-                        self.bad.push(m);
+                        // bad_len < idx: this slot was handed out already.
+                        self.list.as_mut_slice()[self.bad_len] = m;
+                        self.bad_len += 1;
                     }
                     self.stage = Stage::Killer1;
                 }
@@ -243,11 +251,11 @@ impl MovePicker {
                         self.stage = Stage::BadNoisy;
                         continue;
                     }
-                    self.list.clear();
+                    self.quiet_start = self.list.len();
                     pos.generate_quiet(&mut self.list);
                     self.score_quiet(pos, hist);
-                    self.sort();
-                    self.idx = 0;
+                    self.sort(self.quiet_start);
+                    self.idx = self.quiet_start;
                     self.stage = Stage::Quiet;
                 }
                 Stage::Quiet => {
@@ -263,8 +271,8 @@ impl MovePicker {
                     self.stage = Stage::BadNoisy;
                 }
                 Stage::BadNoisy => {
-                    if self.bad_idx < self.bad.len() {
-                        let m = self.bad[self.bad_idx];
+                    if self.bad_idx < self.bad_len {
+                        let m = self.list[self.bad_idx];
                         self.bad_idx += 1;
                         return Some(m);
                     }
@@ -274,7 +282,7 @@ impl MovePicker {
                     self.list.clear();
                     pos.generate_noisy(&mut self.list);
                     self.score_noisy(pos, hist);
-                    self.sort();
+                    self.sort(0);
                     self.idx = 0;
                     self.stage = Stage::QNoisy;
                 }

@@ -14,9 +14,10 @@ use super::limits::Limits;
 use super::movepick::{MovePicker, OrderingContext, captured_role, is_capture, is_noisy};
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
-use super::timeman::{self, TimeBudget};
+use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
-use crate::chess::{Move, MoveList, Position};
+use crate::chess::{Move, Position};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -56,6 +57,30 @@ pub struct SearchControl<'a> {
     pub stop: &'a AtomicBool,
     /// While set, the clock does not limit the search (pondering).
     pub pondering: &'a AtomicBool,
+    /// When `ponderhit` arrived (set before `pondering` is cleared): the
+    /// real clock runs from there.
+    pub ponderhit_at: Option<&'a OnceLock<Instant>>,
+    /// How clock searches budget their time.
+    pub time_manager: TimeManager,
+    /// Pondering is on for this game (plan a little more time per move).
+    pub ponder_enabled: bool,
+    /// Helper thread of a lazy SMP search: `n` > 0 starts at depth 1 +
+    /// n % 2 so that threads work at different depths of the shared table.
+    pub helper: usize,
+}
+
+impl<'a> SearchControl<'a> {
+    /// Control of a plain search: only `stop` and `pondering`.
+    pub fn new(stop: &'a AtomicBool, pondering: &'a AtomicBool) -> SearchControl<'a> {
+        SearchControl {
+            stop,
+            pondering,
+            ponderhit_at: None,
+            time_manager: TimeManager::default(),
+            ponder_enabled: false,
+            helper: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -90,6 +115,38 @@ const EMPTY_FRAME: Frame = Frame {
     plies_from_null: 0,
 };
 
+/// Moves tried at a node before the one that cut off (they get a history
+/// malus). Only the first `TRIED_MAX` are kept.
+const TRIED_MAX: usize = 64;
+
+struct Tried {
+    moves: [Move; TRIED_MAX],
+    len: usize,
+}
+
+impl Tried {
+    #[inline(always)]
+    fn new() -> Tried {
+        Tried {
+            moves: [Move::NONE; TRIED_MAX],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, m: Move) {
+        if self.len < TRIED_MAX {
+            self.moves[self.len] = m;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[Move] {
+        &self.moves[..self.len]
+    }
+}
+
 /// Frames below ply 0, so that `ply - 2` is always a valid index.
 const STACK_OFFSET: usize = 2;
 
@@ -122,6 +179,9 @@ pub struct Searcher {
     // Limits of the current search.
     start: Instant,
     budget: TimeBudget,
+    pacer: Option<Pacer>,
+    /// Thinking time since `go` and our clock since `go` or `ponderhit`.
+    clock: SearchClock,
     max_nodes: u64,
     check_clock: bool,
 }
@@ -150,6 +210,8 @@ impl Searcher {
             stopped: false,
             start: Instant::now(),
             budget: TimeBudget::default(),
+            pacer: None,
+            clock: SearchClock::new(Instant::now(), false),
             max_nodes: u64::MAX,
             check_clock: false,
         }
@@ -194,7 +256,18 @@ impl Searcher {
         self.seldepth = 0;
         self.stopped = false;
         self.nmp_min_ply = 0;
-        self.budget = timeman::budget(limits, pos.turn());
+        let game_ply = 2 * pos.fullmove_number().saturating_sub(1)
+            + (pos.turn() == crate::chess::Color::Black) as u32;
+        let plan = timeman::plan(
+            limits,
+            pos.turn(),
+            game_ply,
+            ctrl.ponder_enabled,
+            ctrl.time_manager,
+        );
+        self.budget = plan.budget;
+        self.pacer = plan.pacer;
+        self.clock = SearchClock::new(self.start, ctrl.pondering.load(Ordering::SeqCst));
         self.max_nodes = limits.nodes.unwrap_or(u64::MAX).max(1);
         self.check_clock = self.budget.hard.is_some();
         self.keys.clear();
@@ -250,7 +323,8 @@ impl Searcher {
         let time_managed = self.budget.soft.is_some() && limits.movetime.is_none();
         let mut completed = 0;
 
-        for depth in 1..=max_depth {
+        let first_depth = (1 + (ctrl.helper % 2) as i32).min(max_depth);
+        for depth in first_depth..=max_depth {
             self.root_depth = depth;
             for rm in &mut self.root_moves {
                 rm.prev_value = rm.value;
@@ -316,15 +390,14 @@ impl Searcher {
                 }
             }
             let pondering = ctrl.pondering.load(Ordering::Relaxed);
-            if time_managed && !pondering {
-                if self.root_moves.len() == 1 {
-                    break;
-                }
-                if let Some(soft) = self.budget.soft {
-                    if elapsed >= soft {
-                        break;
-                    }
-                }
+            // The pacer follows every iteration, pondering or not, so it
+            // knows the best move's history when the clock starts.
+            let go_on = match &mut self.pacer {
+                Some(p) => p.next_iteration(self.root_moves[0].mv.to_bits(), best, elapsed),
+                None => self.budget.soft.is_none_or(|soft| elapsed < soft),
+            };
+            if time_managed && !pondering && (self.root_moves.len() == 1 || !go_on) {
+                break;
             }
         }
 
@@ -354,16 +427,38 @@ impl Searcher {
         if self.nodes >= self.max_nodes {
             self.stopped = true;
         }
-        if self.nodes & 2047 == 0 {
+        if self.nodes & 1023 == 0 {
             if ctrl.stop.load(Ordering::Relaxed) {
                 self.stopped = true;
             }
             if self.check_clock && !ctrl.pondering.load(Ordering::Relaxed) {
-                if let Some(hard) = self.budget.hard {
-                    if self.start.elapsed() >= hard {
-                        self.stopped = true;
-                    }
-                }
+                self.check_clock_limits(ctrl);
+            }
+        }
+    }
+
+    /// The clock is running: stop at the hard limit, counted from when our
+    /// clock started. A ponder search that has just been hit also stops if
+    /// the time already spent pondering has bought what this move was due.
+    #[cold]
+    fn check_clock_limits(&mut self, ctrl: &SearchControl) {
+        let now = Instant::now();
+        if self.clock.is_pondering() {
+            // First check after a ponderhit.
+            let at = ctrl.ponderhit_at.and_then(|o| o.get().copied());
+            self.clock.ponderhit(at.unwrap_or(now));
+            let spent = self.clock.thinking(now);
+            let done = match &self.pacer {
+                Some(p) => p.out_of_time(spent),
+                None => self.budget.soft.is_some_and(|soft| spent >= soft),
+            };
+            if done && self.root_depth > 1 {
+                self.stopped = true;
+            }
+        }
+        if let Some(hard) = self.budget.hard {
+            if self.clock.on_clock(now) >= hard {
+                self.stopped = true;
             }
         }
     }
@@ -724,8 +819,8 @@ impl Searcher {
         let mut best = -INFINITE;
         let mut best_move = Move::NONE;
         let mut move_count = 0usize;
-        let mut quiets = MoveList::new();
-        let mut captures = MoveList::new();
+        let mut quiets = Tried::new();
+        let mut captures = Tried::new();
         let alpha_orig = alpha;
         let tt_capture = !tt_move.is_none() && is_capture(pos, tt_move);
 
@@ -779,7 +874,51 @@ impl Searcher {
 
             // Check extension: a check may start a forcing sequence the
             // horizon would otherwise cut off.
-            let extension = (gives_check && (ply as i32) < 2 * self.root_depth) as i32;
+            let mut extension = (gives_check && (ply as i32) < 2 * self.root_depth) as i32;
+
+            // Singular extension: if the stored move is much better than
+            // every alternative (a reduced search without it fails low
+            // against a margin below its score), the position hinges on
+            // it, so it deserves a deeper look.
+            if let Some(h) = tt_hit {
+                if m == tt_move
+                    && ply > 0
+                    && depth >= 8
+                    && excluded.is_none()
+                    && h.depth >= depth - 3
+                    && matches!(h.bound, Bound::Lower | Bound::Exact)
+                    && !is_mate(h.score)
+                    && (ply as i32) < 2 * self.root_depth
+                {
+                    let s_beta = h.score - 2 * depth;
+                    self.frame_mut(ply).excluded = m;
+                    let v = self.negamax::<false>(
+                        pos,
+                        s_beta - 1,
+                        s_beta,
+                        (depth - 1) / 2,
+                        ply,
+                        cut_node,
+                        tt,
+                        ctrl,
+                    );
+                    self.frame_mut(ply).excluded = Move::NONE;
+                    if self.stopped {
+                        return 0;
+                    }
+                    if v < s_beta {
+                        extension = 1;
+                    } else if s_beta >= beta {
+                        // Multi-cut: even without the stored move some
+                        // other move beats beta; this node fails high.
+                        return s_beta;
+                    } else if h.score >= beta {
+                        // Another move is about as good: the stored one
+                        // is not special, search it a little shallower.
+                        extension = -1;
+                    }
+                }
+            }
             let new_depth = depth - 1 + extension;
 
             self.enter_child(ply, key, m, cont);
@@ -935,8 +1074,8 @@ impl Searcher {
         ply: usize,
         best: Move,
         depth: i32,
-        quiets: &MoveList,
-        captures: &MoveList,
+        quiets: &Tried,
+        captures: &Tried,
         cont: [ContKey; 2],
     ) {
         let us = pos.turn();
@@ -949,13 +1088,13 @@ impl Searcher {
             }
             self.history.set_countermove(cont[0], best);
             self.update_quiet(pos, us, best, bonus, cont);
-            for &q in quiets.iter() {
+            for &q in quiets.as_slice() {
                 self.update_quiet(pos, us, q, -bonus, cont);
             }
         } else if let (Some(p), Some(c)) = (pos.piece_at(best.from()), captured_role(pos, best)) {
             self.history.update_capture(p, best.to(), c, bonus);
         }
-        for &c in captures.iter() {
+        for &c in captures.as_slice() {
             if let (Some(p), Some(r)) = (pos.piece_at(c.from()), captured_role(pos, c)) {
                 self.history.update_capture(p, c.to(), r, -bonus);
             }
@@ -1143,9 +1282,6 @@ pub fn search_blocking(
 ) -> SearchResult {
     let stop = AtomicBool::new(false);
     let pondering = AtomicBool::new(false);
-    let ctrl = SearchControl {
-        stop: &stop,
-        pondering: &pondering,
-    };
+    let ctrl = SearchControl::new(&stop, &pondering);
     searcher.search(pos, history, limits, 1, tt, &ctrl, &mut |_| {})
 }

@@ -8,24 +8,42 @@
 //! lost to, or leak into, a neighbouring search. Results come back as
 //! `Event`s on a tokio unbounded channel: sending never blocks, the async
 //! daemon can `.recv().await` and a sync caller can `blocking_recv()`.
+//!
+//! Pondering, as a front end drives it: after our move, `go_ponder` (or
+//! `go` with `ponder` set) on the position after the expected reply, with
+//! our clock as it stands. The search runs free of the clock and holds its
+//! `BestMove` back. If the opponent plays the expected move, `ponderhit`:
+//! our clock starts at that instant (the hard limit counts from there),
+//! while the pacer counts the time already spent pondering, so a long
+//! ponder answers at once. Any other move: `stop` (the ponder search's
+//! `BestMove` arrives; ignore it by its id) and `go` on the real position;
+//! the table keeps what the ponder search learned.
 
+use super::hashfile::{self, HashFileError, HashFileInfo};
 use super::limits::Limits;
 use super::search::{SearchControl, SearchInfo, Searcher};
+use super::timeman::TimeManager;
 use super::tt::TranspositionTable;
 use crate::chess::{Move, Position};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
+
+/// The answer to `save_hash` / `load_hash`.
+pub type HashFileReply = oneshot::Receiver<Result<HashFileInfo, HashFileError>>;
 
 /// Engine settings that outlive a search.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
     /// Transposition table size in MiB.
     pub hash_mb: usize,
-    /// Search threads (currently one thread searches; stored for later).
+    /// Search threads: the main one plus `threads - 1` lazy SMP helpers
+    /// that search the same position over the shared table.
     pub threads: usize,
     /// Number of principal variations reported.
     pub multipv: usize,
@@ -91,6 +109,9 @@ pub enum Event {
 struct Flags {
     stop: AtomicBool,
     pondering: AtomicBool,
+    /// When `ponderhit` came: the real clock of a ponder search runs from
+    /// there (set before `pondering` is cleared).
+    ponderhit_at: OnceLock<Instant>,
 }
 
 enum Command {
@@ -100,6 +121,16 @@ enum Command {
     SetHash(usize),
     SetThreads(usize),
     SetMultiPv(usize),
+    SetPonder(bool),
+    SetTimeManager(TimeManager),
+    SaveHash(
+        PathBuf,
+        oneshot::Sender<Result<HashFileInfo, HashFileError>>,
+    ),
+    LoadHash(
+        PathBuf,
+        oneshot::Sender<Result<HashFileInfo, HashFileError>>,
+    ),
     Quit,
 }
 
@@ -145,10 +176,17 @@ impl Engine {
         let flags = Arc::new(Flags {
             stop: AtomicBool::new(false),
             pondering: AtomicBool::new(request.ponder),
+            ponderhit_at: OnceLock::new(),
         });
         self.current = Some(flags.clone());
         self.send(Command::Go(id, Box::new(request), flags));
         id
+    }
+
+    /// Starts a ponder search: `go` with `request.ponder` set.
+    pub fn go_ponder(&mut self, mut request: GoRequest) -> SearchId {
+        request.ponder = true;
+        self.go(request)
     }
 
     /// Stops the current search; its `BestMove` follows promptly.
@@ -163,6 +201,7 @@ impl Engine {
     /// as a normal search under the clock.
     pub fn ponderhit(&mut self) {
         if let Some(f) = &self.current {
+            let _ = f.ponderhit_at.set(Instant::now());
             f.pondering.store(false, Ordering::SeqCst);
             self.wake();
         }
@@ -187,6 +226,39 @@ impl Engine {
 
     pub fn set_multipv(&mut self, n: usize) {
         self.send(Command::SetMultiPv(n.clamp(1, 256)));
+    }
+
+    /// Pondering is on (UCI `Ponder`): we will think on the opponent's
+    /// time too, so the time manager plans a little more per move. It does
+    /// not start ponder searches by itself: send `go` with `ponder` set.
+    pub fn set_ponder(&mut self, on: bool) {
+        self.send(Command::SetPonder(on));
+    }
+
+    /// Chooses the time manager of clock searches (default: adaptive).
+    pub fn set_time_manager(&mut self, manager: TimeManager) {
+        self.send(Command::SetTimeManager(manager));
+    }
+
+    /// Saves the transposition table to `path` (atomically: a temporary
+    /// file renamed over it). Runs on the engine thread after the current
+    /// search, if any, has ended; the answer comes on the returned channel
+    /// (`.await` it, or `blocking_recv()` outside async code). Stop a ponder
+    /// or infinite search first, or the answer waits for it.
+    pub fn save_hash(&mut self, path: impl Into<PathBuf>) -> HashFileReply {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::SaveHash(path.into(), tx));
+        rx
+    }
+
+    /// Replaces the transposition table with the one saved in `path` (the
+    /// table takes the file's size). A missing, truncated, corrupted or
+    /// wrong-version file is reported in the answer and the table is left
+    /// as it was. Ordered like `save_hash`.
+    pub fn load_hash(&mut self, path: impl Into<PathBuf>) -> HashFileReply {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::LoadHash(path.into(), tx));
+        rx
     }
 
     fn send(&self, c: Command) {
@@ -219,25 +291,70 @@ fn engine_loop(
 ) {
     let mut tt = TranspositionTable::new(options.hash_mb);
     let mut searcher = Searcher::new();
+    // Lazy SMP helpers: their own history and stacks, the same table.
+    let mut helpers: Vec<Searcher> = Vec::new();
+    let mut ponder_enabled = false;
+    let mut time_manager = TimeManager::default();
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Command::Go(id, req, flags) => {
                 tt.new_search();
                 let ctrl = SearchControl {
-                    stop: &flags.stop,
-                    pondering: &flags.pondering,
+                    ponderhit_at: Some(&flags.ponderhit_at),
+                    time_manager,
+                    ponder_enabled,
+                    ..SearchControl::new(&flags.stop, &flags.pondering)
                 };
-                let result = searcher.search(
-                    &req.position,
-                    &req.history,
-                    &req.limits,
-                    options.multipv,
-                    &tt,
-                    &ctrl,
-                    &mut |info| {
-                        let _ = events.send(Event::Info { id, info });
-                    },
-                );
+                helpers.resize_with(options.threads.saturating_sub(1), Searcher::new);
+                let helper_stop = AtomicBool::new(false);
+                let never = AtomicBool::new(false);
+                // Helpers run until the main search ends, to the same depth
+                // at most; only the main thread reports and decides.
+                let helper_limits = Limits {
+                    depth: req.limits.depth,
+                    searchmoves: req.limits.searchmoves.clone(),
+                    ..Limits::default()
+                };
+                let result = std::thread::scope(|scope| {
+                    let tt = &tt;
+                    for (i, h) in helpers.iter_mut().enumerate() {
+                        let (req, helper_limits, helper_stop, never) =
+                            (&req, &helper_limits, &helper_stop, &never);
+                        let spawned = std::thread::Builder::new()
+                            .name(format!("kaissa-helper-{}", i + 1))
+                            .stack_size(64 << 20)
+                            .spawn_scoped(scope, move || {
+                                let ctrl = SearchControl {
+                                    helper: i + 1,
+                                    ..SearchControl::new(helper_stop, never)
+                                };
+                                h.search(
+                                    &req.position,
+                                    &req.history,
+                                    helper_limits,
+                                    1,
+                                    tt,
+                                    &ctrl,
+                                    &mut |_| {},
+                                );
+                            });
+                        // A helper that cannot start is one thread fewer.
+                        drop(spawned);
+                    }
+                    let result = searcher.search(
+                        &req.position,
+                        &req.history,
+                        &req.limits,
+                        options.multipv,
+                        tt,
+                        &ctrl,
+                        &mut |info| {
+                            let _ = events.send(Event::Info { id, info });
+                        },
+                    );
+                    helper_stop.store(true, Ordering::SeqCst);
+                    result
+                });
                 // UCI: in infinite or ponder mode the answer waits for
                 // `stop` (or `ponderhit`), even if the search ended early.
                 while !flags.stop.load(Ordering::SeqCst)
@@ -256,6 +373,9 @@ fn engine_loop(
             Command::NewGame => {
                 tt.clear();
                 searcher.clear();
+                for h in &mut helpers {
+                    h.clear();
+                }
             }
             Command::ClearHash => tt.clear(),
             Command::SetHash(mb) => {
@@ -266,6 +386,18 @@ fn engine_loop(
             }
             Command::SetThreads(n) => options.threads = n,
             Command::SetMultiPv(n) => options.multipv = n,
+            Command::SetPonder(on) => ponder_enabled = on,
+            Command::SetTimeManager(m) => time_manager = m,
+            Command::SaveHash(path, reply) => {
+                let _ = reply.send(hashfile::save(&tt, &path));
+            }
+            Command::LoadHash(path, reply) => {
+                let r = hashfile::load(&mut tt, &path);
+                if r.is_ok() {
+                    options.hash_mb = tt.size_mb();
+                }
+                let _ = reply.send(r);
+            }
             Command::Quit => break,
         }
     }

@@ -1,15 +1,240 @@
-//! Time management: turns `Limits` and the side to move into a soft limit
-//! (do not start another iteration after it) and a hard limit (abort the
-//! search when it is reached).
+//! Time management: how long to think on a move, from the clock.
 //!
-//! This is the simple first budget: soft = left/30 + 3/4 inc, hard =
-//! 3 x soft, at most a fifth of the time left, both minus the move
-//! overhead. A later task replaces it with one that scales by best-move
-//! stability and score trend.
+//! Two limits come out of the clock. The *soft* limit is checked between
+//! iterations of iterative deepening and is stretched or shrunk by how the
+//! search is going (a best move that keeps changing or a falling score
+//! asks for more time, a stable one for less: the `Pacer`). The *hard*
+//! limit is checked inside the search and is never exceeded. Both already
+//! leave out the move overhead, the time lost between our engine deciding
+//! and the server's clock stopping.
+//!
+//! The adaptive shape follows Stockfish 15.1's published formulas: plan
+//! for up to 50 moves, spend a share of the time that grows with the game
+//! ply, allow a few times that share in an emergency, never more than 80%
+//! of what is left. The first, fixed budget (a 30th of the clock plus
+//! most of the increment, no pacing) is kept as `TimeManager::Fixed` so
+//! the two can be matched against each other.
 
 use super::limits::Limits;
 use crate::chess::Color;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Which time manager a clock search uses.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum TimeManager {
+    /// Stockfish-shaped budget with a pacer (the default).
+    #[default]
+    Adaptive,
+    /// The first budget: left/30 + 3/4 inc, hard = 3 x soft, no pacing.
+    Fixed,
+}
+
+impl TimeManager {
+    /// Parses a UCI option value ("adaptive" / "fixed").
+    pub fn parse(s: &str) -> Option<TimeManager> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "adaptive" => Some(TimeManager::Adaptive),
+            "fixed" => Some(TimeManager::Fixed),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeManager::Adaptive => "adaptive",
+            TimeManager::Fixed => "fixed",
+        }
+    }
+}
+
+/// How one search is timed: its limits and, for the adaptive manager, the
+/// pacer that decides between iterations.
+#[derive(Clone, Debug, Default)]
+pub struct TimePlan {
+    pub budget: TimeBudget,
+    pub pacer: Option<Pacer>,
+}
+
+/// The plan for a search by `us` under `limits`, at game ply `ply`;
+/// `ponder`: we also think on the opponent's time.
+pub fn plan(limits: &Limits, us: Color, ply: u32, ponder: bool, manager: TimeManager) -> TimePlan {
+    if manager == TimeManager::Fixed || limits.infinite || limits.movetime.is_some() {
+        return TimePlan {
+            budget: budget(limits, us),
+            pacer: None,
+        };
+    }
+    let (time, inc) = match us {
+        Color::White => (limits.wtime, limits.winc),
+        Color::Black => (limits.btime, limits.binc),
+    };
+    let Some(time) = time else {
+        return TimePlan::default();
+    };
+    let clock = Clock {
+        time,
+        increment: inc.unwrap_or_default(),
+        moves_to_go: limits.movestogo.filter(|&m| m > 0),
+    };
+    let b = clock_budget(clock, limits.move_overhead, ply, ponder);
+    TimePlan {
+        budget: TimeBudget {
+            soft: Some(b.soft),
+            hard: Some(b.hard),
+        },
+        pacer: Some(Pacer::new(b)),
+    }
+}
+
+/// Our side's clock at the moment the search starts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Clock {
+    /// Time left on our clock.
+    pub time: Duration,
+    /// Our increment per move.
+    pub increment: Duration,
+    /// Moves until the next time control, if the control has one.
+    pub moves_to_go: Option<u32>,
+}
+
+/// The two limits of one search.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Budget {
+    pub soft: Duration,
+    pub hard: Duration,
+}
+
+/// Sudden death: the move overhead is kept for this many moves to come.
+const LAG_RESERVE_MOVES: f64 = 120.0;
+
+/// Below this a move is played from whatever depth the search reached.
+const MIN_THINK: Duration = Duration::from_millis(1);
+
+/// The limits for a move at game ply `ply` (0 = White's first move).
+/// `ponder`: we will also think on the opponent's time, so a little more
+/// of our own can be spent.
+pub fn clock_budget(clock: Clock, overhead: Duration, ply: u32, ponder: bool) -> Budget {
+    let time = clock.time.as_secs_f64() * 1000.0;
+    let inc = clock.increment.as_secs_f64() * 1000.0;
+    let overhead = overhead.as_secs_f64() * 1000.0;
+    // What we can spend at all: the clock minus the overhead of this move,
+    // and a safety share of the clock for the very last seconds.
+    let usable = (time - overhead).max(0.0);
+    if usable <= 1.0 {
+        return Budget {
+            soft: MIN_THINK,
+            hard: MIN_THINK,
+        };
+    }
+
+    let mut mtg = clock.moves_to_go.map_or(50.0, |m| m.clamp(1, 50) as f64);
+    // Under one second, plan for fewer moves: spreading crumbs over fifty
+    // moves loses more to overhead than it gains.
+    if time < 1000.0 && mtg / time > 0.05 {
+        mtg = (time * 0.05).max(1.0);
+    }
+    // Time we expect to have over the next `mtg` moves.
+    // Every move to come pays the overhead. Without a time control ahead,
+    // keep it for a long game's worth of moves (self-play and bot games
+    // run past move 100, and at 0 increment the lag of each of them comes
+    // off the clock): past that reserve the engine plays almost at once.
+    let lag_moves = if clock.moves_to_go.is_some() {
+        mtg
+    } else {
+        mtg.max(LAG_RESERVE_MOVES)
+    };
+    let left = (time + inc * (mtg - 1.0) - overhead * (2.0 + lag_moves)).max(1.0);
+    let ply = ply as f64;
+
+    let (opt_scale, max_scale) = if clock.moves_to_go.is_none() {
+        let opt = (0.0120 + (ply + 3.0).powf(0.45) * 0.0039).min(0.2 * time / left);
+        // With a large increment a little more of the bank is safe.
+        let extra = (1.0 + 12.0 * inc / time.max(1.0)).clamp(1.0, 1.12);
+        (opt * extra, (4.0 + ply / 12.0).min(7.0))
+    } else {
+        let opt = ((0.88 + ply / 116.4) / mtg).min(0.88 * time / left);
+        (opt, (1.5 + 0.11 * mtg).min(6.3))
+    };
+
+    let mut soft = opt_scale * left;
+    let hard = (max_scale * soft).min(0.8 * time - overhead).min(usable);
+    if ponder {
+        soft *= 1.25;
+    }
+    let hard = hard.max(1.0);
+    let soft = soft.clamp(1.0, hard);
+    Budget {
+        soft: Duration::from_secs_f64(soft / 1000.0),
+        hard: Duration::from_secs_f64(hard / 1000.0),
+    }
+}
+
+/// Follows the iterations of one search and says when to stop.
+#[derive(Clone, Debug)]
+pub struct Pacer {
+    budget: Budget,
+    best_move_changes: f64,
+    last_best: u16,
+    last_score: Option<i32>,
+    /// Average of the previous iterations' scores.
+    average_score: Option<i32>,
+    /// Elapsed time after which no new iteration starts (seconds).
+    stop_at: f64,
+}
+
+impl Pacer {
+    pub fn new(budget: Budget) -> Pacer {
+        Pacer {
+            budget,
+            best_move_changes: 0.0,
+            last_best: 0,
+            last_score: None,
+            average_score: None,
+            stop_at: budget.soft.as_secs_f64() * 0.6,
+        }
+    }
+
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Records a finished iteration (best move as bits, score in cp from
+    /// the side to move) and says whether to start another, given the time
+    /// spent so far.
+    pub fn next_iteration(&mut self, best_move: u16, score: i32, elapsed: Duration) -> bool {
+        // Older changes count less: halve the tally each iteration.
+        self.best_move_changes *= 0.5;
+        if self.last_score.is_some() && best_move != self.last_best {
+            self.best_move_changes += 1.0;
+        }
+        self.last_best = best_move;
+        let previous = self.average_score.unwrap_or(score);
+        let falling = ((previous - score).clamp(-500, 500)) as f64;
+        self.average_score = Some(match self.average_score {
+            Some(avg) => (avg + score) / 2,
+            None => score,
+        });
+        self.last_score = Some(score);
+
+        // A falling score means trouble we have just seen: think longer.
+        // An unstable best move: think longer. A stable one: stop early.
+        let falling_factor = (1.0 + falling / 200.0).clamp(0.6, 1.6);
+        let instability = 0.75 + 0.9 * self.best_move_changes;
+        let target = self.budget.soft.as_secs_f64() * falling_factor * instability;
+        let target = target.min(self.budget.hard.as_secs_f64());
+        // Another iteration takes a multiple of the last one: don't start
+        // it if it cannot finish before the target.
+        self.stop_at = target * 0.6;
+        !self.out_of_time(elapsed)
+    }
+
+    /// Whether, after `elapsed`, the search should play the move of its
+    /// last finished iteration (used when a ponder search turns into a
+    /// real one: the time spent pondering already bought those iterations).
+    pub fn out_of_time(&self, elapsed: Duration) -> bool {
+        elapsed.as_secs_f64() >= self.stop_at
+    }
+}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct TimeBudget {
@@ -19,7 +244,8 @@ pub struct TimeBudget {
     pub hard: Option<Duration>,
 }
 
-/// The budget for a search by `us` under `limits`.
+/// The fixed budget (`TimeManager::Fixed`) for a search by `us` under
+/// `limits`; movetime and infinite searches use it under both managers.
 pub fn budget(limits: &Limits, us: Color) -> TimeBudget {
     if limits.infinite {
         return TimeBudget::default();
@@ -59,12 +285,139 @@ pub fn budget(limits: &Limits, us: Color) -> TimeBudget {
     }
 }
 
+/// The two clocks of one search. Thinking time runs from `go`, pondering
+/// included: it is what the pacer weighs, since iterations finished while
+/// pondering are work this move does not have to do again. Our clock runs
+/// only from the moment the move is really ours to play: `go` for a normal
+/// search, `ponderhit` for a ponder search; the hard limit is counted on
+/// it, as the server's clock is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SearchClock {
+    start: Instant,
+    on_clock_since: Option<Instant>,
+}
+
+impl SearchClock {
+    /// A search started at `start`, pondering or not.
+    pub fn new(start: Instant, pondering: bool) -> SearchClock {
+        SearchClock {
+            start,
+            on_clock_since: (!pondering).then_some(start),
+        }
+    }
+
+    /// The opponent played the expected move at `at`: our clock starts.
+    /// Returns false if it was already running.
+    pub fn ponderhit(&mut self, at: Instant) -> bool {
+        if self.on_clock_since.is_some() {
+            return false;
+        }
+        self.on_clock_since = Some(at.max(self.start));
+        true
+    }
+
+    pub fn is_pondering(&self) -> bool {
+        self.on_clock_since.is_none()
+    }
+
+    /// Time spent thinking on this move, pondering included.
+    pub fn thinking(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.start)
+    }
+
+    /// Time our clock has run (zero while pondering).
+    pub fn on_clock(&self, now: Instant) -> Duration {
+        self.on_clock_since
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    fn clock(time: u64, inc: u64, mtg: Option<u32>) -> Clock {
+        Clock {
+            time: ms(time),
+            increment: ms(inc),
+            moves_to_go: mtg,
+        }
+    }
+
+    #[test]
+    fn limits_never_exceed_the_clock() {
+        let overhead = ms(50);
+        for time in [
+            0, 1, 20, 50, 51, 100, 300, 1000, 5000, 60_000, 600_000, 10_800_000,
+        ] {
+            for inc in [0, 10, 100, 2000, 30_000] {
+                for mtg in [None, Some(1), Some(2), Some(40)] {
+                    for ply in [0, 1, 30, 80, 300] {
+                        let b = clock_budget(clock(time, inc, mtg), overhead, ply, ply % 2 == 0);
+                        assert!(b.soft <= b.hard, "{time} {inc} {mtg:?} {ply}: {b:?}");
+                        let usable = ms(time).saturating_sub(overhead).max(MIN_THINK);
+                        assert!(b.hard <= usable, "{time} {inc} {mtg:?} {ply}: {b:?}");
+                        if time >= 1000 {
+                            assert!(b.hard.as_secs_f64() <= 0.8 * time as f64 / 1000.0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sensible_shares_at_common_controls() {
+        // Blitz 3+2, first move: a few seconds at most, well above zero.
+        let b = clock_budget(clock(180_000, 2000, None), ms(50), 0, false);
+        assert!(b.soft > ms(2000) && b.soft < ms(8000), "{b:?}");
+        // Bullet 1+0 with 2 s left: a small fraction.
+        let b = clock_budget(clock(2000, 0, None), ms(50), 80, false);
+        assert!(b.hard < ms(700), "{b:?}");
+        // The last move before the time control may use most of the time,
+        // but not all of it.
+        let b = clock_budget(clock(10_000, 0, Some(1)), ms(50), 60, false);
+        assert!(b.soft > ms(3000) && b.hard <= ms(8000), "{b:?}");
+        // More time never means a smaller budget.
+        let mut prev = Duration::ZERO;
+        for t in (1..200).map(|k| k * 500) {
+            let b = clock_budget(clock(t, 0, None), ms(50), 40, false);
+            assert!(b.soft >= prev, "{t}: {b:?}");
+            prev = b.soft;
+        }
+    }
+
+    #[test]
+    fn pacer_stops_sooner_when_stable_and_later_when_falling() {
+        let b = Budget {
+            soft: ms(1000),
+            hard: ms(4000),
+        };
+        let mut stable = Pacer::new(b);
+        let mut stop_stable = None;
+        for i in 0..30 {
+            if !stable.next_iteration(7, 30, ms(100 * i)) {
+                stop_stable = Some(i);
+                break;
+            }
+        }
+        let mut falling = Pacer::new(b);
+        let mut stop_falling = None;
+        for i in 0..30 {
+            let best = if i % 2 == 0 { 7 } else { 9 };
+            if !falling.next_iteration(best, 30 - 40 * i as i32, ms(100 * i)) {
+                stop_falling = Some(i);
+                break;
+            }
+        }
+        let (s, f) = (stop_stable.unwrap(), stop_falling.unwrap());
+        assert!(s < f, "stable stopped at {s}, unstable/falling at {f}");
+        // Never past the hard limit.
+        assert!(f * 100 <= 4000);
     }
 
     #[test]
@@ -99,5 +452,63 @@ mod tests {
             budget(&Limits::default(), Color::White),
             TimeBudget::default()
         );
+    }
+
+    #[test]
+    fn ponder_time_counts_for_the_pacer_not_for_the_clock() {
+        let t0 = Instant::now();
+        let b = clock_budget(clock(60_000, 0, None), ms(100), 30, true);
+        // Pondered for 10 s, then hit: our clock starts at the hit.
+        let mut c = SearchClock::new(t0, true);
+        assert!(c.is_pondering());
+        assert_eq!(c.on_clock(t0 + ms(10_000)), Duration::ZERO);
+        assert!(c.ponderhit(t0 + ms(10_000)));
+        assert!(!c.ponderhit(t0 + ms(11_000)), "the clock starts once");
+        let now = t0 + ms(10_050);
+        assert_eq!(c.on_clock(now), ms(50));
+        assert_eq!(c.thinking(now), ms(10_050));
+        // Ten seconds of pondering bought more than this move's share:
+        // play at once, well inside the hard limit counted from the hit.
+        let pacer = Pacer::new(b);
+        assert!(pacer.out_of_time(c.thinking(now)));
+        assert!(c.on_clock(now) < b.hard);
+        // A short ponder leaves the search its normal share after the hit.
+        let mut c = SearchClock::new(t0, true);
+        c.ponderhit(t0 + ms(20));
+        assert!(!pacer.out_of_time(c.thinking(t0 + ms(30))));
+        // A miss is a stop and a new go: a fresh clock from the new go.
+        let c = SearchClock::new(t0 + ms(500), false);
+        assert_eq!(c.on_clock(t0 + ms(600)), ms(100));
+        assert_eq!(c.thinking(t0 + ms(600)), ms(100));
+        // A hit reported before the search started counts from its start.
+        let mut c = SearchClock::new(t0 + ms(5), true);
+        c.ponderhit(t0);
+        assert_eq!(c.on_clock(t0 + ms(5)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_long_game_with_full_lag_never_flags() {
+        // Every move thinks to the hard limit and then loses the whole
+        // overhead to lag: 125 moves a side still fit the clock.
+        let overhead = ms(150);
+        for (base, inc) in [
+            (60_000, 0),
+            (3_000, 1_000),
+            (180_000, 2_000),
+            (600_000, 5_000),
+        ] {
+            let mut time = ms(base);
+            for m in 0..125u32 {
+                let b = clock_budget(
+                    clock(time.as_millis() as u64, inc, None),
+                    overhead,
+                    2 * m,
+                    true,
+                );
+                let spent = b.hard + overhead;
+                assert!(spent < time, "{base}+{inc}: flagged at move {m}");
+                time = time - spent + ms(inc);
+            }
+        }
     }
 }

@@ -104,6 +104,17 @@ impl TranspositionTable {
         self.generation = 0;
     }
 
+    /// Reallocates to exactly `words / 8` buckets (a hash file's size);
+    /// the contents are lost.
+    pub fn resize_words(&mut self, words: usize) {
+        let n = (words / (2 * ENTRIES)).max(1);
+        if n != self.buckets.len() {
+            self.buckets = Vec::new();
+            self.buckets.resize_with(n, Bucket::default);
+        }
+        self.clear();
+    }
+
     /// Size in mebibytes.
     pub fn size_mb(&self) -> usize {
         (self.buckets.len() * std::mem::size_of::<Bucket>()) >> 20

@@ -23,6 +23,12 @@ struct Sample {
     scale: u8,
     /// Result for White: 1, 0.5 or 0.
     result: f32,
+    /// Search score for White in centipawns, if the data has one (NaN if
+    /// not).
+    score: f32,
+    /// What the prediction is fitted to: the result, blended with the
+    /// search score's win probability (`set_targets`).
+    target: f32,
 }
 
 /// Traces of all training positions.
@@ -49,9 +55,11 @@ impl Trace for DenseTrace {
     }
 }
 
-/// Reads `FEN [1.0]` (also `[0.5]`, `[0.0]`, `[1-0]`...) or EPD lines with
-/// `c9 "1-0";`; returns the position and White's result.
-pub fn parse_line(line: &str) -> Option<(Position, f32)> {
+/// Reads `FEN [1.0]` (also `[0.5]`, `[0.0]`, `[1-0]`...), optionally
+/// followed by White's search score in centipawns (`FEN [1.0] 35`), or EPD
+/// lines with `c9 "1-0";`; returns the position, White's result and the
+/// score if present.
+pub fn parse_line(line: &str) -> Option<(Position, f32, Option<i32>)> {
     let line = line.trim();
     let result = if line.contains("\"1-0\"") || line.contains("[1-0]") || line.contains("[1.0]") {
         1.0
@@ -62,6 +70,9 @@ pub fn parse_line(line: &str) -> Option<(Position, f32)> {
     } else {
         return None;
     };
+    let score = line
+        .rsplit_once(']')
+        .and_then(|(_, tail)| tail.trim().parse::<i32>().ok());
     let end = line.find(['[', ';', '"']).unwrap_or(line.len());
     let head = line[..end].trim_end();
     let head = head.strip_suffix(" c9").unwrap_or(head);
@@ -69,7 +80,7 @@ pub fn parse_line(line: &str) -> Option<(Position, f32)> {
     let pos = Position::from_fen(&fields[..fields.len().min(6)].join(" "))
         .or_else(|_| Position::from_fen(&fields[..fields.len().min(4)].join(" ")))
         .ok()?;
-    Some((pos, result))
+    Some((pos, result, score))
 }
 
 impl Dataset {
@@ -83,7 +94,7 @@ impl Dataset {
 
     /// Adds a position (skipped when in check: its static eval means
     /// little). `weights` fixes the end-game scale.
-    pub fn push(&mut self, pos: &Position, result: f32, weights: &[S]) -> bool {
+    pub fn push(&mut self, pos: &Position, result: f32, score: Option<i32>, weights: &[S]) -> bool {
         if pos.in_check() {
             return false;
         }
@@ -111,8 +122,22 @@ impl Dataset {
             phase: phase as u8,
             scale: scale as u8,
             result,
+            score: score.map_or(f32::NAN, |s| s as f32),
+            target: result,
         });
         true
+    }
+
+    /// Sets each sample's target to `lambda * result + (1 - lambda) *
+    /// sigmoid(k * score)` (just the result where there is no score).
+    pub fn set_targets(&mut self, k: f64, lambda: f64) {
+        for s in &mut self.samples {
+            s.target = if s.score.is_nan() {
+                s.result
+            } else {
+                (lambda * s.result as f64 + (1.0 - lambda) * sigmoid(k * s.score as f64)) as f32
+            };
+        }
     }
 
     fn terms(&self, s: &Sample) -> impl Iterator<Item = (usize, f64)> + '_ {
@@ -147,7 +172,7 @@ impl Dataset {
             .iter()
             .map(|s| {
                 let p = sigmoid(k * self.eval(s, w));
-                (p - s.result as f64).powi(2)
+                (p - s.target as f64).powi(2)
             })
             .sum();
         sum / self.samples.len().max(1) as f64
@@ -159,7 +184,7 @@ impl Dataset {
         }
         for s in &self.samples {
             let p = sigmoid(k * self.eval(s, w));
-            let d = (p - s.result as f64) * p * (1.0 - p);
+            let d = (p - s.target as f64) * p * (1.0 - p);
             let (fm, fe) = Self::taper(s);
             for (i, c) in self.terms(s) {
                 grad[i][0] += d * c * fm;
@@ -202,41 +227,73 @@ pub fn fit_k(ds: &Dataset, w: &[[f64; 2]]) -> f64 {
     (lo + hi) / 2.0
 }
 
-/// Minimises the error by Adam for `epochs` full passes; `frozen`
-/// parameters keep their values. `report` is called every 50 epochs with
-/// (epoch, error).
+/// Settings of `optimise`.
+pub struct TuneConfig {
+    pub epochs: usize,
+    /// Adam step size (centipawns).
+    pub lr: f64,
+    /// L2 pull towards the starting weights (per centipawn squared); keeps
+    /// rarely seen weights (odd piece-square entries) from running wild.
+    pub l2: f64,
+}
+
+/// Minimises the training error (plus the L2 term) by Adam; `frozen`
+/// parameters keep their values. Every 50 epochs `report` gets (epoch,
+/// training error, validation error) and the weights with the lowest
+/// validation error so far are kept (early stopping); with an empty
+/// validation set the last weights are kept.
 pub fn optimise(
-    ds: &Dataset,
+    train: &Dataset,
+    valid: &Dataset,
     w: &mut [[f64; 2]],
     k: f64,
-    epochs: usize,
-    lr: f64,
+    cfg: &TuneConfig,
     frozen: &[bool],
-    report: &mut dyn FnMut(usize, f64),
+    report: &mut dyn FnMut(usize, f64, f64),
 ) {
     let n = w.len();
+    let start: Vec<[f64; 2]> = w.to_vec();
+    let mut best = w.to_vec();
+    let mut best_valid = if valid.is_empty() {
+        f64::INFINITY
+    } else {
+        valid.error(w, k)
+    };
     let mut grad = vec![[0.0; 2]; n];
     let mut m = vec![[0.0; 2]; n];
     let mut v = vec![[0.0; 2]; n];
     let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
-    for epoch in 1..=epochs {
-        ds.gradient(w, k, &mut grad);
+    for epoch in 1..=cfg.epochs {
+        train.gradient(w, k, &mut grad);
         let t = epoch as i32;
         for i in 0..n {
             if frozen[i] {
                 continue;
             }
             for h in 0..2 {
-                m[i][h] = b1 * m[i][h] + (1.0 - b1) * grad[i][h];
-                v[i][h] = b2 * v[i][h] + (1.0 - b2) * grad[i][h] * grad[i][h];
+                let g = grad[i][h] + 2.0 * cfg.l2 * (w[i][h] - start[i][h]);
+                m[i][h] = b1 * m[i][h] + (1.0 - b1) * g;
+                v[i][h] = b2 * v[i][h] + (1.0 - b2) * g * g;
                 let mh = m[i][h] / (1.0 - b1.powi(t));
                 let vh = v[i][h] / (1.0 - b2.powi(t));
-                w[i][h] -= lr * mh / (vh.sqrt() + eps);
+                w[i][h] -= cfg.lr * mh / (vh.sqrt() + eps);
             }
         }
-        if epoch % 50 == 0 || epoch == epochs {
-            report(epoch, ds.error(w, k));
+        if epoch % 50 == 0 || epoch == cfg.epochs {
+            let ve = if valid.is_empty() {
+                f64::NAN
+            } else {
+                valid.error(w, k)
+            };
+            if ve < best_valid {
+                best_valid = ve;
+                best.copy_from_slice(w);
+            }
+            report(epoch, train.error(w, k), ve);
         }
+    }
+    if !valid.is_empty() {
+        w.copy_from_slice(&best);
     }
 }
 
@@ -278,16 +335,16 @@ mod tests {
 
     #[test]
     fn parses_common_formats() {
-        let (p, r) = parse_line("8/8/4k3/8/8/3K4/8/7R w - - 0 1 [1.0]").unwrap();
-        assert_eq!(r, 1.0);
+        let (p, r, sc) = parse_line("8/8/4k3/8/8/3K4/8/7R w - - 0 1 [1.0]").unwrap();
+        assert_eq!((r, sc), (1.0, None));
         assert!(
             p.pieces(crate::chess::Color::White, crate::chess::Role::Rook)
                 .any()
         );
-        let (_, r) = parse_line("8/8/4k3/8/8/3K4/8/7R b - - c9 \"0-1\";").unwrap();
+        let (_, r, _) = parse_line("8/8/4k3/8/8/3K4/8/7R b - - c9 \"0-1\";").unwrap();
         assert_eq!(r, 0.0);
-        let (_, r) = parse_line("8/8/4k3/8/8/3K4/8/7R w - - 3 40 [0.5]").unwrap();
-        assert_eq!(r, 0.5);
+        let (_, r, sc) = parse_line("8/8/4k3/8/8/3K4/8/7R w - - 3 40 [0.5] -35").unwrap();
+        assert_eq!((r, sc), (0.5, Some(-35)));
         assert!(parse_line("8/8/4k3/8/8/3K4/8/7R w - - 0 1").is_none());
         assert!(parse_line("garbage [1.0]").is_none());
         assert!(parse_line("").is_none());
@@ -304,7 +361,7 @@ mod tests {
         let w = unpack(&WEIGHTS);
         for fen in fens {
             let pos = Position::from_fen(fen).unwrap();
-            assert!(ds.push(&pos, 0.5, &WEIGHTS));
+            assert!(ds.push(&pos, 0.5, None, &WEIGHTS));
             let s = *ds.samples.last().unwrap();
             let white = ds.eval(&s, &w);
             let (score, phase, scale) =
@@ -330,12 +387,19 @@ mod tests {
             ("4k3/8/8/8/8/8/8/4K3 w - - 0 1", 0.5),
             ("4k3/3n4/8/8/8/8/8/4K3 w - - 0 1", 0.0),
         ] {
-            ds.push(&Position::from_fen(fen).unwrap(), r, &WEIGHTS);
+            ds.push(&Position::from_fen(fen).unwrap(), r, Some(0), &WEIGHTS);
         }
         let mut w = unpack(&WEIGHTS);
         let before = ds.error(&w, 0.01);
+        ds.set_targets(0.01, 1.0);
         let frozen = vec![false; w.len()];
-        optimise(&ds, &mut w, 0.01, 100, 2.0, &frozen, &mut |_, _| {});
+        let cfg = TuneConfig {
+            epochs: 100,
+            lr: 2.0,
+            l2: 0.0,
+        };
+        let empty = Dataset::default();
+        optimise(&ds, &empty, &mut w, 0.01, &cfg, &frozen, &mut |_, _, _| {});
         assert!(ds.error(&w, 0.01) < before);
         let src = params_source(&w, &["test".into()]);
         assert!(src.contains("pub static WEIGHTS"));
