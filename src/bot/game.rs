@@ -1089,8 +1089,10 @@ impl Game {
         self.engine.stop();
         if why == "other reply" {
             self.ponder_misses += 1;
+            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, "ponder miss");
+        } else {
+            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, why, "ponder stopped");
         }
-        tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, why, "ponder miss");
     }
 
     /// Gives our ponder permit to a game waiting for one, if any: the
