@@ -714,3 +714,74 @@ async fn measure_move_overhead_and_memory() {
          peak (VmHWM) {peak} KiB"
     );
 }
+
+/// Sums `key=N` over the game-end lines of `log`.
+fn sum_field(log: &str, key: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.contains("game end"))
+        .filter_map(|l| field(l, key))
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ponders_on_the_opponents_time() {
+    let fake = FakeLichess::start().await;
+    // Two games on one search thread: a ponder search must give its
+    // permit to the other game's real search.
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\n[engine]\nponder = true\nthreads = 1",
+    )
+    .await;
+    let opponent = AutoPlay {
+        policy: Policy::Greedy,
+        think: Duration::from_millis(30),
+        accept_draws: false,
+    };
+    // Two rounds of two games (the bot declines a third one meanwhile).
+    let mut ids: Vec<String> = Vec::new();
+    for _round in 0..2 {
+        let round: Vec<String> = [Side::Black, Side::White]
+            .into_iter()
+            .map(|side| {
+                fake.send_challenge(
+                    ChallengeSpec::default()
+                        .clock(60, 1)
+                        .challenger_color(side)
+                        .autoplay(Some(opponent)),
+                )
+            })
+            .collect();
+        for id in &round {
+            let game = match fake.wait_game_over(id, GAME).await {
+                Ok(game) => game,
+                Err(e) => panic!("{e}: {:?}\n{}", fake.game(id), bot.log()),
+            };
+            pgn_written(&bot, id).await;
+            check_finished(&game, &bot.pgn_dir());
+        }
+        ids.extend(round);
+    }
+    let log = bot.stop().await;
+    let hits = log.lines().filter(|l| l.contains("ponder hit")).count() as u64;
+    let misses = log.lines().filter(|l| l.contains("ponder miss")).count() as u64;
+    eprintln!("ponder hits {hits}, misses {misses}");
+    assert!(hits >= 1, "no ponder hit: {log}");
+    assert!(misses >= 1, "no ponder miss: {log}");
+    // The game-end lines count the same hits and misses.
+    assert_eq!(sum_field(&log, "ponder_hits"), hits, "{log}");
+    assert_eq!(sum_field(&log, "ponder_misses"), misses, "{log}");
+    // Every ponder search that started ended one way or another, and no
+    // move was posted for a ponder search that missed: the fake validated
+    // every move (check_finished), and each ply was answered once.
+    for id in &ids {
+        let moves: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(id.as_str()) && (l.contains(" move ") || l.ends_with(" move")))
+            .collect();
+        let mut plies: Vec<u64> = moves.iter().filter_map(|l| field(l, "ply")).collect();
+        let n = plies.len();
+        plies.dedup();
+        assert_eq!(plies.len(), n, "a ply answered twice: {moves:?}");
+    }
+}

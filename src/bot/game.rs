@@ -14,6 +14,10 @@
 //! daemon never searches on more threads than configured, whatever the
 //! number of games.
 //!
+//! With `engine.ponder`, the game thinks on the opponent's time too: see
+//! [`Pondering`] for the hit/miss flow and how a ponder search shares the
+//! permits.
+//!
 //! The daemon talks to a running game through [`GameHandle`]: it tells it
 //! that Lichess reported the game finished, or asks it to resign (used on
 //! shutdown).
@@ -62,6 +66,9 @@ const MAX_CLAIMS: u32 = 10;
 const MAX_RESYNCS: u32 = 20;
 /// A mate score counts as this many centipawns in the draw/resign rules.
 const MATE_CP: i32 = 100_000;
+/// While pondering, how often we check whether another game is waiting
+/// for the search permit we hold (it then gets it, and we stop pondering).
+const PONDER_YIELD_CHECK: Duration = Duration::from_millis(25);
 
 /// Who we are on Lichess.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +154,38 @@ struct Thinking {
     _permit: OwnedSemaphorePermit,
 }
 
+/// A ponder search: after our move was posted, the engine searches the
+/// position after the reply it expects, on the opponent's time.
+///
+/// When the next `gameState` brings the expected reply, `ponderhit` turns
+/// it into the search for our move (the engine counts our clock from that
+/// moment) and it becomes [`Thinking`] with its permit. Any other reply (or
+/// a takeback, or the game's end) stops it; its `BestMove` is then ignored
+/// by its id (never posted) and the real position is searched as usual.
+///
+/// Permits: a ponder search runs on a CPU thread too, so it holds one of
+/// the `engine.threads` permits, but it never waits for one and never
+/// keeps one from a game that needs it for its real move. It starts only
+/// if a permit is free at once (the permit of our own search is released
+/// first, so a game queued for it gets it), and every
+/// [`PONDER_YIELD_CHECK`] it releases its permit and takes it back if it
+/// can without waiting: the semaphore is fair, so a released permit goes
+/// to a game already waiting, and the ponder search then stops.
+struct Pondering {
+    id: SearchId,
+    /// The ply of the position searched (after the expected reply).
+    ply: usize,
+    /// The key of the position after our move (the opponent to move).
+    after_ours: u64,
+    /// The key of the position searched.
+    key: u64,
+    /// The expected reply, in UCI (for the log).
+    expected: String,
+    last_info: Option<SearchInfo>,
+    /// `None` only for an instant, while checking for waiting games.
+    permit: Option<OwnedSemaphorePermit>,
+}
+
 /// The immutable facts of the game, from `gameFull`.
 struct Facts {
     white: String,
@@ -189,6 +228,10 @@ struct Game {
     winner: Option<Color>,
     engine: Engine,
     thinking: Option<Thinking>,
+    pondering: Option<Pondering>,
+    /// Ponder searches that ended in a hit / a miss (wrong guess).
+    ponder_hits: u32,
+    ponder_misses: u32,
     /// The ply of our last move post, so one position is answered once.
     moved_at_ply: Option<usize>,
     /// Evaluation after each move (White's view), for the PGN.
@@ -314,7 +357,10 @@ impl Game {
             threads: 1,
             multipv: 1,
         };
-        let (engine, events) = Engine::spawn(options);
+        let (mut engine, events) = Engine::spawn(options);
+        if ctx.config.engine.ponder {
+            engine.set_ponder(true);
+        }
         let game = Game {
             id: info.game_id.clone(),
             color: info.color.map(to_chess),
@@ -326,6 +372,9 @@ impl Game {
             winner: None,
             engine,
             thinking: None,
+            pondering: None,
+            ponder_hits: 0,
+            ponder_misses: 0,
             moved_at_ply: None,
             evals: Vec::new(),
             scores: Vec::new(),
@@ -418,6 +467,11 @@ impl Game {
                         if let Some(permit) = permit {
                             self.start_search(permit, asked.elapsed());
                         }
+                        Flow::Continue
+                    }
+                    _ = tokio::time::sleep(PONDER_YIELD_CHECK),
+                        if self.pondering.is_some() => {
+                        self.ponder_yield_check();
                         Flow::Continue
                     }
                     _ = tokio::time::sleep_until(self.abort_at.unwrap_or_else(far)),
@@ -597,6 +651,27 @@ impl Game {
         }
         self.status = state.status;
         self.winner = state.winner;
+        if let Some(p) = &self.pondering {
+            let key = record.position().key();
+            let ongoing = state.status.is_ongoing();
+            let outcome = if ongoing && ply + 1 == p.ply && key == p.after_ours {
+                // Only our own move so far: the opponent is thinking.
+                None
+            } else if ongoing && ply == p.ply && key == p.key {
+                Some(None)
+            } else if !ongoing {
+                Some(Some("game over"))
+            } else if ply == p.ply {
+                Some(Some("other reply"))
+            } else {
+                Some(Some("position changed"))
+            };
+            match outcome {
+                None => {}
+                Some(None) => self.ponder_hit(ply, &state, arrived),
+                Some(Some(why)) => self.stop_pondering(why),
+            }
+        }
         if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
             // The position changed under the search (takeback, game end).
             if self.thinking.take().is_some() {
@@ -675,27 +750,20 @@ impl Game {
                 .all(|&s| s <= -(bot.resign_score_cp as i32))
     }
 
-    /// Starts the search for our move, if it is still wanted.
-    fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
-        let (Some(us), Some(record), Some((state, arrived))) =
-            (self.color, &self.record, &self.state)
-        else {
-            return;
-        };
-        let ply = record.ply();
-        if !state.status.is_ongoing()
-            || record.position().turn() != us
-            || self.thinking.is_some()
-            || self.moved_at_ply == Some(ply)
-        {
-            return;
-        }
+    /// The limits of a search for our move in `state` (our clock having
+    /// run for `since` since it arrived), and our clock.
+    fn limits(
+        &self,
+        state: &GameState,
+        us: chess::Color,
+        since: Duration,
+        first_move: bool,
+    ) -> (Limits, Option<Duration>) {
         let engine_config = &self.ctx.config.engine;
         let mut limits = Limits {
             move_overhead: engine_config.move_overhead(),
             ..Limits::default()
         };
-        let since = arrived.elapsed();
         let clock = self.facts.as_ref().and_then(|f| f.clock);
         let mut our_clock = None;
         match clock {
@@ -716,8 +784,7 @@ impl Game {
                 limits.btime = Some(btime);
                 limits.winc = Some(ms(state.winc));
                 limits.binc = Some(ms(state.binc));
-                let our_moves_so_far = self.moved_at_ply.is_some();
-                if !our_moves_so_far && ply < 2 {
+                if first_move {
                     limits.movetime = Some(FIRST_MOVE_TIME);
                 }
             }
@@ -729,13 +796,36 @@ impl Game {
         if engine_config.max_nodes > 0 {
             limits.nodes = Some(engine_config.max_nodes);
         }
+        (limits, our_clock)
+    }
+
+    /// Starts the search for our move, if it is still wanted.
+    fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, &self.record, &self.state)
+        else {
+            return;
+        };
+        let ply = record.ply();
+        if !state.status.is_ongoing()
+            || record.position().turn() != us
+            || self.thinking.is_some()
+            || self.moved_at_ply == Some(ply)
+        {
+            return;
+        }
+        let first_move = self.moved_at_ply.is_none() && ply < 2;
+        let (limits, our_clock) = self.limits(state, us, arrived.elapsed(), first_move);
         let request = GoRequest::new(record.position().clone(), record.history(), limits);
+        let arrived = *arrived;
+        // Defensive: a ponder search is never left running under ours.
+        self.stop_pondering("position changed");
         let started = Instant::now();
         let id = self.engine.go(request);
         self.thinking = Some(Thinking {
             id,
             ply,
-            arrived: *arrived,
+            arrived,
             started,
             queued,
             clock: our_clock,
@@ -747,14 +837,24 @@ impl Game {
     async fn on_engine(&mut self, event: engine::Event) -> Flow {
         match event {
             engine::Event::Info { id, info } => {
-                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == id)
-                    && info.multipv <= 1
-                {
+                if info.multipv > 1 {
+                    return Flow::Continue;
+                }
+                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == id) {
                     t.last_info = Some(info);
+                } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
+                    p.last_info = Some(info);
                 }
                 Flow::Continue
             }
             engine::Event::BestMove { id, best } => {
+                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
+                    // A ponder search holds its answer until a hit or a
+                    // stop; ending by itself, it is of no use: never post.
+                    self.pondering = None;
+                    return Flow::Continue;
+                }
+                // Also the answers of stopped ponder searches: not ours.
                 if self.thinking.as_ref().is_none_or(|t| t.id != id) {
                     return Flow::Continue;
                 }
@@ -763,15 +863,22 @@ impl Game {
                     return Flow::Continue;
                 };
                 match best.mv {
-                    Some(mv) => self.play(thinking, mv, done).await,
+                    Some(mv) => self.play(thinking, mv, best.ponder, done).await,
                     None => Flow::Continue,
                 }
             }
         }
     }
 
-    /// Posts our move (or resigns a hopeless game).
-    async fn play(&mut self, thinking: Thinking, mv: Move, done: Instant) -> Flow {
+    /// Posts our move (or resigns a hopeless game), then ponders on
+    /// `expected` if pondering is on.
+    async fn play(
+        &mut self,
+        thinking: Thinking,
+        mv: Move,
+        expected: Option<Move>,
+        done: Instant,
+    ) -> Flow {
         let (Some(us), Some(record)) = (self.color, &self.record) else {
             return Flow::Continue;
         };
@@ -832,8 +939,15 @@ impl Game {
             Some(i) => (i.depth, i.score.to_string(), i.nodes),
             None => (0, "none".to_owned(), 0),
         };
+        let clock = thinking.clock;
+        let queued = thinking.queued;
+        let arrived = thinking.arrived;
+        // Our search is over: its permit goes back before any pondering
+        // (a game waiting for one gets it first).
+        drop(thinking);
         match result {
-            Ok(()) => tracing::info!(
+            Ok(()) => {
+                tracing::info!(
                 game = %self.id,
                 ply,
                 mv = %uci,
@@ -842,13 +956,17 @@ impl Game {
                 score = %score,
                 nodes,
                 think_ms = think.as_millis() as u64,
-                clock_ms = thinking.clock.map(|c| c.as_millis() as u64),
+                clock_ms = clock.map(|c| c.as_millis() as u64),
                 overhead_us = overhead.as_micros() as u64,
-                queued_us = thinking.queued.as_micros() as u64,
+                queued_us = queued.as_micros() as u64,
                 post_us = posting.elapsed().as_micros() as u64,
                 offering_draw,
                 "move"
-            ),
+                );
+                if let Some(reply) = expected {
+                    self.start_ponder(&pos, mv, reply, arrived);
+                }
+            }
             Err(e) => {
                 tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}");
                 // Refused ("not your turn": our position is stale) or lost
@@ -875,6 +993,120 @@ impl Game {
             }
         }
         Flow::Continue
+    }
+
+    /// After our move `ours` from `pos` (answering the latest state, which
+    /// arrived at `arrived`), ponders on the position after `reply`, if
+    /// pondering is on and a search permit is free (see [`Pondering`]).
+    fn start_ponder(&mut self, pos: &Position, ours: Move, reply: Move, arrived: Instant) {
+        if !self.ctx.config.engine.ponder || self.pondering.is_some() || self.thinking.is_some() {
+            return;
+        }
+        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
+        else {
+            return;
+        };
+        if !state.status.is_ongoing() || record.position().key() != pos.key() {
+            return;
+        }
+        let after_ours = pos.play(ours);
+        if !after_ours.is_legal(reply) {
+            return;
+        }
+        let Ok(permit) = Arc::clone(&self.ctx.search_permits).try_acquire_owned() else {
+            tracing::debug!(game = %self.id, "not pondering: no free search thread");
+            return;
+        };
+        let target = after_ours.play(reply);
+        let ply = record.ply() + 2;
+        let mut history = record.history();
+        history.push(pos.key());
+        history.push(after_ours.key());
+        // The clocks as they will be at the reply: ours less the time
+        // spent on this move, plus the increment Lichess adds once the
+        // clocks run; theirs as they stand (they run from now: the engine
+        // counts ours from the hit).
+        let (mut limits, _) = self.limits(state, us, arrived.elapsed(), false);
+        if record.ply() >= 2 {
+            match us {
+                chess::Color::White => {
+                    limits.wtime = limits.wtime.map(|t| t + limits.winc.unwrap_or_default())
+                }
+                chess::Color::Black => {
+                    limits.btime = limits.btime.map(|t| t + limits.binc.unwrap_or_default())
+                }
+            }
+        }
+        let expected = reply.to_uci(record.chess960());
+        let key = target.key();
+        let id = self
+            .engine
+            .go_ponder(GoRequest::new(target, history, limits));
+        tracing::debug!(game = %self.id, ply, expected = %expected, "pondering");
+        self.pondering = Some(Pondering {
+            id,
+            ply,
+            after_ours: after_ours.key(),
+            key,
+            expected,
+            last_info: None,
+            permit: Some(permit),
+        });
+    }
+
+    /// The opponent played the expected reply (`state`, at `ply`): the
+    /// ponder search becomes the search for our move.
+    fn ponder_hit(&mut self, ply: usize, state: &GameState, arrived: Instant) {
+        let (Some(p), Some(us)) = (self.pondering.take(), self.color) else {
+            return;
+        };
+        let Some(permit) = p.permit else {
+            return;
+        };
+        self.engine.ponderhit();
+        self.ponder_hits += 1;
+        tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
+        let (_, clock) = self.limits(state, us, arrived.elapsed(), false);
+        let now = Instant::now();
+        self.thinking = Some(Thinking {
+            id: p.id,
+            ply,
+            arrived,
+            started: now,
+            queued: Duration::ZERO,
+            clock,
+            last_info: p.last_info,
+            _permit: permit,
+        });
+    }
+
+    /// Stops the ponder search, if any (its answer will be ignored), and
+    /// frees its permit. `why` is logged; "other reply" counts as a miss.
+    fn stop_pondering(&mut self, why: &str) {
+        let Some(p) = self.pondering.take() else {
+            return;
+        };
+        self.engine.stop();
+        if why == "other reply" {
+            self.ponder_misses += 1;
+            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, "ponder miss");
+        } else {
+            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, why, "ponder stopped");
+        }
+    }
+
+    /// Gives our ponder permit to a game waiting for one, if any: the
+    /// permit is released and taken back only if nobody was queued for it
+    /// (the semaphore is fair: a released permit goes to the first waiter).
+    fn ponder_yield_check(&mut self) {
+        let Some(p) = self.pondering.as_mut() else {
+            return;
+        };
+        drop(p.permit.take());
+        match Arc::clone(&self.ctx.search_permits).try_acquire_owned() {
+            Ok(permit) => p.permit = Some(permit),
+            Err(_) => self.stop_pondering("a game needs the thread"),
+        }
     }
 
     fn on_chat(&mut self, line: ChatLine) {
@@ -928,6 +1160,7 @@ impl Game {
     }
 
     fn on_finished(&mut self, info: GameInfo) -> Flow {
+        self.stop_pondering("game over");
         if self.status.is_ongoing() {
             if let Some(status) = info.status {
                 self.status = status;
@@ -941,6 +1174,7 @@ impl Game {
 
     /// Resigns (or aborts, before both sides moved).
     async fn resign_now(&mut self) -> Flow {
+        self.stop_pondering("resigning");
         let ply = self.record.as_ref().map_or(0, GameRecord::ply);
         let result = if ply < 2 {
             tracing::info!(game = %self.id, "aborting on request");
@@ -960,6 +1194,7 @@ impl Game {
         if self.thinking.take().is_some() {
             self.engine.stop();
         }
+        self.stop_pondering("game over");
         let ply = self.record.as_ref().map_or(0, GameRecord::ply);
         let (result, termination) = result_of(self.status, self.winner);
         tracing::info!(
@@ -968,6 +1203,8 @@ impl Game {
             winner = self.winner.map(Color::as_str),
             result,
             plies = ply,
+            ponder_hits = self.ponder_hits,
+            ponder_misses = self.ponder_misses,
             "game end"
         );
         if self.facts.is_some() {
