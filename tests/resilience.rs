@@ -37,9 +37,10 @@ impl Bot {
         let pgn = dir.path().join("pgn");
         let config = format!(
             "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
-             [engine]\nhash_mb = 8\nmax_depth = 3\n\
+             [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
              [bot]\npgn_dir = \"{}\"\n{extra}\n",
             fake.url(),
+            dir.path().join("state").display(),
             pgn.display()
         );
         let path = dir.path().join("kaissa.toml");
@@ -342,6 +343,15 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
     let mut bot = Bot::start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 6).await;
+    // The table is saved every few moves of ours: kill once it has been.
+    let hash_file = bot.dir.path().join("state/hash").join(format!("{id}.hash"));
+    fake.wait_until("the hash file", GAME, |_| hash_file.exists())
+        .await
+        .unwrap();
+    assert!(
+        !fake.game(&id).unwrap().is_over(),
+        "the game ended too soon"
+    );
     bot.kill().await;
     let connections = fake.view(|v| v.event_stream_connections());
     bot.spawn();
@@ -354,6 +364,8 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
     check_finished(&bot, &game).await;
     let log = bot.stop().await;
     assert!(log.contains("resuming a game nobody watched"), "{log}");
+    assert!(log.contains("hash table loaded"), "{log}");
+    assert!(!hash_file.exists(), "the finished game's hash file is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

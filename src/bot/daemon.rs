@@ -37,6 +37,7 @@
 
 use super::challenge::{Decision, SlotGuard, Slots, decide};
 use super::game::{self, GameCommand, GameContext, GameHandle, Me};
+use super::hashstore;
 use crate::config::Config;
 use crate::lichess::client::{Client, Error as ClientError, EventStream, jittered};
 use crate::lichess::model::{Challenge, DeclineReason, Direction, Event, GameInfo};
@@ -194,6 +195,9 @@ impl Daemon {
     }
 
     async fn run_inner(&mut self, signals: &mut Signals) -> Result<(), ClientError> {
+        if let Some(dir) = self.config.engine.state_dir.clone() {
+            prepare_state_dir(&dir);
+        }
         self.me = Some(tokio::select! {
             me = self.whoami() => me?,
             _ = wait_for(signals, GRACEFUL) => return Ok(()),
@@ -640,5 +644,21 @@ async fn wait_for(signals: &mut Signals, count: u32) {
         if signals.changed().await.is_err() {
             return;
         }
+    }
+}
+
+/// Creates the hash-file directory and deletes stale files. Problems are
+/// logged: without it the bot still plays, only without saved tables.
+fn prepare_state_dir(dir: &std::path::Path) {
+    if let Err(e) = hashstore::prepare(dir) {
+        tracing::warn!(
+            "engine.state_dir {}: cannot create the hash directory ({e}); tables will not be saved",
+            dir.display()
+        );
+        return;
+    }
+    let swept = hashstore::sweep(dir, hashstore::STALE_AFTER, std::time::SystemTime::now());
+    if swept > 0 {
+        tracing::info!(files = swept, "stale hash files deleted");
     }
 }

@@ -23,6 +23,7 @@
 //! shutdown).
 
 use super::chat::{self, EngineView, Room};
+use super::hashstore;
 use super::pgn::{Eval, PgnHeaders, write_pgn};
 use super::record::GameRecord;
 use crate::chess::{self, Move, Position};
@@ -249,6 +250,10 @@ struct Game {
     finish_by: Option<Instant>,
     /// Resyncs after a failed move post, so far.
     resyncs: u32,
+    /// Where this game's table is kept (`engine.state_dir` set).
+    hash_file: Option<PathBuf>,
+    /// Our moves posted in this run (the table is saved every few).
+    moves_posted: usize,
 }
 
 /// The other side's colour in the Lichess model.
@@ -361,6 +366,30 @@ impl Game {
         if ctx.config.engine.ponder {
             engine.set_ponder(true);
         }
+        let hash_file = ctx
+            .config
+            .engine
+            .state_dir
+            .as_deref()
+            .and_then(|dir| hashstore::path(dir, &info.game_id));
+        // A table saved by an earlier run of this game (a restart): loaded
+        // before the first search, since the engine takes commands in order.
+        if let Some(path) = hash_file.as_ref().filter(|p| p.exists()) {
+            let reply = engine.load_hash(path.clone());
+            let game = info.game_id.clone();
+            tokio::spawn(async move {
+                match reply.await {
+                    Ok(Ok(loaded)) => tracing::info!(
+                        game = %game,
+                        mib = loaded.bytes >> 20,
+                        entries = loaded.used,
+                        "hash table loaded"
+                    ),
+                    Ok(Err(e)) => tracing::warn!(game = %game, "hash file not used: {e}"),
+                    Err(_) => {}
+                }
+            });
+        }
         let game = Game {
             id: info.game_id.clone(),
             color: info.color.map(to_chess),
@@ -388,6 +417,8 @@ impl Game {
             claims: 0,
             finish_by: None,
             resyncs: 0,
+            hash_file,
+            moves_posted: 0,
         };
         (game, events)
     }
@@ -963,6 +994,11 @@ impl Game {
                 offering_draw,
                 "move"
                 );
+                self.moves_posted += 1;
+                if self.moves_posted % hashstore::SAVE_EVERY_MOVES == 0 {
+                    // Before any pondering: the engine runs it first.
+                    self.save_hash();
+                }
                 if let Some(reply) = expected {
                     self.start_ponder(&pos, mv, reply, arrived);
                 }
@@ -1190,11 +1226,48 @@ impl Game {
     }
 
     /// The game is over: stop the engine, say goodbye, write the PGN, log.
+    /// Saves the table to the game's hash file (if `engine.state_dir` is
+    /// set), on the engine thread; the outcome is logged.
+    fn save_hash(&mut self) {
+        let Some(path) = self.hash_file.clone() else {
+            return;
+        };
+        let reply = self.engine.save_hash(path);
+        let game = self.id.clone();
+        tokio::spawn(async move {
+            match reply.await {
+                Ok(Ok(saved)) => {
+                    tracing::debug!(game = %game, entries = saved.used, "hash table saved")
+                }
+                Ok(Err(e)) => tracing::warn!(game = %game, "hash table not saved: {e}"),
+                Err(_) => {}
+            }
+        });
+    }
+
     async fn wrap_up(mut self) {
         if self.thinking.take().is_some() {
             self.engine.stop();
         }
         self.stop_pondering("game over");
+        if let (Some(dir), Some(path)) = (&self.ctx.config.engine.state_dir, &self.hash_file) {
+            if self.status.is_ongoing() {
+                // Not over (shutdown, or Lichess lost track of it): keep
+                // the table for the run that resumes the game.
+                let reply = self.engine.save_hash(path.clone());
+                match tokio::time::timeout(Duration::from_secs(10), reply).await {
+                    Ok(Ok(Ok(saved))) => {
+                        tracing::info!(game = %self.id, entries = saved.used, "hash table saved")
+                    }
+                    Ok(Ok(Err(e))) => tracing::warn!(game = %self.id, "hash table not saved: {e}"),
+                    Ok(Err(_)) | Err(_) => {
+                        tracing::warn!(game = %self.id, "hash table not saved: no answer")
+                    }
+                }
+            } else {
+                hashstore::remove(dir, &self.id);
+            }
+        }
         let ply = self.record.as_ref().map_or(0, GameRecord::ply);
         let (result, termination) = result_of(self.status, self.winner);
         tracing::info!(

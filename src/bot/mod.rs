@@ -5,5 +5,6 @@ pub mod challenge;
 pub mod chat;
 pub mod daemon;
 pub mod game;
+pub mod hashstore;
 pub mod pgn;
 pub mod record;

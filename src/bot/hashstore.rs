@@ -1,0 +1,112 @@
+//! Where each game's transposition table is kept between runs: one file per
+//! game id under `engine.state_dir/hash/`, saved while the game goes on,
+//! loaded when the game is resumed after a restart, deleted when it ends,
+//! and swept when stale.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Files not written for this long belong to games long over (a running
+/// game rewrites its file every few moves); they are deleted at start.
+pub const STALE_AFTER: Duration = Duration::from_secs(3 * 24 * 3600);
+
+/// Save the table after every this many of our moves. A SIGKILL loses at
+/// most the moves since; the save itself runs on the engine thread after
+/// our move has been posted, on the opponent's time.
+pub const SAVE_EVERY_MOVES: usize = 4;
+
+const EXTENSION: &str = "hash";
+
+/// The directory of the hash files, `state_dir/hash`.
+pub fn dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("hash")
+}
+
+/// The file of one game, or `None` for a game id that is not a plain
+/// Lichess id (letters and digits): a hostile id never names a path.
+pub fn path(state_dir: &Path, game_id: &str) -> Option<PathBuf> {
+    let plain = !game_id.is_empty()
+        && game_id.len() <= 32
+        && game_id.bytes().all(|b| b.is_ascii_alphanumeric());
+    plain.then(|| dir(state_dir).join(format!("{game_id}.{EXTENSION}")))
+}
+
+/// Creates the directory (owner-only) if needed.
+pub fn prepare(state_dir: &Path) -> std::io::Result<()> {
+    let dir = dir(state_dir);
+    std::fs::create_dir_all(&dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Deletes the hash files (and leftover temporary files) not modified for
+/// `older_than`; returns how many were deleted. Errors on single files are
+/// skipped: a sweep never stops the daemon.
+pub fn sweep(state_dir: &Path, older_than: Duration, now: SystemTime) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir(state_dir)) else {
+        return 0;
+    };
+    let mut deleted = 0;
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .unwrap_or_default();
+        if age >= older_than && std::fs::remove_file(entry.path()).is_ok() {
+            deleted += 1;
+        }
+    }
+    deleted
+}
+
+/// Deletes a finished game's file; a missing file is fine.
+pub fn remove(state_dir: &Path, game_id: &str) {
+    if let Some(p) = path(state_dir, game_id)
+        && let Err(e) = std::fs::remove_file(&p)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(game = %game_id, "cannot delete the hash file {}: {e}", p.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_game_ids_name_a_file() {
+        let dir = Path::new("/state");
+        assert_eq!(
+            path(dir, "abcd1234"),
+            Some(PathBuf::from("/state/hash/abcd1234.hash"))
+        );
+        for bad in ["", "../etc", "a/b", "a.b", "x y", &"a".repeat(33)] {
+            assert_eq!(path(dir, bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sweep_deletes_only_old_files() {
+        let state = std::env::temp_dir().join(format!("kaissa-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&state);
+        prepare(&state).unwrap();
+        let file = path(&state, "game0001").unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        let now = SystemTime::now();
+        assert_eq!(sweep(&state, STALE_AFTER, now), 0);
+        assert!(file.exists());
+        assert_eq!(sweep(&state, STALE_AFTER, now + STALE_AFTER * 2), 1);
+        assert!(!file.exists());
+        remove(&state, "game0001"); // already gone: no error
+        std::fs::remove_dir_all(&state).unwrap();
+    }
+}
