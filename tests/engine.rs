@@ -177,6 +177,22 @@ fn threads_named(prefix: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// Polls the number of helper threads until it is `want` (or 5 s have
+/// passed) and returns the last count; panics if it ever exceeds 2.
+#[cfg(target_os = "linux")]
+fn settle_helpers(want: usize) -> usize {
+    let mut n = threads_named("kaissa-helper");
+    for _ in 0..500 {
+        assert!(n <= 2, "{n} helper threads for Threads=3");
+        if n == want {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        n = threads_named("kaissa-helper");
+    }
+    n
+}
+
 #[test]
 fn lazy_smp_threads() {
     let (mut engine, mut rx) = Engine::spawn(EngineOptions {
@@ -195,27 +211,19 @@ fn lazy_smp_threads() {
         infinite: true,
         ..Limits::default()
     };
+    // The first search's helpers are gone (the OS may take a moment to
+    // reap a thread whose work is done).
+    #[cfg(target_os = "linux")]
+    assert_eq!(settle_helpers(0), 0);
     let id = engine.go(GoRequest::new(pos.clone(), vec![], limits));
-    std::thread::sleep(Duration::from_millis(200));
     // Two helpers besides the main search thread, never more.
     #[cfg(target_os = "linux")]
-    assert_eq!(threads_named("kaissa-helper"), 2);
+    assert_eq!(settle_helpers(2), 2);
     engine.stop();
     assert!(pos.is_legal(wait_best(&mut rx, id).0.mv.expect("a move")));
-    // Helpers end with their search (the OS may take a moment to reap a
-    // thread whose work is done, so wait for it).
+    // Helpers end with their search.
     #[cfg(target_os = "linux")]
-    {
-        let mut left = threads_named("kaissa-helper");
-        for _ in 0..500 {
-            if left == 0 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-            left = threads_named("kaissa-helper");
-        }
-        assert_eq!(left, 0);
-    }
+    assert_eq!(settle_helpers(0), 0);
 
     engine.set_threads(1);
     let id = engine.go(GoRequest::new(pos.clone(), vec![], limits_infinite()));
