@@ -24,43 +24,9 @@ impl Rng {
     }
 }
 
-/// The Chess960 start position number `n` (0..960), Scharnagl numbering.
+/// The Chess960 start position number `n` (0..960).
 fn chess960_fen(n: usize) -> String {
-    let mut rank = [' '; 8];
-    let mut n = n % 960;
-    let light = [1, 3, 5, 7][n % 4];
-    n /= 4;
-    let dark = [0, 2, 4, 6][n % 4];
-    n /= 4;
-    rank[light] = 'b';
-    rank[dark] = 'b';
-    let queen = n % 6;
-    n /= 6;
-    let free = |rank: &[char; 8]| -> Vec<usize> { (0..8).filter(|&i| rank[i] == ' ').collect() };
-    let q = free(&rank)[queen];
-    rank[q] = 'q';
-    let knights = [
-        (0, 1),
-        (0, 2),
-        (0, 3),
-        (0, 4),
-        (1, 2),
-        (1, 3),
-        (1, 4),
-        (2, 3),
-        (2, 4),
-        (3, 4),
-    ][n];
-    let f = free(&rank);
-    rank[f[knights.0]] = 'n';
-    rank[f[knights.1]] = 'n';
-    let f = free(&rank);
-    rank[f[0]] = 'r';
-    rank[f[1]] = 'k';
-    rank[f[2]] = 'r';
-    let black: String = rank.iter().collect();
-    let white = black.to_ascii_uppercase();
-    format!("{black}/pppppppp/8/8/8/8/PPPPPPPP/{white} w KQkq - 0 1")
+    kaissa::chess::chess960_start_fen(n as u32)
 }
 
 fn sorted_uci_ours(pos: &Position) -> Vec<String> {

@@ -316,8 +316,64 @@ fn parse_en_passant(pos: &mut Position, field: &str) -> Result<(), FenError> {
     Ok(())
 }
 
+/// The FEN of Chess960 start position `n` (Scharnagl numbering, taken
+/// modulo 960; 518 is the standard start), castling written `KQkq`.
+pub fn chess960_start_fen(n: u32) -> String {
+    const KNIGHTS: [(usize, usize); 10] = [
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (0, 4),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 3),
+        (2, 4),
+        (3, 4),
+    ];
+    let mut rank = [None::<char>; 8];
+    let n = (n % 960) as usize;
+    let (n, light) = (n / 4, n % 4);
+    rank[2 * light + 1] = Some('B');
+    let (n, dark) = (n / 4, n % 4);
+    rank[2 * dark] = Some('B');
+    let (n, queen) = (n / 6, n % 6);
+    // The `nth` empty square; there are always enough (8 squares, 8 pieces).
+    let put = |rank: &mut [Option<char>; 8], nth: usize, piece: char| {
+        if let Some(i) = (0..8).filter(|&i| rank[i].is_none()).nth(nth) {
+            rank[i] = Some(piece);
+        }
+    };
+    put(&mut rank, queen, 'Q');
+    let (first, second) = KNIGHTS[n];
+    // The second knight first, so the first one's index is unaffected.
+    put(&mut rank, second, 'N');
+    put(&mut rank, first, 'N');
+    for piece in ['R', 'K', 'R'] {
+        put(&mut rank, 0, piece);
+    }
+    let white: String = rank.iter().map(|p| p.unwrap_or('?')).collect();
+    let black = white.to_lowercase();
+    format!("{black}/pppppppp/8/8/8/8/PPPPPPPP/{white} w KQkq - 0 1")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn chess960_start_positions() {
+        assert_eq!(chess960_start_fen(518), STARTPOS);
+        assert_eq!(
+            chess960_start_fen(0),
+            "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w KQkq - 0 1"
+        );
+        let all: std::collections::HashSet<String> = (0..960).map(chess960_start_fen).collect();
+        assert_eq!(all.len(), 960);
+        for fen in &all {
+            let pos = crate::chess::Position::from_fen(fen).expect(fen);
+            assert_eq!(pos.castling_rights(), 0b1111, "{fen}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -18,7 +18,7 @@ pub use attacks::{
     rook_attacks,
 };
 pub use bitboard::Bitboard;
-pub use fen::{CastlingNotation, FenError, STARTPOS};
+pub use fen::{CastlingNotation, FenError, STARTPOS, chess960_start_fen};
 pub use moves::{MAX_MOVES, Move, MoveKind, MoveList};
 pub use notation::{SanError, UciMoveError};
 pub use perft::{divide, perft};

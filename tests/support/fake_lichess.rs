@@ -766,49 +766,16 @@ fn speed_of(time: FakeTime) -> &'static str {
     }
 }
 
-/// The back rank of Chess960 start position `n` (Scharnagl numbering).
+/// The back rank (White's) of Chess960 start position `n` (Scharnagl
+/// numbering).
 pub fn chess960_back_rank(n: u32) -> String {
-    let mut rank = [None::<char>; 8];
-    let n = n % 960;
-    let (n, light) = (n / 4, n % 4);
-    rank[(2 * light + 1) as usize] = Some('B');
-    let (n, dark) = (n / 4, n % 4);
-    rank[(2 * dark) as usize] = Some('B');
-    let (n, queen) = (n / 6, n % 6);
-    let put_nth_empty = |rank: &mut [Option<char>; 8], nth: u32, piece: char| {
-        let square = (0..8).filter(|&i| rank[i].is_none()).nth(nth as usize);
-        if let Some(square) = square {
-            rank[square] = Some(piece);
-        }
-    };
-    put_nth_empty(&mut rank, queen, 'Q');
-    const KNIGHTS: [(u32, u32); 10] = [
-        (0, 1),
-        (0, 2),
-        (0, 3),
-        (0, 4),
-        (1, 2),
-        (1, 3),
-        (1, 4),
-        (2, 3),
-        (2, 4),
-        (3, 4),
-    ];
-    let (first, second) = KNIGHTS[n as usize % 10];
-    // Place the second knight first, so the first index is unaffected.
-    put_nth_empty(&mut rank, second, 'N');
-    put_nth_empty(&mut rank, first, 'N');
-    for piece in ['R', 'K', 'R'] {
-        put_nth_empty(&mut rank, 0, piece);
-    }
-    rank.iter().map(|p| p.unwrap_or('?')).collect()
+    let fen = chess960_fen(n);
+    fen[fen.rfind('/').map_or(0, |i| i + 1)..fen.find(' ').unwrap_or(fen.len())].to_owned()
 }
 
 /// The FEN of Chess960 start position `n`.
 pub fn chess960_fen(n: u32) -> String {
-    let white = chess960_back_rank(n);
-    let black = white.to_lowercase();
-    format!("{black}/pppppppp/8/8/8/8/PPPPPPPP/{white} w KQkq - 0 1")
+    kaissa::chess::chess960_start_fen(n)
 }
 
 // ---------------------------------------------------------------------------
