@@ -6,7 +6,7 @@
 # /usr/games/stockfish (scripts/install-engines.sh). CPU-heavy: it is
 # niced, and each step uses one core.
 #
-#   scripts/tune-eval.sh [DATA_DIR]      # default DATA_DIR: /work/tune-data
+#   scripts/tune-eval.sh [DATA_DIR]      # default DATA_DIR: target/tune-data
 #
 # Steps already done are skipped when their output file exists, so a
 # re-run only re-tunes. Delete the files to regenerate them.
@@ -19,7 +19,7 @@
 set -eu
 
 cd "$(dirname "$0")/.."
-DATA=${1:-/work/tune-data}
+DATA=${1:-target/tune-data}
 mkdir -p "$DATA"
 SF="$DATA/sf-4k.epd"
 OWN="$DATA/kaissa-dg-s1.txt"
@@ -41,7 +41,7 @@ if [ ! -s "$OWN" ]; then
     # change. datagen is deterministic for a given binary; a later search
     # plays different (equivalent) games.
     nice -n 10 target/release/kaissa datagen --games 1250 --nodes 5000 \
-        --random-plies 4 --openings ../shared/data/openings-8ply.epd \
+        --random-plies 4 --openings scripts/data/openings-8ply.epd \
         --out "$OWN" --seed 1 --threads 1
 fi
 

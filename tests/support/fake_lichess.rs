@@ -2,7 +2,7 @@
 //! 127.0.0.1 (ephemeral port) that the client, or the real daemon binary,
 //! talks to over TCP.
 //!
-//! It speaks the bot API as `shared/docs/lichess-api.md` describes it, with
+//! It speaks the bot API as Lichess documents it (lichess.org/api), with
 //! shakmaty for the rules: the event stream (keep-alives, replay of open
 //! challenges and ongoing games on connect, one stream per token), game
 //! streams (`gameFull`, then `gameState` on every move, `chatLine`,
