@@ -11,4 +11,5 @@ pub mod config;
 pub mod engine;
 pub mod lichess;
 pub mod systemd;
+pub mod tools;
 pub mod uci;

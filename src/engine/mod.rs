@@ -1,6 +1,6 @@
 //! The engine: a searcher over `chess` positions and the thread that runs
 //! it. Nothing here is async and the search does no I/O (only the offline
-//! tools `datagen` and `tune` read and write what they are handed); the
+//! tuner `tune` reads and writes what it is handed); the
 //! two front ends (`uci` and the bot) drive it through `Engine`.
 //!
 //! One idea per file: `score` (values and mate arithmetic), `tt`
@@ -9,12 +9,10 @@
 //! `weights` and `params` (the evaluation, the layout of its weights and
 //! the tuned weights), `search` (iterative deepening and alpha-beta), `limits` and `timeman` (what the caller
 //! asked for and how much time to use), `thread` (the engine thread and
-//! its handle), `bench` (the search signature), `tune` and `datagen` (the
-//! Texel tuner and its training data).
+//! its handle), `bench` (the search signature), `tune` (the Texel tuner).
 
 pub mod bench;
 pub mod clocktest;
-pub mod datagen;
 pub mod eval;
 pub mod hashfile;
 pub mod history;
