@@ -17,9 +17,9 @@
 //! `lichess.token_file`, else `$CREDENTIALS_DIRECTORY/lichess-token`
 //! (systemd `LoadCredential=`).
 //!
-//! The parts: [`sections`] (the sections, their defaults and small
-//! accessors), [`env`] (the environment overrides), [`validate`] (the rules
-//! across values), [`token`] (finding the token) and [`error`] (every
+//! The parts: `sections` (the sections, their defaults and small
+//! accessors), `env` (the environment overrides), `validate` (the rules
+//! across values), `token` (finding the token) and `error` (every
 //! mistake, named by its key). The challenge rules that use
 //! `[challenge]` are the policy's, in `bot::challenge`.
 
