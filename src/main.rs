@@ -575,7 +575,7 @@ fn run_tune(
     out: &Path,
     note: &[String],
 ) -> Result<()> {
-    use kaissa::engine::eval::{MATERIAL, N_PARAMS, SECTIONS};
+    use kaissa::engine::weights::{MATERIAL, N_PARAMS, SECTIONS};
     let TuneOptions {
         lambda,
         validate,

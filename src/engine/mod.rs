@@ -5,9 +5,9 @@
 //!
 //! One idea per file: `score` (values and mate arithmetic), `tt`
 //! (transposition table), `see` (static exchange), `history` (move
-//! ordering statistics), `movepick` (staged move ordering), `eval` and
-//! `params` (the evaluation and its tuned weights), `search` (iterative
-//! deepening and alpha-beta), `limits` and `timeman` (what the caller
+//! ordering statistics), `movepick` (staged move ordering), `eval`,
+//! `weights` and `params` (the evaluation, the layout of its weights and
+//! the tuned weights), `search` (iterative deepening and alpha-beta), `limits` and `timeman` (what the caller
 //! asked for and how much time to use), `thread` (the engine thread and
 //! its handle), `bench` (the search signature), `tune` (the Texel tuner).
 
@@ -26,6 +26,7 @@ pub mod thread;
 pub mod timeman;
 pub mod tt;
 pub mod tune;
+pub mod weights;
 
 pub use limits::Limits;
 pub use score::Score;
