@@ -3,7 +3,8 @@
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
 //! and `bot` are the two front ends, `lichess` talks to the server,
 //! `config` loads and validates the daemon's settings, `systemd` speaks
-//! the service manager's notification protocol, and `tools` are the
+//! the service manager's notification protocol (`logging` and `exit`: the
+//! daemon's log lines and exit status), and `tools` are the
 //! offline programs that drive the engine from outside (training data).
 //! Dependencies point one way: `chess` <- `engine` <- `uci`, `bot`,
 //! `tools`; `lichess` knows no chess.
@@ -41,7 +42,9 @@ pub mod bot;
 pub mod chess;
 pub mod config;
 pub mod engine;
+pub mod exit;
 pub mod lichess;
+pub mod logging;
 pub mod systemd;
 pub mod tools;
 pub mod uci;
