@@ -20,6 +20,9 @@
 #   KAISSA_RUNROOT  the booted copy, rebuilt every run
 #                   (default /var/tmp/kaissa-debroot-run)
 #   DEBIAN_MIRROR   default http://deb.debian.org/debian
+#   KAISSA_BUILT    set: target/release/kaissa and
+#                   target/release/examples/fake_lichess are already built
+#                   (the cargo test sets it: cargo holds the build lock)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -100,10 +103,17 @@ rm -rf "$root"
 cp -a --reflink=auto "$base" "$root"
 
 step "Build (as a user would, on the host)"
-(cd "$repo" && cargo build --release --bin kaissa --example fake_lichess 2>&1 | tail -1)
+bin=$repo/target/release/kaissa
+fake_bin=$repo/target/release/examples/fake_lichess
+if [[ -n ${KAISSA_BUILT:-} ]]; then
+    say "built by the caller (KAISSA_BUILT)"
+else
+    (cd "$repo" && cargo build --release --bin kaissa --example fake_lichess 2>&1 | tail -1)
+fi
+[[ -x $bin && -x $fake_bin ]] || die "no $bin or $fake_bin"
 
 step "Fake Lichess on 127.0.0.1"
-coproc FAKE { exec "$repo/target/release/examples/fake_lichess"; }
+coproc FAKE { exec "$fake_bin"; }
 fake_pid=$FAKE_PID
 read -r -t 30 url token <&"${FAKE[0]}" || die "the fake server did not start"
 say "$url"
@@ -118,7 +128,7 @@ step "The checkout in the container (/root/kaissa) and the user's config edits"
 co=$root/root/kaissa
 mkdir -p "$co/target/release"
 cp -a "$repo/config" "$repo/systemd" "$repo/README.md" "$co/"
-cp -a "$repo/target/release/kaissa" "$co/target/release/"
+cp -a "$bin" "$co/target/release/kaissa"
 # What the README asks to edit (state_dir, pgn_dir), the server, and a
 # node limit so that the test games go quickly.
 sed -i -e "s|^url = .*|url = \"$url\"|" \
@@ -137,14 +147,25 @@ for _ in $(seq 100); do
     sleep 0.2
 done
 [[ -n $init ]] || { cat "$work/console.log"; die "the container did not boot"; }
-state=$(in_ct timeout 60 systemctl is-system-running --wait || true)
+# Until the container's systemd answers on its bus and has booted.
+state=
+for _ in $(seq 120); do
+    state=$(in_ct systemctl is-system-running 2>/dev/null || true)
+    [[ $state == running || $state == degraded ]] && break
+    sleep 0.5
+done
+[[ $state == running || $state == degraded ]] || die "the container's systemd is '$state'"
 say "container init pid $init, system $state"
 
 step "README install steps, verbatim (as root, in the checkout)"
-block=$(awk '/<!-- systemd-test: install/ {f=1; next}
+# The sh block after the README's marker `<!-- systemd-test: NAME`.
+readme_block() {
+    awk -v marker="<!-- systemd-test: $1" 'index($0, marker) == 1 {f=1; next}
              f && /^```sh/ {b=1; next}
              b && /^```/ {exit}
-             b {print}' "$repo/README.md")
+             b {print}' "$repo/README.md"
+}
+block=$(readme_block install)
 [[ -n $block ]] || die "no install block in README.md"
 say "$block" | sed 's/^/    /'
 token_line=$(grep -F '/etc/kaissa/token' <<<"$block")
@@ -210,6 +231,7 @@ sleep 1
 say "after SIGKILL: $(show kaissa ActiveState)/$(show kaissa SubState)"
 over=$(fake wait-over "$id" 300)
 say "game $id: $over"
+say "memory and threads: $(usage)"
 restarts=$(show kaissa NRestarts)
 [[ $restarts -eq $((restarts_before + 1)) && $over != *status=outoftime* && $over == *illegal=0* && $over != *streams=1 ]] &&
     pass "restarted once by systemd (NRestarts $restarts), game resumed on a new stream and finished" ||
@@ -223,7 +245,7 @@ in_ct systemctl start kaissa && fail "start succeeded with a rejected token" || 
 sleep 8
 result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
 say "unit: $result"
-in_ct journalctl -u kaissa -o cat --no-pager -n 3 | sed 's/^/    /'
+in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
 [[ $result == "failed exit-code status=77 restarts=0" ]] && pass "failed with status 77, not restarted" ||
     fail "rejected token: $result"
 
@@ -235,9 +257,25 @@ in_ct systemctl start kaissa && fail "start succeeded with a bad configuration" 
 sleep 8
 result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
 say "unit: $result"
-in_ct journalctl -u kaissa -o cat --no-pager -n 2 | sed 's/^/    /'
+in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
 [[ $result == "failed exit-code status=78 restarts=0" ]] && pass "failed with status 78, not restarted" ||
     fail "bad configuration: $result"
+
+step "7. The token encrypted with systemd-creds (README steps, verbatim)"
+sed -i 's/^concurrency = 0/concurrency = 1/' "$root/etc/kaissa/kaissa.toml"
+in_ct systemctl reset-failed kaissa
+encrypted=$(readme_block encrypted)
+[[ -n $encrypted ]] || die "no encrypted-token block in README.md"
+say "$encrypted" | sed 's/^/    /'
+in_ct bash -euo pipefail -c "cd /root/kaissa && $encrypted" <<<"$token" || fail "the encrypted-token steps failed"
+say "$(fake wait-stream 30)"
+in_ct test ! -e /etc/kaissa/token && ! in_ct grep -qF "$token" /etc/kaissa/token.cred && [[ $(show kaissa ActiveState) == active ]] &&
+    pass "active with the token only in /etc/kaissa/token.cred" || fail "encrypted token: $(show kaissa ActiveState)"
+id=$(fake challenge 60 0 50)
+over=$(fake wait-over "$id" 180)
+say "game $id: $over"
+[[ $over == "over "* && $over != *status=outoftime* && $over == *illegal=0* ]] && pass "game played to its end" ||
+    fail "game $id: $over"
 
 step "Result"
 if [[ $failures -eq 0 ]]; then
