@@ -142,7 +142,8 @@ step "Boot: systemd-nspawn --register=no --keep-unit --boot -D $root"
 systemd-nspawn --register=no --keep-unit --boot -D "$root" </dev/null >"$work/console.log" 2>&1 &
 nspawn_pid=$!
 for _ in $(seq 100); do
-    init=$(pgrep -P "$nspawn_pid" || true)
+    # nspawn's child execs systemd (an intermediate child comes first).
+    init=$(pgrep -P "$nspawn_pid" -x systemd || true)
     [[ -n $init ]] && break
     sleep 0.2
 done
@@ -154,7 +155,7 @@ for _ in $(seq 120); do
     [[ $state == running || $state == degraded ]] && break
     sleep 0.5
 done
-[[ $state == running || $state == degraded ]] || die "the container's systemd is '$state'"
+[[ $state == running || $state == degraded ]] || { tail -20 "$work/console.log"; die "the container's systemd is '$state'"; }
 say "container init pid $init, system $state"
 
 step "README install steps, verbatim (as root, in the checkout)"
@@ -225,7 +226,9 @@ step "4. A crash mid-game: systemd restarts kaissa, the game is resumed"
 say "$(fake wait-stream 30)"
 restarts_before=$(show kaissa NRestarts)
 id=$(fake challenge 180 0 300)
-say "challenge $id (3+0): $(fake wait-plies "$id" 6 60)"
+# 10 plies: the bot has moved 5 times, its hash file is saved (every 4).
+say "challenge $id (3+0): $(fake wait-plies "$id" 10 60)"
+say "hash files: $(in_ct ls /var/lib/kaissa/hash)"
 in_ct systemctl kill -s KILL kaissa
 sleep 1
 say "after SIGKILL: $(show kaissa ActiveState)/$(show kaissa SubState)"
@@ -236,7 +239,7 @@ restarts=$(show kaissa NRestarts)
 [[ $restarts -eq $((restarts_before + 1)) && $over != *status=outoftime* && $over == *illegal=0* && $over != *streams=1 ]] &&
     pass "restarted once by systemd (NRestarts $restarts), game resumed on a new stream and finished" ||
     fail "crash restart: NRestarts $restarts_before -> $restarts, game $over"
-in_ct journalctl -u kaissa -o cat --no-pager | grep -E 'resum|Main process exited|Scheduled restart' | tail -4 | sed 's/^/    /'
+in_ct journalctl -u kaissa -o cat --no-pager | grep -E 'resum|hash|Main process exited|Scheduled restart' | tail -6 | sed 's/^/    /'
 
 step "5. A rejected token: exit status 77, no restart loop"
 in_ct systemctl stop kaissa
