@@ -3,10 +3,11 @@
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
 //! and `bot` are the two front ends, `lichess` talks to the server,
 //! `config` loads and validates the daemon's settings, `systemd` speaks
-//! the service manager's notification protocol, `shutdown` turns signals
-//! into the daemon's stop requests, `cli` defines the command line, and
-//! `tools` are the offline programs that drive the engine from outside
-//! (training data, tuning, clock tests).
+//! the service manager's notification protocol (`logging` and `exit`: the
+//! daemon's log lines and exit status), `shutdown` turns signals into the
+//! daemon's stop requests, `cli` defines the command line, and `tools` are
+//! the offline programs that drive the engine from outside (training data,
+//! tuning, clock tests).
 //! Dependencies point one way: `chess` <- `engine` <- `uci`, `bot`,
 //! `tools`; `lichess` knows no chess.
 //!
@@ -47,7 +48,9 @@ pub mod chess;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod exit;
 pub mod lichess;
+pub mod logging;
 pub mod shutdown;
 pub mod systemd;
 pub mod tools;

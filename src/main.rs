@@ -11,6 +11,7 @@ use kaissa::chess::{self, Position};
 use kaissa::cli::{Cli, Command};
 use kaissa::config::Config;
 use kaissa::engine::bench;
+use kaissa::exit::Status;
 use kaissa::lichess::client::{Client, Error as LichessError};
 use kaissa::shutdown;
 use kaissa::tools::{clocktest, datagen, tune};
@@ -24,8 +25,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            kaissa::logging::print_error(&format!("{e:#}"));
+            Status::of(&e).into()
         }
     }
 }
@@ -53,25 +54,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             tune::run(&args.data, &cfg, &opts, &args.out, &args.note).map(|()| ExitCode::SUCCESS)
         }
         Command::Check { config } => {
-            init_logging();
+            kaissa::logging::init();
             run_check(config.as_deref())
         }
         Command::Run { config } => {
-            init_logging();
+            kaissa::logging::init();
             run_daemon(config.as_deref())
         }
     }
-}
-
-/// Logs to stderr; `RUST_LOG` overrides the default `info` level.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -115,7 +105,7 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
                 "error: Lichess rejected the token ({e}); create a new token with the \
                  bot:play scope"
             );
-            Ok(ExitCode::FAILURE)
+            Ok(Status::TokenRejected.into())
         }
         Err(e) => Err(anyhow::Error::new(e).context(format!("GET {url}/api/account"))),
     }
