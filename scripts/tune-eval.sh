@@ -6,7 +6,7 @@
 # /usr/games/stockfish (scripts/install-engines.sh). CPU-heavy: it is
 # niced, and each step uses one core.
 #
-#   scripts/tune-eval.sh [DATA_DIR]      # default DATA_DIR: /work/tune-data
+#   scripts/tune-eval.sh [DATA_DIR]      # default DATA_DIR: target/tune-data
 #
 # Steps already done are skipped when their output file exists, so a
 # re-run only re-tunes. Delete the files to regenerate them.
@@ -19,7 +19,7 @@
 set -eu
 
 cd "$(dirname "$0")/.."
-DATA=${1:-/work/tune-data}
+DATA=${1:-target/tune-data}
 mkdir -p "$DATA"
 SF="$DATA/sf-4k.epd"
 OWN="$DATA/kaissa-dg-s1"
@@ -43,7 +43,7 @@ if [ ! -s "$OWN/s1-w0of1.bin" ]; then
     # (equivalent) games, and today's datagen writes 32-byte records with
     # 8-9 random plies after the book line (`kaissa tune` reads both).
     nice -n 10 target/release/kaissa datagen --games 1250 --nodes 5000 \
-        --random-plies 4 --openings ../shared/data/openings-8ply.epd \
+        --random-plies 4 --openings scripts/data/openings-8ply.epd \
         --out "$OWN" --seed 1 --threads 1
 fi
 

@@ -1,176 +1,23 @@
 //! The `kaissa` command line: one binary for the bot daemon, the UCI
-//! engine and the developer tools.
+//! engine and the developer tools. This file only dispatches: the flags
+//! are defined in `kaissa::cli`, the work is done by the library (the
+//! daemon in `bot`, the tools in `tools`); what is here is the glue of
+//! each command (logging, the runtime, printing).
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use kaissa::bot::daemon::Daemon;
 use kaissa::chess::{self, Position};
+use kaissa::cli::{Cli, Command};
 use kaissa::config::Config;
-use kaissa::engine::timeman::TimeManager;
-use kaissa::engine::{bench, clocktest, tune};
+use kaissa::engine::bench;
 use kaissa::lichess::client::{Client, Error as LichessError};
-use kaissa::tools::{datagen, packed};
-use std::io::{BufRead, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use kaissa::shutdown;
+use kaissa::tools::{clocktest, datagen, tune};
+use std::io::BufRead;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
-
-#[derive(Parser)]
-#[command(
-    name = "kaissa",
-    version,
-    about = "A Lichess bot with its own chess engine"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Count the leaf nodes of the legal move tree (move generator check
-    /// and speed test).
-    Perft {
-        /// Depth in plies.
-        depth: u32,
-        /// Position to start from (default: the start position).
-        #[arg(long)]
-        fen: Option<String>,
-        /// Print the count below each root move.
-        #[arg(long)]
-        divide: bool,
-        /// Write castling moves king-takes-rook (Chess960 style).
-        #[arg(long)]
-        chess960: bool,
-    },
-    /// Speak UCI on stdin/stdout (for chess GUIs and engine matches).
-    Uci,
-    /// Search a fixed set of positions to a fixed depth and print the
-    /// total node count (the search signature) and speed.
-    Bench {
-        /// Depth in plies.
-        depth: Option<u32>,
-    },
-    /// Play complete engine-against-engine games on clocks kept by the
-    /// harness, with simulated lag; report time losses and clock use.
-    Clocktest {
-        /// Time controls, minutes+seconds (e.g. 1+0 0+1 3+2 10+5).
-        #[arg(required = true)]
-        controls: Vec<String>,
-        /// Games per time control.
-        #[arg(long, default_value_t = 10)]
-        games: usize,
-        /// Games played at once.
-        #[arg(long, default_value_t = 1)]
-        concurrency: usize,
-        /// Simulated lag per move, milliseconds (uniform in min..=max).
-        #[arg(long, default_value_t = 50)]
-        lag_min: u64,
-        #[arg(long, default_value_t = 150)]
-        lag_max: u64,
-        /// Move overhead given to the engines, milliseconds.
-        #[arg(long, default_value_t = 150)]
-        overhead: u64,
-        /// Think on the opponent's time.
-        #[arg(long)]
-        ponder: bool,
-        /// Hash per engine, MiB.
-        #[arg(long, default_value_t = 16)]
-        hash: usize,
-        /// Time manager of one side (White in even games): adaptive|fixed.
-        #[arg(long, default_value = "adaptive")]
-        manager: String,
-        /// Time manager of the other side.
-        #[arg(long, default_value = "adaptive")]
-        opponent: String,
-        #[arg(long, default_value_t = 6)]
-        random_plies: usize,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Print every game.
-        #[arg(long)]
-        verbose: bool,
-    },
-    /// Generate training data by self-play (32-byte records, resumable:
-    /// run it again with the same seed and threads to continue).
-    Datagen {
-        /// Games per thread (games already in the files count).
-        #[arg(long, default_value_t = 1_000_000)]
-        games: u64,
-        /// Soft node limit per move (whole iterations; hard limit 10x).
-        #[arg(long, default_value_t = 5000)]
-        nodes: u64,
-        /// Random plies after the opening: N or MIN-MAX.
-        #[arg(long, default_value = "8-9", value_parser = parse_ply_range)]
-        random_plies: (usize, usize),
-        /// Opening book (EPD/FEN lines); default: the start position.
-        #[arg(long)]
-        openings: Option<std::path::PathBuf>,
-        /// Output directory (one file per thread).
-        #[arg(long)]
-        out: std::path::PathBuf,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Transposition table per thread, MiB.
-        #[arg(long, default_value_t = 16)]
-        hash: usize,
-    },
-    /// Texel-tune the evaluation weights on labelled positions and write
-    /// them as Rust source.
-    Tune {
-        /// Training files (`FEN [1.0]` or EPD with `c9 "1-0"`).
-        #[arg(required = true)]
-        data: Vec<std::path::PathBuf>,
-        /// Adam epochs (full passes).
-        #[arg(long, default_value_t = 2000)]
-        epochs: usize,
-        /// Adam step size, in centipawns.
-        #[arg(long, default_value_t = 1.0)]
-        lr: f64,
-        /// Use at most this many positions.
-        #[arg(long)]
-        limit: Option<usize>,
-        /// Where to write the weights (Rust source).
-        #[arg(long, default_value = "src/engine/params.rs")]
-        out: std::path::PathBuf,
-        /// Extra header lines for the weights file (e.g. how the data
-        /// was made).
-        #[arg(long)]
-        note: Vec<String>,
-        /// L2 pull towards the starting weights.
-        #[arg(long, default_value_t = 0.0)]
-        l2: f64,
-        /// Weight of the game result against the search score in the
-        /// target (1 = result only).
-        #[arg(long, default_value_t = 1.0)]
-        lambda: f64,
-        /// Hold out every tenth block of 100 lines for validation and
-        /// keep the weights that predict it best.
-        #[arg(long)]
-        validate: bool,
-        /// Keep the weights of every section whose name starts with this
-        /// (e.g. "piece-square") at their current values.
-        #[arg(long)]
-        freeze: Vec<String>,
-    },
-    /// Check the configuration, the token and the Lichess account, then
-    /// exit (non-zero when something is wrong).
-    Check {
-        /// Configuration file (TOML); default: built-in defaults and the
-        /// `KAISSA_*` environment.
-        #[arg(long)]
-        config: Option<PathBuf>,
-    },
-    /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
-    Run {
-        /// Configuration file (TOML); default: built-in defaults and the
-        /// `KAISSA_*` environment.
-        #[arg(long)]
-        config: Option<PathBuf>,
-    },
-}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -191,134 +38,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             divide,
             chess960,
         } => run_perft(depth, fen.as_deref(), divide, chess960).map(|()| ExitCode::SUCCESS),
-        Command::Clocktest {
-            controls,
-            games,
-            concurrency,
-            lag_min,
-            lag_max,
-            overhead,
-            ponder,
-            hash,
-            manager,
-            opponent,
-            random_plies,
-            seed,
-            verbose,
-        } => {
-            let tm = |s: &str| {
-                TimeManager::parse(s).ok_or_else(|| {
-                    anyhow::anyhow!("time manager {s:?}: expected adaptive or fixed")
-                })
-            };
-            let (manager, opponent) = (tm(&manager)?, tm(&opponent)?);
-            if lag_min > lag_max {
-                anyhow::bail!("--lag-min {lag_min} is above --lag-max {lag_max}");
-            }
-            let mut configs = Vec::new();
-            for c in &controls {
-                let control = clocktest::TimeControl::parse(c).map_err(anyhow::Error::msg)?;
-                configs.push(clocktest::ClockTestConfig {
-                    control,
-                    games,
-                    concurrency,
-                    lag_min: std::time::Duration::from_millis(lag_min),
-                    lag_max: std::time::Duration::from_millis(lag_max),
-                    overhead: std::time::Duration::from_millis(overhead),
-                    ponder,
-                    hash_mb: hash.clamp(1, 65536),
-                    manager,
-                    opponent_manager: opponent,
-                    random_plies,
-                    max_plies: 600,
-                    seed,
-                });
-            }
-            // All controls at once, `concurrency` games each.
-            let reports: Vec<_> = std::thread::scope(|scope| {
-                let handles: Vec<_> = configs
-                    .iter()
-                    .map(|config| {
-                        scope.spawn(move || {
-                            let control = config.control;
-                            clocktest::run(config, &|i, g| {
-                                if verbose || g.flagged.is_some() {
-                                    eprintln!(
-                                        "{} game {i}: {} {} plies {} share {:.0}%/{:.0}% min left {}/{} ms ponder {}/{}",
-                                        control.name(),
-                                        g.result,
-                                        g.reason,
-                                        g.plies,
-                                        g.share_used[0] * 100.0,
-                                        g.share_used[1] * 100.0,
-                                        g.min_left[0].as_millis(),
-                                        g.min_left[1].as_millis(),
-                                        g.ponder_hits,
-                                        g.ponders
-                                    );
-                                }
-                            })
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join()).collect()
-            });
-            let mut losses = 0;
-            for (config, report) in configs.iter().zip(reports) {
-                let report = report.map_err(|_| anyhow::anyhow!("a game thread panicked"))?;
-                losses += report.time_losses();
-                println!("{}", report.summary(&config.control));
-            }
-            if losses > 0 {
-                anyhow::bail!("{losses} game(s) lost on time");
-            }
-            Ok(ExitCode::SUCCESS)
+        Command::Clocktest(args) => {
+            clocktest::run_controls(&args.configs()?, args.verbose).map(|()| ExitCode::SUCCESS)
         }
         Command::Uci => {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { depth } => run_bench(depth).map(|()| ExitCode::SUCCESS),
-        Command::Datagen {
-            games,
-            nodes,
-            random_plies,
-            openings,
-            out,
-            seed,
-            threads,
-            hash,
-        } => {
-            let cfg = datagen::DatagenConfig {
-                games,
-                nodes,
-                random_plies,
-                seed,
-                threads: threads.clamp(1, 256),
-                hash_mb: hash.clamp(1, 4096),
-            };
-            run_datagen(&cfg, openings.as_deref(), &out).map(|()| ExitCode::SUCCESS)
-        }
-        Command::Tune {
-            data,
-            epochs,
-            lr,
-            limit,
-            out,
-            note,
-            l2,
-            lambda,
-            validate,
-            freeze,
-        } => {
-            let cfg = tune::TuneConfig { epochs, lr, l2 };
-            let opts = TuneOptions {
-                lambda,
-                validate,
-                limit,
-                freeze,
-            };
-            run_tune(&data, &cfg, &opts, &out, &note).map(|()| ExitCode::SUCCESS)
+        Command::Datagen(args) => run_datagen(&args.config(), args.openings.as_deref(), &args.out)
+            .map(|()| ExitCode::SUCCESS),
+        Command::Tune(args) => {
+            let (cfg, opts) = args.config();
+            tune::run(&args.data, &cfg, &opts, &args.out, &args.note).map(|()| ExitCode::SUCCESS)
         }
         Command::Check { config } => {
             init_logging();
@@ -440,21 +172,9 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
         kaissa::systemd::Notifier::disabled()
     });
     runtime()?.block_on(async move {
-        let (tx, rx) = tokio::sync::watch::channel(0u32);
-        tokio::spawn(async move {
-            loop {
-                wait_for_signal().await;
-                tx.send_modify(|count| *count += 1);
-                if *tx.borrow() >= kaissa::bot::daemon::IMMEDIATE {
-                    break;
-                }
-            }
-            // Keep the sender: a dropped one would read as "stop now".
-            std::future::pending::<()>().await;
-        });
         Daemon::new(client, config)
             .with_notifier(notifier)
-            .run(rx)
+            .run(shutdown::listen())
             .await
             .context("the daemon stopped")?;
         Ok(ExitCode::SUCCESS)
@@ -476,32 +196,6 @@ fn warn_if_others_can_read(path: &Path) {
                 );
             }
         }
-    }
-}
-
-/// The next SIGTERM or SIGINT.
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -541,155 +235,6 @@ fn run_datagen(cfg: &datagen::DatagenConfig, openings: Option<&Path>, out: &Path
         report.elapsed.as_secs_f64(),
         report.threads,
         report.per_core_hour()
-    );
-    Ok(())
-}
-
-/// `N` or `MIN-MAX`.
-fn parse_ply_range(s: &str) -> Result<(usize, usize), String> {
-    let bad = || format!("expected N or MIN-MAX, got {s:?}");
-    let (a, b) = s.split_once('-').unwrap_or((s, s));
-    let (a, b): (usize, usize) = (
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    );
-    if a > b || b > 64 {
-        return Err(bad());
-    }
-    Ok((a, b))
-}
-
-/// `kaissa tune` settings beyond the optimiser's.
-struct TuneOptions {
-    lambda: f64,
-    validate: bool,
-    limit: Option<usize>,
-    /// Section name prefixes whose weights stay fixed.
-    freeze: Vec<String>,
-}
-
-fn run_tune(
-    data: &[PathBuf],
-    cfg: &tune::TuneConfig,
-    opts: &TuneOptions,
-    out: &Path,
-    note: &[String],
-) -> Result<()> {
-    use kaissa::engine::eval::{MATERIAL, N_PARAMS, SECTIONS};
-    let TuneOptions {
-        lambda,
-        validate,
-        limit,
-        ..
-    } = *opts;
-    use kaissa::engine::params::WEIGHTS;
-    let mut ds = tune::Dataset::default();
-    let mut valid = tune::Dataset::default();
-    let mut skipped = 0usize;
-    let mut line_no = 0usize;
-    'files: for path in data {
-        if path.extension().is_some_and(|e| e == "bin") {
-            // `kaissa datagen` records; the validation split is by game.
-            let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-            let (records, bad) = packed::read_records(&bytes);
-            skipped += bad;
-            for r in records {
-                let set = if validate && r.game % 10 == 9 {
-                    &mut valid
-                } else {
-                    &mut ds
-                };
-                let score = Some(i32::from(r.score));
-                match r.to_position() {
-                    Some(pos) if set.push(&pos, r.result.white_score(), score, &WEIGHTS) => {}
-                    _ => skipped += 1,
-                }
-                if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
-                    break 'files;
-                }
-            }
-            continue;
-        }
-        let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
-        for line in std::io::BufReader::new(f).lines() {
-            let line = line?;
-            line_no += 1;
-            let set = if validate && (line_no / 100) % 10 == 9 {
-                &mut valid
-            } else {
-                &mut ds
-            };
-            match tune::parse_line(&line) {
-                Some((pos, r, score)) if set.push(&pos, r, score, &WEIGHTS) => {}
-                _ => skipped += 1,
-            }
-            if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
-                break 'files;
-            }
-        }
-    }
-    anyhow::ensure!(!ds.is_empty(), "no usable positions");
-    eprintln!(
-        "{} training and {} validation positions ({skipped} lines skipped)",
-        ds.len(),
-        valid.len()
-    );
-    let mut w = tune::unpack(&WEIGHTS);
-    // K is fitted on the results alone, then the targets are blended.
-    let k = tune::fit_k(&ds, &w);
-    ds.set_targets(k, lambda);
-    valid.set_targets(k, lambda);
-    let start_err = ds.error(&w, k);
-    if valid.is_empty() {
-        eprintln!("K = {k:.6}, error {start_err:.6}");
-    } else {
-        eprintln!(
-            "K = {k:.6}, error {start_err:.6} validation {:.6}",
-            valid.error(&w, k)
-        );
-    }
-    // The king's material is a constant: keep it at zero.
-    let mut frozen = vec![false; N_PARAMS];
-    frozen[MATERIAL + 5] = true;
-    for prefix in &opts.freeze {
-        let mut matched = false;
-        for &(name, start, len) in SECTIONS {
-            if name.starts_with(prefix.as_str()) {
-                frozen[start..start + len].fill(true);
-                matched = true;
-            }
-        }
-        anyhow::ensure!(
-            matched,
-            "--freeze {prefix:?}: no section name starts with it"
-        );
-    }
-    let t0 = Instant::now();
-    tune::optimise(&ds, &valid, &mut w, k, cfg, &frozen, &mut |e, err, verr| {
-        eprintln!(
-            "epoch {e:>5} error {err:.6} validation {verr:.6} ({:.0} s)",
-            t0.elapsed().as_secs_f64()
-        );
-    });
-    let end_err = ds.error(&w, k);
-    let cmd: Vec<String> = std::env::args().collect();
-    let mut header: Vec<String> = note.to_vec();
-    header.extend([
-        format!("Tuned by: {}", cmd.join(" ")),
-        format!(
-            "{} training + {} validation positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
-            ds.len(),
-            valid.len()
-        ),
-    ]);
-    let mut f = BufWriter::new(
-        std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?,
-    );
-    f.write_all(tune::params_source(&w, &header).as_bytes())?;
-    f.flush()?;
-    println!(
-        "wrote {} (error {start_err:.6} -> {end_err:.6})",
-        out.display()
     );
     Ok(())
 }
