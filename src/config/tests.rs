@@ -191,7 +191,7 @@ fn validation_names_the_key() {
             "[bot]\nresign_score_cp = 4294967295\n",
             "bot.resign_score_cp: 4294967295 is out of range 1..=100000",
         ),
-        ("[bot]\ndraw_score_cp = 20000\n", "bot.draw_score_cp:"),
+        ("[bot]\ndraw_score_cp = 200000\n", "bot.draw_score_cp:"),
         (
             "[lichess]\nrate_limit_pause_secs = 99999999999\n",
             "lichess.rate_limit_pause_secs:",

@@ -107,7 +107,7 @@ impl Config {
             86_400,
         )?;
         // Scores are compared as i32 centipawns; a mate counts 100000.
-        check_range("bot.draw_score_cp", b.draw_score_cp.into(), 0, 10_000)?;
+        check_range("bot.draw_score_cp", b.draw_score_cp.into(), 0, 100_000)?;
         check_range("bot.resign_score_cp", b.resign_score_cp.into(), 1, 100_000)?;
         if b.draw_moves == 0 {
             return Err(invalid("bot.draw_moves", "must be at least 1"));
