@@ -613,8 +613,11 @@ impl Daemon {
             tracing::debug!(game = %id, "game already being played");
             return;
         }
+        // A game we accepted has its slot already; any other counts
+        // against the cap.
+        let accepted = self.games.get(&id).is_some_and(|e| e.slot.is_some());
         let cap = self.slots.capacity() + SPARE_GAMES;
-        if self.running_games() >= cap {
+        if !accepted && self.running_games() >= cap {
             if self
                 .flood_logged
                 .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
