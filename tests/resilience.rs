@@ -528,6 +528,13 @@ async fn a_proxy_that_stops_forwarding_mid_game_is_detected() {
     check_log(&log, &fake.token());
 }
 
+/// A `gameStart` line for a game the server does not know.
+fn unknown_game_start(n: usize) -> String {
+    format!(
+        r#"{{"type":"gameStart","game":{{"gameId":"zz{n:06}","fullId":"zz{n:06}abcd","color":"white"}}}}"#
+    )
+}
+
 /// Threads of a process, from /proc.
 fn threads(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -553,10 +560,7 @@ async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
         (rss, thr)
     });
     for i in 0..10_000 {
-        let line = format!(
-            r#"{{"type":"gameStart","game":{{"gameId":"zz{i:06}","fullId":"zz{i:06}abcd","color":"white"}}}}"#
-        );
-        fake.inject_event_line(&line).unwrap();
+        fake.inject_event_line(&unknown_game_start(i)).unwrap();
     }
     let (rss_max, threads_max) = sampler.await.unwrap();
     eprintln!(
@@ -640,7 +644,12 @@ async fn soak() {
         .unwrap_or(7);
     let mut rng = fastrand::Rng::with_seed(seed);
     let fake = FakeLichess::start().await;
-    let mut bot = Bot::start(&fake, "[bot]\nconcurrency = 4").await;
+    // Through a proxy that can stop forwarding on its open connections.
+    let proxy = Proxy::start(fake.addr()).await;
+    let mut bot = Bot::new_at(&proxy.url(), &fake, "[bot]\nconcurrency = 4");
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let mut unknown = 0;
     let mut rss_start = None;
     let mut rss_mid = None;
     let mut rss_series: Vec<(usize, usize, Option<u64>)> = Vec::new();
@@ -696,7 +705,7 @@ async fn soak() {
             .cloned()
             .collect();
         let target = live.get(rng.usize(0..live.len().max(1))).cloned();
-        let fault = match rng.u32(0..8) {
+        let fault = match rng.u32(0..13) {
             0 => {
                 fake.cut_event_stream();
                 "event stream cut"
@@ -728,6 +737,35 @@ async fn soak() {
             6 => {
                 fake.reject_moves_not_your_turn(1);
                 "not your turn"
+            }
+            7 => {
+                fake.fail_matching_with_429("/decline", 1, Some(5));
+                declinable(&fake);
+                "429 on a decline"
+            }
+            8 => {
+                proxy.freeze_open_connections();
+                "connections stop forwarding"
+            }
+            9 => {
+                if let Some(id) = &target {
+                    fake.malformed_game_full(1);
+                    let _ = fake.cut_game_stream(id);
+                }
+                "malformed gameFull"
+            }
+            10 => {
+                if let Some(id) = &target {
+                    let _ = fake.resend_challenge_event(id);
+                }
+                "duplicate challenge event"
+            }
+            11 => {
+                for _ in 0..100 {
+                    unknown += 1;
+                    let _ = fake.inject_event_line(&unknown_game_start(unknown));
+                }
+                "100 gameStarts for unknown games"
             }
             _ if !second_half => {
                 bot.kill().await;
