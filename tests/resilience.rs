@@ -597,13 +597,21 @@ async fn a_malformed_game_full_is_read_again() {
     assert!(log.contains("gameFull unreadable"), "{log}");
 }
 
-/// `Instant + Duration` overflowed on a huge `Retry-After`: a panic.
+/// `Instant + Duration` overflowed on a huge `Retry-After`: a panic. The
+/// pause is clamped (15 min), and a game started meanwhile is played.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_retry_after_is_clamped() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "").await;
     decline_rate_limited(&fake, 99_999_999_999_999, 1).await;
-    let id = challenge(&fake, 20);
+    let id = fake
+        .start_game(
+            ChallengeSpec::default()
+                .clock(60, 0)
+                .autoplay(Some(opponent(20))),
+            shakmaty::Color::Black,
+        )
+        .unwrap();
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
     let log = bot.stop().await;

@@ -10,6 +10,9 @@ use crate::lichess::model::{ChatRoom, Color, GameStatus};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The longest the goodbye may wait in the request queue.
+const GOODBYE_WAIT: Duration = Duration::from_secs(3);
+
 /// `YYYY.MM.DD` of a Unix time in milliseconds (civil-from-days).
 fn pgn_date(unix_ms: u64) -> String {
     let days = (unix_ms / 86_400_000) as i64;
@@ -88,22 +91,6 @@ impl Game {
             ponder_misses = self.ponder_misses,
             "game end"
         );
-        if self.facts.is_some() {
-            let opponent = self.opponent_name();
-            let me = self.ctx.me.name.clone();
-            let chat = &self.ctx.config.chat;
-            for (room, template) in [
-                (ChatRoom::Player, &chat.goodbye),
-                (ChatRoom::Spectator, &chat.goodbye_spectator),
-            ] {
-                let text = chat::fill_template(template, &me, &opponent);
-                if !text.trim().is_empty()
-                    && let Err(e) = self.ctx.client.chat(&self.id, room, &text).await
-                {
-                    tracing::warn!(game = %self.id, "goodbye failed: {e}");
-                }
-            }
-        }
         if let Some(dir) = self.ctx.config.bot.pgn_dir.clone()
             && let Some(pgn) = self.pgn(result, termination)
         {
@@ -113,6 +100,29 @@ impl Game {
                 Err(e) => {
                     tracing::warn!(game = %self.id, path = %path.display(), "cannot write the PGN: {e}")
                 }
+            }
+        }
+        // The goodbye waits in the request queue (behind a rate-limit
+        // pause, say): the PGN is written first, and the wait is bounded.
+        if self.facts.is_some() {
+            let opponent = self.opponent_name();
+            let me = self.ctx.me.name.clone();
+            let chat = &self.ctx.config.chat;
+            let goodbye = async {
+                for (room, template) in [
+                    (ChatRoom::Player, &chat.goodbye),
+                    (ChatRoom::Spectator, &chat.goodbye_spectator),
+                ] {
+                    let text = chat::fill_template(template, &me, &opponent);
+                    if !text.trim().is_empty()
+                        && let Err(e) = self.ctx.client.chat(&self.id, room, &text).await
+                    {
+                        tracing::warn!(game = %self.id, "goodbye failed: {e}");
+                    }
+                }
+            };
+            if tokio::time::timeout(GOODBYE_WAIT, goodbye).await.is_err() {
+                tracing::info!(game = %self.id, "goodbye not sent: requests are paused");
             }
         }
         // Joining the engine thread blocks until its search has stopped.
