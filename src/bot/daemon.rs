@@ -67,8 +67,8 @@ use tokio::time::Instant;
 /// The shortest and longest pause before reopening the event stream; the
 /// pause goes back to the shortest once the stream stayed up this long.
 const RECONNECT_MIN: Duration = Duration::from_millis(250);
-const RECONNECT_MAX: Duration = Duration::from_secs(30);
-const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+const RECONNECT_MAX: Duration = Duration::from_secs(15);
+const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 /// Accepts and declines being sent at once, at most.
 pub const MAX_ANSWERS_IN_FLIGHT: usize = 4;
 /// A failed accept or decline is sent this many times in all, at most.

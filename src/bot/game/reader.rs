@@ -23,9 +23,9 @@ use tokio::time::Instant;
 
 /// Pauses between attempts to open the game stream.
 const RECONNECT_MIN: Duration = Duration::from_millis(250);
-const RECONNECT_MAX: Duration = Duration::from_secs(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(2);
 /// A stream open this long resets the backoff.
-const HEALTHY_AFTER: Duration = Duration::from_secs(30);
+const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 /// Lines read ahead of the game.
 const BUFFER: usize = 256;
 
