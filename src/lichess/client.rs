@@ -934,9 +934,9 @@ impl Client {
             };
             let timeout = self.attempt_timeout(call);
             let started = Instant::now();
-            // A stream gets a connection of its own; the retry of a game
-            // request goes to a fresh one (the last may be dead).
-            let fresh = call.stream || (attempt > 1 && call.lane != Lane::Queued);
+            // A stream gets a connection of its own; a retry goes to a
+            // fresh one (the last may be dead).
+            let fresh = call.stream || attempt > 1;
             let result = tokio::time::timeout(timeout, self.request(call, fresh).send()).await;
             drop(permit);
             let error = match result {

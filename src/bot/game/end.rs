@@ -56,6 +56,7 @@ pub(super) fn result_of(status: GameStatus, winner: Option<Color>) -> (&'static 
 
 impl Game {
     pub(super) async fn wrap_up(mut self) {
+        self.reader.stop();
         if self.thinking.take().is_some() {
             self.engine.stop();
         }

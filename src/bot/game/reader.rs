@@ -58,6 +58,11 @@ impl Reader {
         }
     }
 
+    /// Stops reading (the game is over: no more reopening).
+    pub(super) fn stop(&self) {
+        self.task.abort();
+    }
+
     /// Reopens the stream now: its `gameFull` tells where the game stands.
     pub(super) fn resync(&self) {
         self.resync.notify_one();
