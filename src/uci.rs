@@ -296,6 +296,9 @@ impl Session {
             history: self.history.clone(),
             limits,
             ponder,
+            // The clock runs from the `go` line, even if the engine thread
+            // is still busy (loading a table) when it arrives.
+            clock_start: Some(std::time::Instant::now()),
         });
     }
 

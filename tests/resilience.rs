@@ -14,7 +14,11 @@ mod support;
 use std::time::Duration;
 
 use support::bot::{Bot, check_log};
-use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, GameRecord, Policy, Side};
+use support::fake_lichess::{
+    AutoPlay, ChallengeSpec, FakeLichess, FakeVariant, GameRecord, Policy, Side,
+};
+use support::proxy::Proxy;
+use tokio::time::Instant;
 
 const WAIT: Duration = Duration::from_secs(20);
 const GAME: Duration = Duration::from_secs(120);
@@ -24,12 +28,17 @@ const GAME: Duration = Duration::from_secs(120);
 impl Bot {
     /// A bot with these settings plus `extra`, not started.
     fn new(fake: &FakeLichess, extra: &str) -> Bot {
+        Bot::new_at(&fake.url(), fake, extra)
+    }
+
+    /// The same, talking to the fake at `url` (a proxy).
+    fn new_at(url: &str, fake: &FakeLichess, extra: &str) -> Bot {
         Bot::configured(fake, |dir| {
             format!(
                 "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
                  [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
                  [bot]\npgn_dir = \"{}\"\n{extra}\n",
-                fake.url(),
+                url,
                 dir.join("state").display(),
                 dir.join("pgn").display()
             )
@@ -386,6 +395,250 @@ async fn tells_systemd_ready_watchdog_status_and_stopping() {
 /// the fake server with random faults (cut and silent streams, 429s, 5xx
 /// move posts, refused moves, SIGKILL and restart). Run by hand:
 /// `SOAK_GAMES=200 nice -n 10 cargo test --release --test resilience -- --ignored --nocapture soak`.
+/// A 1+0 game against the greedy opponent.
+fn bullet(fake: &FakeLichess) -> String {
+    fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 0)
+            .challenger_color(Side::Random)
+            .autoplay(Some(opponent(20))),
+    )
+}
+
+/// A challenge the bot declines (a variant it does not play).
+fn declinable(fake: &FakeLichess) -> String {
+    fake.send_challenge(ChallengeSpec::default().variant(FakeVariant::Other {
+        key: "atomic".to_owned(),
+    }))
+}
+
+/// Sends `n` challenges the bot declines, the first decline answered 429
+/// with `Retry-After: retry_after`; returns once that 429 went out.
+async fn decline_rate_limited(fake: &FakeLichess, retry_after: u64, n: usize) {
+    fake.fail_matching_with_429("/decline", 1, Some(retry_after));
+    for _ in 0..n {
+        declinable(fake);
+    }
+    fake.wait_until("a 429 to a decline", WAIT, |v| {
+        v.requests()
+            .iter()
+            .any(|r| r.path.contains("/decline") && r.status == 429)
+    })
+    .await
+    .unwrap();
+}
+
+fn requests_containing(fake: &FakeLichess, part: &str, status: Option<u16>) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.path.contains(part) && status.is_none_or(|s| r.status == s))
+        .count()
+}
+
+/// Issue 11: a 429 to an unrelated request (a decline, Retry-After 60)
+/// closed the gate, and the game stream dropped just after was reopened
+/// only when the gate opened, 59.5 s later: the bot lost on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_on_a_decline_does_not_delay_reopening_a_bullet_game() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = bullet(&fake);
+    wait_moves(&fake, &id, 6).await;
+    decline_rate_limited(&fake, 60, 1).await;
+    let streams = game_streams(&fake, &id);
+    let cut = Instant::now();
+    fake.cut_game_stream(&id).unwrap();
+    fake.wait_until("the game stream reopened", WAIT, |v| {
+        v.game(&id)
+            .is_some_and(|g| g.stream_connections > streams || g.is_over())
+    })
+    .await
+    .unwrap();
+    let reopened = cut.elapsed();
+    assert!(
+        reopened < Duration::from_secs(2),
+        "reopened after {reopened:?}"
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+}
+
+/// The event loop used to await each decline behind the 60 s pause: a
+/// `gameStart` queued behind 50 of them waited for minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_challenges_while_paused_then_a_game_start_is_handled_at_once() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    decline_rate_limited(&fake, 60, 50).await;
+    let start = Instant::now();
+    let id = fake
+        .start_game(
+            ChallengeSpec::default()
+                .clock(60, 0)
+                .autoplay(Some(opponent(20))),
+            shakmaty::Color::White,
+        )
+        .unwrap();
+    fake.wait_until("the game stream opened", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.stream_connections >= 1)
+    })
+    .await
+    .unwrap();
+    let handled = start.elapsed();
+    assert!(
+        handled < Duration::from_secs(1),
+        "gameStart handled after {handled:?}"
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+}
+
+/// A connection that silently stops forwarding (a NAT that forgot it):
+/// the game stream goes silent and the move post hangs on a dead socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_that_stops_forwarding_mid_game_is_detected() {
+    let fake = FakeLichess::start().await;
+    let proxy = Proxy::start(fake.addr()).await;
+    let mut bot = Bot::new_at(&proxy.url(), &fake, "");
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let id = bullet(&fake);
+    wait_moves(&fake, &id, 6).await;
+    let plies = fake.game(&id).unwrap().moves.len();
+    let frozen = Instant::now();
+    proxy.freeze_open_connections();
+    fake.wait_until("two more plies", WAIT, |v| {
+        v.game(&id)
+            .is_some_and(|g| g.moves.len() >= plies + 2 || g.is_over())
+    })
+    .await
+    .unwrap();
+    let resumed = frozen.elapsed();
+    assert!(
+        resumed < Duration::from_secs(10),
+        "resumed after {resumed:?}"
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+}
+
+/// A `gameStart` line for a game the server does not know.
+fn unknown_game_start(n: usize) -> String {
+    format!(
+        r#"{{"type":"gameStart","game":{{"gameId":"zz{n:06}","fullId":"zz{n:06}abcd","color":"white"}}}}"#
+    )
+}
+
+/// Threads of a process, from /proc.
+fn threads(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Threads:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Every `gameStart` used to spawn a task with its own engine thread and
+/// table, whatever the id and however many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let pid = bot_pid(&bot);
+    let (rss_before, threads_before) = (rss_kib(pid).unwrap(), threads(pid).unwrap());
+    let sampler = tokio::spawn(async move {
+        let (mut rss, mut thr) = (0, 0);
+        for _ in 0..100 {
+            rss = rss.max(rss_kib(pid).unwrap_or(0));
+            thr = thr.max(threads(pid).unwrap_or(0));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (rss, thr)
+    });
+    for i in 0..10_000 {
+        fake.inject_event_line(&unknown_game_start(i)).unwrap();
+    }
+    let (rss_max, threads_max) = sampler.await.unwrap();
+    eprintln!(
+        "RSS {rss_before} -> max {rss_max} KiB, threads {threads_before} -> max {threads_max}"
+    );
+    assert!(
+        threads_max <= threads_before + 8,
+        "{threads_before} -> {threads_max} threads"
+    );
+    assert!(
+        rss_max <= rss_before + 64 * 1024,
+        "{rss_before} -> {rss_max} KiB"
+    );
+    // And it still plays.
+    let id = challenge(&fake, 20);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+}
+
+/// A `gameFull` that did not parse was skipped, and the game never
+/// started for the bot: it waited blind until the game was aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_game_full_is_read_again() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    fake.malformed_game_full(1);
+    let id = challenge(&fake, 20);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert!(game.stream_connections >= 2, "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("gameFull unreadable"), "{log}");
+}
+
+/// `Instant + Duration` overflowed on a huge `Retry-After`: a panic. The
+/// pause is clamped (15 min), and a game started meanwhile is played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_retry_after_is_clamped() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    decline_rate_limited(&fake, 99_999_999_999_999, 1).await;
+    let id = fake
+        .start_game(
+            ChallengeSpec::default()
+                .clock(60, 0)
+                .autoplay(Some(opponent(20))),
+            shakmaty::Color::Black,
+        )
+        .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    assert!(log.contains("pause_s=900"), "{log}");
+}
+
+/// The event stream resends open challenges on reconnect: one already
+/// decided must not be decided (and answered) again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_challenge_event_is_decided_once() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = declinable(&fake);
+    fake.wait_until("the decline", WAIT, |v| {
+        v.requests().iter().any(|r| r.path.contains("/decline"))
+    })
+    .await
+    .unwrap();
+    fake.resend_challenge_event(&id).unwrap();
+    fake.resend_challenge_event(&id).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(requests_containing(&fake, "/decline", None), 1);
+    let log = bot.stop().await;
+    assert!(log.contains("challenge already decided"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "long: run by hand, see README.md"]
 async fn soak() {
@@ -399,7 +652,12 @@ async fn soak() {
         .unwrap_or(7);
     let mut rng = fastrand::Rng::with_seed(seed);
     let fake = FakeLichess::start().await;
-    let mut bot = Bot::start(&fake, "[bot]\nconcurrency = 4").await;
+    // Through a proxy that can stop forwarding on its open connections.
+    let proxy = Proxy::start(fake.addr()).await;
+    let mut bot = Bot::new_at(&proxy.url(), &fake, "[bot]\nconcurrency = 4");
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let mut unknown = 0;
     let mut rss_start = None;
     let mut rss_mid = None;
     let mut rss_series: Vec<(usize, usize, Option<u64>)> = Vec::new();
@@ -455,7 +713,7 @@ async fn soak() {
             .cloned()
             .collect();
         let target = live.get(rng.usize(0..live.len().max(1))).cloned();
-        let fault = match rng.u32(0..8) {
+        let fault = match rng.u32(0..13) {
             0 => {
                 fake.cut_event_stream();
                 "event stream cut"
@@ -476,7 +734,9 @@ async fn soak() {
                 }
                 "game stream silenced"
             }
-            4 => {
+            // Only while a game is on: with nothing else to eat them, the
+            // 429s would all go to the event stream's reopenings.
+            4 if target.is_some() => {
                 fake.fail_requests_with_429(2, Some(1));
                 "429"
             }
@@ -487,6 +747,35 @@ async fn soak() {
             6 => {
                 fake.reject_moves_not_your_turn(1);
                 "not your turn"
+            }
+            7 => {
+                fake.fail_matching_with_429("/decline", 1, Some(5));
+                declinable(&fake);
+                "429 on a decline"
+            }
+            8 => {
+                proxy.freeze_open_connections();
+                "connections stop forwarding"
+            }
+            9 => {
+                if let Some(id) = &target {
+                    fake.malformed_game_full(1);
+                    let _ = fake.cut_game_stream(id);
+                }
+                "malformed gameFull"
+            }
+            10 => {
+                if let Some(id) = &target {
+                    let _ = fake.resend_challenge_event(id);
+                }
+                "duplicate challenge event"
+            }
+            11 => {
+                for _ in 0..100 {
+                    unknown += 1;
+                    let _ = fake.inject_event_line(&unknown_game_start(unknown));
+                }
+                "100 gameStarts for unknown games"
             }
             _ if !second_half => {
                 bot.kill().await;

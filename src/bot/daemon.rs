@@ -1,8 +1,19 @@
 //! The daemon's event loop: keeps the event stream open (reconnecting
-//! with a jittered backoff), decides each incoming challenge with
+//! with a [`Backoff`]), decides each incoming challenge with
 //! [`challenge::decide`](super::challenge::decide) and accepts or declines
 //! it, starts one game task per ongoing game, shuts down gracefully, and
 //! keeps systemd informed.
+//!
+//! **The loop never awaits a request.** Accepts and declines are sent by
+//! at most [`MAX_ANSWERS_IN_FLIGHT`] tasks that report back; one that
+//! failed (a 429, a timeout) is sent again later, after the rate-limit
+//! pause, up to [`MAX_ANSWER_TRIES`] times. So a `gameStart` or a signal
+//! is handled at once even while requests wait a minute behind a 429.
+//! A challenge is decided once per id: the stream resends open challenges
+//! on every reconnect. Game ids are checked before anything is allocated,
+//! and the game tasks are capped at `bot.concurrency` + [`SPARE_GAMES`], so
+//! a flood of `gameStart` lines cannot spawn threads and tables without
+//! limit.
 //!
 //! The registry maps a game id (a challenge id is its game's id) to a
 //! [`GameEntry`]: the slot it holds, if any, and the handle of its task,
@@ -39,12 +50,13 @@ use super::challenge::{Decision, SlotGuard, Slots, decide};
 use super::game::{self, GameCommand, GameContext, GameHandle, Me};
 use super::hashstore;
 use crate::config::Config;
-use crate::lichess::client::{Client, Error as ClientError, EventStream, jittered};
+use crate::lichess::backoff::Backoff;
+use crate::lichess::client::{Client, Error as ClientError, EventStream, is_valid_id};
 use crate::lichess::model::{Challenge, DeclineReason, Direction, Event, GameInfo};
 use crate::lichess::stream::StreamEvent;
 use crate::systemd::Notifier;
 use futures::StreamExt;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -52,9 +64,28 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
-/// The shortest and longest pause before reopening the event stream.
+/// The shortest and longest pause before reopening the event stream; the
+/// pause goes back to the shortest once the stream stayed up this long.
 const RECONNECT_MIN: Duration = Duration::from_millis(250);
-const RECONNECT_MAX: Duration = Duration::from_secs(30);
+const RECONNECT_MAX: Duration = Duration::from_secs(15);
+const HEALTHY_AFTER: Duration = Duration::from_secs(10);
+/// Accepts and declines being sent at once, at most.
+pub const MAX_ANSWERS_IN_FLIGHT: usize = 4;
+/// A failed accept or decline is sent this many times in all, at most.
+pub const MAX_ANSWER_TRIES: u32 = 5;
+/// Pause before resending a failed answer (or the rate-limit pause).
+const ANSWER_RETRY: Duration = Duration::from_secs(2);
+/// Game tasks beyond `bot.concurrency` that may run (games started
+/// elsewhere, resumed games); more `gameStart`s are ignored until some end.
+pub const SPARE_GAMES: usize = 2;
+/// Challenge ids decided are remembered this long (or up to
+/// [`MAX_DECIDED`] of them).
+const DECIDED_TTL: Duration = Duration::from_secs(3600);
+const MAX_DECIDED: usize = 10_000;
+/// How often stale hash files are swept and their total size capped.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
+/// The loop must have turned this recently for the watchdog to ping.
+const LOOP_STUCK_AFTER: Duration = Duration::from_secs(30);
 /// How often pending accepts, the shutdown deadline, the watchdog and the
 /// status line are looked after.
 const HOUSEKEEPING: Duration = Duration::from_millis(500);
@@ -118,6 +149,22 @@ enum Step {
     Reopen,
 }
 
+/// An accept or decline to send.
+#[derive(Debug, Clone)]
+struct Answer {
+    id: String,
+    /// `None`: accept.
+    decline: Option<DeclineReason>,
+    tries: u32,
+    not_before: Instant,
+}
+
+/// What a sent answer came to.
+struct Answered {
+    answer: Answer,
+    result: Result<(), ClientError>,
+}
+
 /// The event loop's state.
 pub struct Daemon {
     client: Client,
@@ -133,9 +180,30 @@ pub struct Daemon {
     /// When the event stream was last seen open.
     last_open: Option<Instant>,
     ready_sent: bool,
-    /// `last_open`, shared with the watchdog task.
-    health: Arc<Mutex<Option<Instant>>>,
+    /// Shared with the watchdog task: when the event stream was last seen
+    /// open, and when the loop last turned.
+    health: Arc<Mutex<Health>>,
     last_status: String,
+    /// Answers waiting to be sent, and how many are being sent.
+    answers: VecDeque<Answer>,
+    answers_in_flight: usize,
+    answered_tx: mpsc::UnboundedSender<Answered>,
+    answered_rx: mpsc::UnboundedReceiver<Answered>,
+    /// Challenge ids already decided, and when.
+    decided: HashMap<String, Instant>,
+    /// A `/api/account/playing` call is under way; another was asked.
+    reconciling: bool,
+    reconcile_again: bool,
+    /// When `gameStart`s beyond the cap were last logged.
+    flood_logged: Option<Instant>,
+    last_sweep: Instant,
+}
+
+/// What the watchdog looks at.
+#[derive(Debug, Default, Clone, Copy)]
+struct Health {
+    stream_open: Option<Instant>,
+    loop_turned: Option<Instant>,
 }
 
 impl Daemon {
@@ -143,6 +211,7 @@ impl Daemon {
         let slots = Slots::new(config.bot.concurrency as usize);
         let search_permits = Arc::new(Semaphore::new(config.engine.threads.max(1) as usize));
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (answered_tx, answered_rx) = mpsc::unbounded_channel();
         Daemon {
             client,
             config: Arc::new(config),
@@ -156,8 +225,17 @@ impl Daemon {
             phase: Phase::Running,
             last_open: None,
             ready_sent: false,
-            health: Arc::new(Mutex::new(None)),
+            health: Arc::new(Mutex::new(Health::default())),
             last_status: String::new(),
+            answers: VecDeque::new(),
+            answers_in_flight: 0,
+            answered_tx,
+            answered_rx,
+            decided: HashMap::new(),
+            reconciling: false,
+            reconcile_again: false,
+            flood_logged: None,
+            last_sweep: Instant::now(),
         }
     }
 
@@ -203,7 +281,7 @@ impl Daemon {
             _ = wait_for(signals, GRACEFUL) => return Ok(()),
         });
         let (reconcile_tx, mut reconcile_rx) = mpsc::unbounded_channel::<Vec<GameInfo>>();
-        let mut backoff = RECONNECT_MIN;
+        let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut conn = Conn::Opening(self.open_events());
@@ -227,9 +305,9 @@ impl Daemon {
                 step = step => match step {
                     Step::Opened(Ok(stream)) => {
                         tracing::info!("event stream open");
-                        backoff = RECONNECT_MIN;
+                        backoff.up();
                         self.on_stream_open();
-                        self.reconcile_later(reconcile_tx.clone());
+                        self.reconcile_later(&reconcile_tx);
                         conn = Conn::Open(stream);
                     }
                     Step::Opened(Err(
@@ -242,7 +320,7 @@ impl Daemon {
                     Step::Next(next) => {
                         self.mark_open();
                         match next {
-                            Some(Ok(StreamEvent::Item(event))) => self.handle(event).await,
+                            Some(Ok(StreamEvent::Item(event))) => self.handle(event),
                             Some(Ok(StreamEvent::KeepAlive)) => {}
                             Some(Ok(StreamEvent::Skipped(why))) => {
                                 tracing::warn!("event stream: line skipped: {why}")
@@ -260,8 +338,19 @@ impl Daemon {
                     Step::Reopen => conn = Conn::Opening(self.open_events()),
                 },
                 Some(id) = self.done_rx.recv() => self.game_done(&id),
-                Some(games) = reconcile_rx.recv() => self.reconcile(games),
-                _ = housekeeping.tick() => self.housekeeping(),
+                Some(games) = reconcile_rx.recv() => {
+                    self.reconcile(games);
+                    if std::mem::take(&mut self.reconcile_again) {
+                        self.reconcile_later(&reconcile_tx);
+                    }
+                }
+                Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
+                _ = housekeeping.tick() => {
+                    if matches!(conn, Conn::Open(_)) {
+                        self.mark_open();
+                    }
+                    self.housekeeping();
+                }
                 changed = signals.changed(), if signals_open => {
                     let count = if changed.is_ok() {
                         *signals.borrow_and_update()
@@ -272,7 +361,13 @@ impl Daemon {
                     self.on_signal(count);
                 }
             }
+            self.send_answers();
+            self.health().loop_turned = Some(Instant::now());
         }
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn open_events(&self) -> OpenFuture {
@@ -280,10 +375,9 @@ impl Daemon {
         Box::pin(async move { client.stream_events().await })
     }
 
-    fn wait_to_reopen(&mut self, backoff: &mut Duration) -> Conn {
-        let delay = jittered(*backoff);
+    fn wait_to_reopen(&mut self, backoff: &mut Backoff) -> Conn {
+        let delay = backoff.failed();
         tracing::info!(retry_in_ms = delay.as_millis() as u64, "reconnecting");
-        *backoff = (*backoff * 2).min(RECONNECT_MAX);
         Conn::Waiting(Instant::now() + delay)
     }
 
@@ -302,13 +396,12 @@ impl Daemon {
     fn mark_open(&mut self) {
         let now = Instant::now();
         self.last_open = Some(now);
-        *self.health.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
+        self.health().stream_open = Some(now);
     }
 
-    /// `WATCHDOG=1` at half the period systemd asked for, while the event
-    /// stream is open or was within [`UNHEALTHY_AFTER`]. A task of its own:
-    /// the loop may legitimately wait a minute behind the rate-limit gate
-    /// (answering a challenge), which must not get the daemon killed.
+    /// `WATCHDOG=1` at half the period systemd asked for, while the loop
+    /// turns (its housekeeping tick, whatever the event traffic) and the
+    /// event stream is open or was within [`UNHEALTHY_AFTER`].
     fn spawn_watchdog(&self) {
         let Some(period) = self.notifier.watchdog_interval() else {
             return;
@@ -319,8 +412,11 @@ impl Daemon {
             let mut ticks = tokio::time::interval(period / 2);
             loop {
                 ticks.tick().await;
-                let last = *health.lock().unwrap_or_else(|p| p.into_inner());
-                if last.is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                let h = *health.lock().unwrap_or_else(|p| p.into_inner());
+                if h.stream_open
+                    .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                    && h.loop_turned
+                        .is_some_and(|at| at.elapsed() < LOOP_STUCK_AFTER)
                     && let Err(e) = notifier.watchdog()
                 {
                     tracing::warn!("cannot notify systemd: {e}");
@@ -330,21 +426,31 @@ impl Daemon {
     }
 
     /// Asks `/api/account/playing` in the background (it waits behind the
-    /// rate-limit gate like any request; the loop must not).
-    fn reconcile_later(&self, tx: mpsc::UnboundedSender<Vec<GameInfo>>) {
+    /// rate-limit gate like any request; the loop must not). One call at a
+    /// time: asked again meanwhile, one more follows it.
+    fn reconcile_later(&mut self, tx: &mpsc::UnboundedSender<Vec<GameInfo>>) {
+        if self.reconciling {
+            self.reconcile_again = true;
+            return;
+        }
+        self.reconciling = true;
         let client = self.client.clone();
+        let tx = tx.clone();
         tokio::spawn(async move {
-            match client.playing().await {
-                Ok(playing) => {
-                    let _ = tx.send(playing.now_playing);
+            let games = match client.playing().await {
+                Ok(playing) => playing.now_playing,
+                Err(e) => {
+                    tracing::warn!("cannot list the ongoing games: {e}");
+                    Vec::new()
                 }
-                Err(e) => tracing::warn!("cannot list the ongoing games: {e}"),
-            }
+            };
+            let _ = tx.send(games);
         });
     }
 
     /// Starts a task for every ongoing game that has none.
     fn reconcile(&mut self, games: Vec<GameInfo>) {
+        self.reconciling = false;
         let missing: Vec<GameInfo> = games
             .into_iter()
             .filter(|g| {
@@ -408,6 +514,11 @@ impl Daemon {
 
     fn housekeeping(&mut self) {
         self.expire_accepts();
+        self.decided.retain(|_, at| at.elapsed() < DECIDED_TTL);
+        if self.last_sweep.elapsed() >= SWEEP_EVERY {
+            self.last_sweep = Instant::now();
+            self.sweep_hash_files();
+        }
         if let Phase::Draining { deadline } = self.phase
             && Instant::now() >= deadline
         {
@@ -440,7 +551,7 @@ impl Daemon {
     /// Our account, to know our colour in each game. Retries transient
     /// failures; a rejected token is fatal.
     async fn whoami(&self) -> Result<Me, ClientError> {
-        let mut backoff = RECONNECT_MIN;
+        let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
         loop {
             match self.client.account().await {
                 Ok(account) => {
@@ -463,12 +574,11 @@ impl Daemon {
                 }
                 Err(e) => tracing::warn!("cannot read the account: {e}"),
             }
-            tokio::time::sleep(jittered(backoff)).await;
-            backoff = (backoff * 2).min(RECONNECT_MAX);
+            tokio::time::sleep(backoff.failed()).await;
         }
     }
 
-    async fn handle(&mut self, event: Event) {
+    fn handle(&mut self, event: Event) {
         match event {
             Event::Challenge { challenge, .. } => {
                 if challenge.direction == Some(Direction::Out) {
@@ -476,7 +586,7 @@ impl Daemon {
                     return;
                 }
                 let stopping = self.phase != Phase::Running;
-                self.on_challenge(&challenge, stopping).await;
+                self.on_challenge(&challenge, stopping);
             }
             Event::ChallengeCanceled { challenge } => {
                 tracing::info!(challenge = %challenge.id, "challenge canceled");
@@ -493,10 +603,28 @@ impl Daemon {
     /// Starts the game's task, exactly once per game id.
     fn on_game_start(&mut self, info: GameInfo) {
         let id = info.game_id.clone();
+        if !is_valid_id(&id) {
+            tracing::warn!(game = %id.chars().take(80).collect::<String>(), "gameStart with an invalid game id ignored");
+            return;
+        }
         if let Some(entry) = self.games.get(&id)
             && entry.task.is_some()
         {
             tracing::debug!(game = %id, "game already being played");
+            return;
+        }
+        // A game we accepted has its slot already; any other counts
+        // against the cap.
+        let accepted = self.games.get(&id).is_some_and(|e| e.slot.is_some());
+        let cap = self.slots.capacity() + SPARE_GAMES;
+        if !accepted && self.running_games() >= cap {
+            if self
+                .flood_logged
+                .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+            {
+                self.flood_logged = Some(Instant::now());
+                tracing::warn!(game = %id, games = cap, "gameStart beyond the game cap ignored (more may follow, logged every 10 s)");
+            }
             return;
         }
         let Some(me) = self.me.clone() else {
@@ -566,7 +694,28 @@ impl Daemon {
         });
     }
 
-    async fn on_challenge(&mut self, challenge: &Challenge, shutting_down: bool) {
+    fn on_challenge(&mut self, challenge: &Challenge, shutting_down: bool) {
+        if self.decided.contains_key(&challenge.id) {
+            tracing::debug!(challenge = %challenge.id, "challenge already decided");
+            return;
+        }
+        if !is_valid_id(&challenge.id) {
+            tracing::warn!("challenge with an invalid id ignored");
+            return;
+        }
+        if self.decided.len() >= MAX_DECIDED {
+            // The oldest decisions go first (the stream would only resend
+            // challenges still open).
+            if let Some(oldest) = self
+                .decided
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(id, _)| id.clone())
+            {
+                self.decided.remove(&oldest);
+            }
+        }
+        self.decided.insert(challenge.id.clone(), Instant::now());
         let concurrency = self.slots.capacity();
         let mut decision = decide(
             challenge,
@@ -586,7 +735,7 @@ impl Daemon {
             Decision::Decline(_) => None,
         };
         let who = &challenge.challenger.id;
-        match decision {
+        let decline = match decision {
             Decision::Accept => {
                 tracing::info!(
                     challenge = %challenge.id,
@@ -596,29 +745,14 @@ impl Daemon {
                     rated = challenge.rated,
                     "accept"
                 );
-                let result = self.client.accept_challenge(&challenge.id).await;
-                // A failure on our side of the wire (timeout, cut
-                // connection, 5xx) may still have been an accept on the
-                // server's, and the retry of an accept that went through
-                // gets 404: keep the slot until the game starts or the
-                // start timeout passes. Any other refusal frees it.
-                let keep = match &result {
-                    Ok(()) => true,
-                    Err(e) => {
-                        tracing::warn!(challenge = %challenge.id, "accept failed: {e}");
-                        e.is_transient() || matches!(e, ClientError::NotFound { .. })
-                    }
-                };
-                if keep && !self.games.contains_key(&challenge.id) {
-                    self.games.insert(
-                        challenge.id.clone(),
-                        GameEntry {
-                            slot: guard,
-                            task: None,
-                            accepted_at: Some(Instant::now()),
-                        },
-                    );
-                }
+                // The slot is held from now: until the game starts, the
+                // accept is refused, or the start timeout passes.
+                self.games.entry(challenge.id.clone()).or_insert(GameEntry {
+                    slot: guard,
+                    task: None,
+                    accepted_at: Some(Instant::now()),
+                });
+                None
             }
             Decision::Decline(reason) => {
                 tracing::info!(
@@ -630,11 +764,108 @@ impl Daemon {
                     reason = reason.as_str(),
                     "decline"
                 );
-                if let Err(e) = self.client.decline_challenge(&challenge.id, reason).await {
-                    tracing::warn!(challenge = %challenge.id, "decline failed: {e}");
-                }
+                Some(reason)
+            }
+        };
+        self.answers.push_back(Answer {
+            id: challenge.id.clone(),
+            decline,
+            tries: 0,
+            not_before: Instant::now(),
+        });
+    }
+
+    /// Starts sending the answers that are due, up to
+    /// [`MAX_ANSWERS_IN_FLIGHT`] at once.
+    fn send_answers(&mut self) {
+        let now = Instant::now();
+        let mut later = VecDeque::new();
+        while self.answers_in_flight < MAX_ANSWERS_IN_FLIGHT {
+            let Some(mut answer) = self.answers.pop_front() else {
+                break;
+            };
+            if answer.not_before > now {
+                later.push_back(answer);
+                continue;
+            }
+            answer.tries += 1;
+            self.answers_in_flight += 1;
+            let client = self.client.clone();
+            let tx = self.answered_tx.clone();
+            tokio::spawn(async move {
+                let result = match answer.decline {
+                    None => client.accept_challenge(&answer.id).await,
+                    Some(reason) => client.decline_challenge(&answer.id, reason).await,
+                };
+                let _ = tx.send(Answered { answer, result });
+            });
+        }
+        later.append(&mut self.answers);
+        self.answers = later;
+    }
+
+    /// An accept or decline came back.
+    fn on_answered(&mut self, Answered { mut answer, result }: Answered) {
+        self.answers_in_flight = self.answers_in_flight.saturating_sub(1);
+        let what = if answer.decline.is_some() {
+            "decline"
+        } else {
+            "accept"
+        };
+        let Err(e) = result else {
+            tracing::debug!(challenge = %answer.id, "{what} sent");
+            return;
+        };
+        let retry =
+            (e.is_transient() || e.status() == Some(429)) && answer.tries < MAX_ANSWER_TRIES;
+        tracing::warn!(challenge = %answer.id, tries = answer.tries, retry, "{what} failed: {e}");
+        if retry {
+            let wait = self
+                .client
+                .rate_limited_for()
+                .unwrap_or_default()
+                .max(ANSWER_RETRY);
+            answer.not_before = Instant::now() + wait;
+            self.answers.push_back(answer);
+            return;
+        }
+        if answer.decline.is_none() {
+            // The retry of an accept that went through gets 404: keep the
+            // slot until the game starts or the start timeout passes. Any
+            // other refusal frees it.
+            let gone = !matches!(e, ClientError::NotFound { .. })
+                && self
+                    .games
+                    .get(&answer.id)
+                    .is_some_and(|entry| entry.task.is_none());
+            if gone {
+                self.games.remove(&answer.id);
             }
         }
+    }
+
+    /// Deletes stale hash files and keeps their total under twice the
+    /// configured table memory (the files of running games are kept).
+    fn sweep_hash_files(&self) {
+        let Some(dir) = self.config.engine.state_dir.clone() else {
+            return;
+        };
+        let keep: Vec<String> = self
+            .games
+            .iter()
+            .filter(|(_, e)| e.task.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        let max_bytes = (self.config.engine.hash_mb as u64).saturating_mul(2 << 20);
+        tokio::task::spawn_blocking(move || {
+            let stale =
+                hashstore::sweep(&dir, hashstore::STALE_AFTER, std::time::SystemTime::now());
+            let keep: Vec<&str> = keep.iter().map(String::as_str).collect();
+            let capped = hashstore::cap_total(&dir, max_bytes, &keep);
+            if stale + capped > 0 {
+                tracing::info!(stale, over_size = capped, "hash files deleted");
+            }
+        });
     }
 }
 

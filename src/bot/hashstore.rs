@@ -1,7 +1,8 @@
 //! Where each game's transposition table is kept between runs: one file per
 //! game id under `engine.state_dir/hash/`, saved while the game goes on,
 //! loaded when the game is resumed after a restart, deleted when it ends,
-//! and swept when stale.
+//! swept when stale (at start and periodically), and kept under a total
+//! size: the oldest files go first.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -68,6 +69,46 @@ pub fn sweep(state_dir: &Path, older_than: Duration, now: SystemTime) -> usize {
     deleted
 }
 
+/// Deletes the oldest files until the directory holds at most
+/// `max_bytes` of them (the files of `keep`, games being played, are not
+/// touched); returns how many were deleted.
+pub fn cap_total(state_dir: &Path, max_bytes: u64, keep: &[&str]) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir(state_dir)) else {
+        return 0;
+    };
+    let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
+            let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            Some((modified, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort();
+    let mut deleted = 0;
+    for (_, len, path) in files {
+        if total <= max_bytes {
+            break;
+        }
+        let kept = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .is_some_and(|stem| keep.contains(&stem));
+        if !kept && std::fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(len);
+            deleted += 1;
+        }
+    }
+    deleted
+}
+
+/// Whether `path` is a file of exactly `len` bytes (a table saved with
+/// our table size); any other file is refused, not loaded.
+pub fn has_len(path: &Path, len: u64) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == len)
+}
+
 /// Deletes a finished game's file; a missing file is fine.
 pub fn remove(state_dir: &Path, game_id: &str) {
     if let Some(p) = path(state_dir, game_id)
@@ -107,6 +148,26 @@ mod tests {
         assert_eq!(sweep(&state, STALE_AFTER, now + STALE_AFTER * 2), 1);
         assert!(!file.exists());
         remove(&state, "game0001"); // already gone: no error
+        std::fs::remove_dir_all(&state).unwrap();
+    }
+
+    #[test]
+    fn total_size_is_capped_oldest_first_but_not_played_games() {
+        let state = std::env::temp_dir().join(format!("kaissa-cap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&state);
+        prepare(&state).unwrap();
+        for id in ["old1", "old2", "new3"] {
+            std::fs::write(path(&state, id).unwrap(), [0u8; 100]).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(has_len(&path(&state, "old2").unwrap(), 100));
+        assert!(!has_len(&path(&state, "old2").unwrap(), 101));
+        assert_eq!(cap_total(&state, 300, &[]), 0);
+        // old1 is being played: old2 goes instead.
+        assert_eq!(cap_total(&state, 200, &["old1"]), 1);
+        assert!(path(&state, "old1").unwrap().exists());
+        assert!(!path(&state, "old2").unwrap().exists());
+        assert_eq!(cap_total(&state, 0, &[]), 2);
         std::fs::remove_dir_all(&state).unwrap();
     }
 }

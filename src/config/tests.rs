@@ -188,6 +188,27 @@ fn validation_names_the_key() {
             "lichess.stream_timeout_secs:",
         ),
         (
+            "[bot]\nresign_score_cp = 4294967295\n",
+            "bot.resign_score_cp: 4294967295 is out of range 1..=100000",
+        ),
+        ("[bot]\ndraw_score_cp = 200000\n", "bot.draw_score_cp:"),
+        (
+            "[lichess]\nrate_limit_pause_secs = 99999999999\n",
+            "lichess.rate_limit_pause_secs:",
+        ),
+        (
+            "[bot]\nabort_time_secs = 18446744073709551615\n",
+            "bot.abort_time_secs:",
+        ),
+        (
+            "[bot]\nshutdown_deadline_secs = 100000\n",
+            "bot.shutdown_deadline_secs:",
+        ),
+        (
+            "[engine]\nmove_overhead_ms = 60000\n",
+            "engine.move_overhead_ms:",
+        ),
+        (
             "[challenge]\naccept_bots = false\nonly_bots = true\n",
             "challenge.only_bots:",
         ),

@@ -36,9 +36,19 @@ pub struct LoadedToken {
 
 impl Config {
     /// The token from the process environment or files; logs where it came
-    /// from and any warning (never the token).
+    /// from and any warning (never the token). A token read from
+    /// `LICHESS_BOT_TOKEN` is removed from the environment, so no child
+    /// process inherits it and no later reader of the environment sees it.
+    ///
+    /// Call it before any thread is started (the daemon does, before its
+    /// runtime): changing the environment is not thread-safe.
     pub fn token(&self) -> Result<Token, ConfigError> {
         let loaded = self.load_token(&|name| std::env::var_os(name))?;
+        if loaded.source == TokenSource::Environment {
+            // SAFETY: called while the process is single-threaded (see
+            // above), so no other thread reads the environment meanwhile.
+            unsafe { std::env::remove_var(TOKEN_ENV) };
+        }
         for warning in &loaded.warnings {
             tracing::warn!("{warning}");
         }

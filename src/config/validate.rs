@@ -19,9 +19,13 @@ impl Config {
                 ));
             }
         }
-        if l.stream_timeout_secs == 0 {
-            return Err(invalid("lichess.stream_timeout_secs", "must be at least 1"));
-        }
+        check_range("lichess.stream_timeout_secs", l.stream_timeout_secs, 1, 300)?;
+        check_range(
+            "lichess.rate_limit_pause_secs",
+            l.rate_limit_pause_secs,
+            0,
+            900,
+        )?;
         if l.token_file
             .as_ref()
             .is_some_and(|p| p.as_os_str().is_empty())
@@ -42,6 +46,8 @@ impl Config {
                 format!("{} is out of range 1..=1024", e.threads),
             ));
         }
+
+        check_range("engine.move_overhead_ms", e.move_overhead_ms, 0, 10_000)?;
 
         let c = &self.challenge;
         check_order(
@@ -87,12 +93,22 @@ impl Config {
         if b.concurrency == 0 {
             return Err(invalid("bot.concurrency", "must be at least 1"));
         }
-        if b.abort_time_secs == 0 {
-            return Err(invalid("bot.abort_time_secs", "must be at least 1"));
-        }
-        if b.game_start_timeout_secs == 0 {
-            return Err(invalid("bot.game_start_timeout_secs", "must be at least 1"));
-        }
+        check_range("bot.abort_time_secs", b.abort_time_secs, 1, 3600)?;
+        check_range(
+            "bot.game_start_timeout_secs",
+            b.game_start_timeout_secs,
+            1,
+            3600,
+        )?;
+        check_range(
+            "bot.shutdown_deadline_secs",
+            b.shutdown_deadline_secs,
+            0,
+            86_400,
+        )?;
+        // Scores are compared as i32 centipawns; a mate counts 100000.
+        check_range("bot.draw_score_cp", b.draw_score_cp.into(), 0, 100_000)?;
+        check_range("bot.resign_score_cp", b.resign_score_cp.into(), 1, 100_000)?;
         if b.draw_moves == 0 {
             return Err(invalid("bot.draw_moves", "must be at least 1"));
         }
@@ -110,6 +126,19 @@ impl Config {
             check_template(key, template)?;
         }
         Ok(())
+    }
+}
+
+/// `value` within `min..=max`: every duration and score has bounds, so
+/// none overflows an `Instant` or wraps negative.
+fn check_range(key: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            key,
+            format!("{value} is out of range {min}..={max}"),
+        ))
     }
 }
 

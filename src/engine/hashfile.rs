@@ -100,6 +100,12 @@ fn start_sum(words: u64, generation: u8) -> Checksum {
     c
 }
 
+/// The length of the file `save` writes for a table of `mb` MiB: a
+/// caller can refuse a file of another size before loading it.
+pub fn file_len(mb: usize) -> u64 {
+    HEADER_LEN as u64 + TranspositionTable::word_count_for(mb) as u64 * 8
+}
+
 /// Writes `tt` to `path` atomically (temporary file, sync, rename).
 pub fn save(tt: &TranspositionTable, path: &Path) -> Result<HashFileInfo, HashFileError> {
     let io = |source| HashFileError::Io {

@@ -62,6 +62,9 @@ pub struct SearchControl<'a> {
     /// When `ponderhit` arrived (set before `pondering` is cleared): the
     /// real clock runs from there.
     pub ponderhit_at: Option<&'a OnceLock<Instant>>,
+    /// When the clock started for this search, if before the call (see
+    /// `GoRequest::clock_start`); never later than now.
+    pub clock_start: Option<Instant>,
     /// How clock searches budget their time.
     pub time_manager: TimeManager,
     /// Pondering is on for this game (plan a little more time per move).
@@ -78,6 +81,7 @@ impl<'a> SearchControl<'a> {
             stop,
             pondering,
             ponderhit_at: None,
+            clock_start: None,
             time_manager: TimeManager::default(),
             ponder_enabled: false,
             helper: 0,
@@ -253,7 +257,8 @@ impl Searcher {
         ctrl: &SearchControl,
         report: &mut dyn FnMut(SearchInfo),
     ) -> SearchResult {
-        self.start = Instant::now();
+        let now = Instant::now();
+        self.start = ctrl.clock_start.map_or(now, |at| at.min(now));
         self.nodes = 0;
         self.seldepth = 0;
         self.stopped = false;

@@ -70,6 +70,12 @@ pub struct GoRequest {
     /// Start in ponder mode: the clock does not run until `ponderhit`,
     /// and the best move is held back until `ponderhit` or `stop`.
     pub ponder: bool,
+    /// When our clock started running for this move (the arrival of the
+    /// position that made it our turn): the search clock counts from
+    /// there, not from when the engine thread picked the request up, so
+    /// time spent before (a table still being saved or loaded) is counted.
+    /// `None`: from the pick-up.
+    pub clock_start: Option<Instant>,
 }
 
 impl GoRequest {
@@ -79,6 +85,7 @@ impl GoRequest {
             history,
             limits,
             ponder: false,
+            clock_start: None,
         }
     }
 }
@@ -144,15 +151,12 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts the engine thread; events go to `events`.
+    /// Starts the engine thread; events go to `events`. If the thread
+    /// cannot be spawned, the handle answers nothing: use [`Engine::try_new`]
+    /// where that must be handled.
     pub fn new(options: EngineOptions, events: UnboundedSender<Event>) -> Engine {
         let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("kaissa-search".into())
-            // Deep recursion with a position per frame: give it room.
-            .stack_size(64 << 20)
-            .spawn(move || engine_loop(options, rx, events))
-            .ok();
+        let thread = spawn_thread(options, rx, events).ok();
         Engine {
             commands: tx,
             current: None,
@@ -161,10 +165,33 @@ impl Engine {
         }
     }
 
+    /// Starts the engine thread, or says why it could not be spawned.
+    pub fn try_new(
+        options: EngineOptions,
+        events: UnboundedSender<Event>,
+    ) -> std::io::Result<Engine> {
+        let (tx, rx) = mpsc::channel();
+        let thread = spawn_thread(options, rx, events)?;
+        Ok(Engine {
+            commands: tx,
+            current: None,
+            next_id: 0,
+            thread: Some(thread),
+        })
+    }
+
     /// Starts the engine thread with a fresh event channel.
     pub fn spawn(options: EngineOptions) -> (Engine, UnboundedReceiver<Event>) {
         let (tx, rx) = unbounded_channel();
         (Engine::new(options, tx), rx)
+    }
+
+    /// [`Engine::spawn`], or why the thread could not be spawned.
+    pub fn try_spawn(
+        options: EngineOptions,
+    ) -> std::io::Result<(Engine, UnboundedReceiver<Event>)> {
+        let (tx, rx) = unbounded_channel();
+        Ok((Engine::try_new(options, tx)?, rx))
     }
 
     /// Starts a search; a running one is stopped first (its `BestMove`
@@ -284,6 +311,18 @@ impl Drop for Engine {
     }
 }
 
+fn spawn_thread(
+    options: EngineOptions,
+    rx: mpsc::Receiver<Command>,
+    events: UnboundedSender<Event>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("kaissa-search".into())
+        // Deep recursion with a position per frame: give it room.
+        .stack_size(64 << 20)
+        .spawn(move || engine_loop(options, rx, events))
+}
+
 fn engine_loop(
     mut options: EngineOptions,
     rx: mpsc::Receiver<Command>,
@@ -301,6 +340,7 @@ fn engine_loop(
                 tt.new_search();
                 let ctrl = SearchControl {
                     ponderhit_at: Some(&flags.ponderhit_at),
+                    clock_start: req.clock_start,
                     time_manager,
                     ponder_enabled,
                     ..SearchControl::new(&flags.stop, &flags.pondering)

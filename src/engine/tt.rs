@@ -98,9 +98,9 @@ impl TranspositionTable {
 
     /// Reallocates to about `mb` mebibytes; the contents are lost.
     pub fn resize(&mut self, mb: usize) {
-        let n = (mb.max(1) << 20) / std::mem::size_of::<Bucket>();
+        let n = Self::buckets_for(mb);
         self.buckets = Vec::new();
-        self.buckets.resize_with(n.max(1), Bucket::default);
+        self.buckets.resize_with(n, Bucket::default);
         self.generation = 0;
     }
 
@@ -250,6 +250,15 @@ impl TranspositionTable {
         self.buckets
             .iter()
             .flat_map(|b| b.0.iter().map(|w| w.load(Ordering::Relaxed)))
+    }
+
+    fn buckets_for(mb: usize) -> usize {
+        ((mb.max(1) << 20) / std::mem::size_of::<Bucket>()).max(1)
+    }
+
+    /// The `word_count` of a table of `mb` MiB, without allocating it.
+    pub fn word_count_for(mb: usize) -> usize {
+        Self::buckets_for(mb) * 2 * ENTRIES
     }
 
     /// Number of words `raw_words` yields.

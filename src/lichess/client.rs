@@ -1,22 +1,33 @@
 //! The one HTTP client for every Lichess request, and the secret [`Token`].
 //!
-//! Every request goes through [`Client`], so three rules hold everywhere:
+//! Every request goes through [`Client`], so these rules hold everywhere:
 //! - **Auth**: each request carries `Authorization: Bearer <token>`, marked
 //!   sensitive. The token lives in [`Token`], whose `Debug` and `Display`
 //!   print `Token(***)`; no error or log line of this module contains it
-//!   (errors name the request path, never headers).
-//! - **Rate limits**: an HTTP 429 closes a gate shared by all clones of the
-//!   client: every non-urgent request then waits `rate_limit_pause` (60 s by
-//!   default) or the `Retry-After` delay if longer. The ratelimit body of
-//!   the bot-vs-bot daily cap (`bot.vsBot.day`) is kept in the error, so
-//!   the caller can stop challenging bots for `ratelimit.seconds`.
-//!   Non-urgent requests are also sent one at a time, as Lichess asks.
+//!   (errors name the request path, never headers). Plain `http://` is
+//!   allowed for loopback hosts only (a test server), never over a network.
+//! - **Lanes**: what keeps a game alive never waits behind anything else.
+//!   *Queued* requests (challenges, chat, draw answers, account calls) go
+//!   one at a time, as Lichess asks, and wait at the rate-limit gate. The
+//!   *game* lane (game-stream opens, resign, abort, claims) and *move*
+//!   posts skip the gate and the queue and have their own quick backoff.
+//! - **Rate limits**: an HTTP 429 closes the gate shared by all clones of
+//!   the client: every queued request then waits `rate_limit_pause` (60 s
+//!   by default) or the `Retry-After` delay if longer, clamped to
+//!   [`MAX_PAUSE`]. The ratelimit body of the bot-vs-bot daily cap
+//!   (`bot.vsBot.day`) is kept in the error, so the caller can stop
+//!   challenging bots for `ratelimit.seconds`.
 //! - **Retries**: transport errors, timeouts and 5xx answers are retried
-//!   with exponential backoff and jitter. A move post is *urgent*: the
-//!   clock is running, so it skips the gate and the queue, retries quickly
-//!   (a 429 included) until the deadline the caller gives, and a 400 reply
-//!   ("Not your turn", an illegal move) comes back at once as
+//!   with exponential backoff and jitter. A move post retries quickly (a
+//!   429 included) until the deadline the caller gives; a 400 reply ("Not
+//!   your turn", an illegal move) comes back at once as
 //!   [`Error::MoveRejected`].
+//! - **Dead connections**: HTTP/2 keep-alive pings find a connection that
+//!   silently stopped forwarding within [`H2_PING_INTERVAL`] +
+//!   [`H2_PING_TIMEOUT`]. Streams get a connection of their own, and the
+//!   retry of a game-lane request or move post goes to a fresh connection,
+//!   so one dead socket never holds a game. A move-post attempt gets at
+//!   most [`MOVE_ATTEMPT_TIMEOUT`].
 //!
 //! Streams (`/api/stream/event`, game streams) come back as
 //! [`NdjsonStream`]s with the silence watchdog of [`ClientOptions`].
@@ -52,6 +63,19 @@ const MAX_BODY_LEN: usize = 4 << 20;
 
 /// The least time an urgent attempt gets, even past its deadline.
 const MIN_URGENT_ATTEMPT: Duration = Duration::from_millis(100);
+
+/// The most one move-post attempt waits for its answer: Lichess answers
+/// in well under a second, so a silent connection is given up quickly and
+/// the retry goes to a fresh one.
+pub const MOVE_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The longest a 429 closes the gate, whatever `Retry-After` says.
+pub const MAX_PAUSE: Duration = Duration::from_secs(15 * 60);
+
+/// HTTP/2 keep-alive: a ping this often on every connection, idle or not...
+pub const H2_PING_INTERVAL: Duration = Duration::from_secs(5);
+/// ...and a connection whose ping is not answered in this long is dead.
+pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A Lichess API token. It never shows: `Debug` and `Display` print
 /// `Token(***)`.
@@ -165,6 +189,9 @@ pub struct ClientOptions {
     pub retry: RetryPolicy,
     /// Retries of move posts (also bounded by the caller's deadline).
     pub urgent_retry: RetryPolicy,
+    /// Retries of game-lane requests (game-stream opens, resign, abort,
+    /// claims), which skip the rate-limit gate.
+    pub game_retry: RetryPolicy,
     /// The `User-Agent` header.
     pub user_agent: String,
 }
@@ -187,6 +214,11 @@ impl Default for ClientOptions {
                 max_attempts: 30,
                 initial_backoff: Duration::from_millis(100),
                 max_backoff: Duration::from_secs(1),
+            },
+            game_retry: RetryPolicy {
+                max_attempts: 4,
+                initial_backoff: Duration::from_millis(250),
+                max_backoff: Duration::from_secs(2),
             },
             user_agent: concat!("kaissa/", env!("CARGO_PKG_VERSION")).to_owned(),
         }
@@ -381,7 +413,10 @@ impl Gate {
     }
 
     fn pause(&self, pause: Duration) {
-        let until = Instant::now() + pause;
+        let now = Instant::now();
+        let until = now
+            .checked_add(pause.min(MAX_PAUSE))
+            .unwrap_or(now + MAX_PAUSE);
         let mut paused = self
             .paused_until
             .lock()
@@ -408,6 +443,17 @@ impl Gate {
     }
 }
 
+/// Which path a request takes (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// One at a time, behind the rate-limit gate.
+    Queued,
+    /// Keeps a game alive: no gate, no queue, quick retries.
+    Game,
+    /// A move post, retried until its deadline.
+    Move { deadline: Instant },
+}
+
 /// One request, described before it is sent (possibly several times).
 #[derive(Debug)]
 struct Call {
@@ -415,8 +461,7 @@ struct Call {
     path: String,
     query: Vec<(&'static str, String)>,
     form: Option<Vec<(&'static str, String)>>,
-    /// Urgent requests carry a deadline.
-    deadline: Option<Instant>,
+    lane: Lane,
     /// Keep the body open: no timeout past the headers.
     stream: bool,
     /// For a move post: game id and move, to build `MoveRejected`.
@@ -430,7 +475,7 @@ impl Call {
             path,
             query: Vec::new(),
             form: None,
-            deadline: None,
+            lane: Lane::Queued,
             stream: false,
             mv: None,
         }
@@ -453,7 +498,10 @@ pub struct Client {
 }
 
 struct Inner {
+    /// Pooled connections, for most requests.
     http: reqwest::Client,
+    /// No pooling: a new connection per request (streams, retries).
+    fresh: reqwest::Client,
     base_url: String,
     token: Token,
     options: ClientOptions,
@@ -472,15 +520,19 @@ impl fmt::Debug for Client {
     }
 }
 
-/// Ids (games, challenges, users) go into URL paths: keep them to the
-/// characters Lichess uses.
-fn check_id(what: &'static str, id: &str) -> Result<(), Error> {
-    let ok = !id.is_empty()
+/// Whether `id` can be a Lichess id (game, challenge, user): 1 to 64
+/// ASCII letters, digits, `_` or `-`. Ids go into URL paths, and the
+/// daemon checks an id before it allocates anything for it.
+pub fn is_valid_id(id: &str) -> bool {
+    !id.is_empty()
         && id.len() <= 64
         && id
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_id(what: &'static str, id: &str) -> Result<(), Error> {
+    if is_valid_id(id) {
         Ok(())
     } else {
         Err(Error::InvalidArgument {
@@ -508,6 +560,18 @@ fn check_uci(uci: &str) -> Result<(), Error> {
     }
 }
 
+/// Whether the URL's host is this machine (`localhost`, 127.0.0.0/8, ::1).
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The first `max` characters of `text`.
 fn truncate_chars(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
@@ -532,18 +596,31 @@ impl Client {
                 "base URL: credentials in the URL are not allowed".to_owned(),
             ));
         }
+        if url.scheme() == "http" && !is_loopback(&url) {
+            return Err(Error::InvalidOptions(format!(
+                "base URL {base_url:?}: plain http:// is allowed for loopback hosts only (the token would travel in clear); use https://"
+            )));
+        }
         // No client-wide timeout: streams stay open for hours. Timeouts are
         // per request. No redirects: the token must not follow one.
-        let http = reqwest::Client::builder()
-            .user_agent(options.user_agent.clone())
-            .connect_timeout(options.connect_timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_keepalive(Duration::from_secs(30))
-            .build()
-            .map_err(|e| Error::InvalidOptions(chain(&e)))?;
+        let builder = || {
+            reqwest::Client::builder()
+                .user_agent(options.user_agent.clone())
+                .connect_timeout(options.connect_timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                .tcp_keepalive(Duration::from_secs(30))
+                .http2_keep_alive_interval(H2_PING_INTERVAL)
+                .http2_keep_alive_timeout(H2_PING_TIMEOUT)
+                .http2_keep_alive_while_idle(true)
+        };
+        let build =
+            |b: reqwest::ClientBuilder| b.build().map_err(|e| Error::InvalidOptions(chain(&e)));
+        let http = build(builder())?;
+        let fresh = build(builder().pool_max_idle_per_host(0))?;
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
+                fresh,
                 base_url,
                 token,
                 options,
@@ -598,8 +675,9 @@ impl Client {
     /// every move, chat lines and opponent-gone notices.
     pub async fn stream_game(&self, game_id: &str) -> Result<GameStream, Error> {
         check_id("game id", game_id)?;
-        self.stream(Call::get(format!("/api/bot/game/stream/{game_id}")))
-            .await
+        let mut call = Call::get(format!("/api/bot/game/stream/{game_id}"));
+        call.lane = Lane::Game;
+        self.stream(call).await
     }
 
     /// `POST /api/bot/game/{id}/move/{uci}`, optionally offering (or
@@ -619,7 +697,7 @@ impl Client {
         if offering_draw {
             call.query.push(("offeringDraw", "true".to_owned()));
         }
-        call.deadline = Some(deadline);
+        call.lane = Lane::Move { deadline };
         call.mv = Some((game_id.to_owned(), uci.to_owned()));
         self.ok(call).await
     }
@@ -650,20 +728,25 @@ impl Client {
     }
 
     /// `POST /api/bot/game/{id}/abort` (only before both sides moved).
+    /// On the game lane.
     pub async fn abort(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "abort").await
+        self.game_action(game_id, "abort", Lane::Game).await
     }
 
-    /// `POST /api/bot/game/{id}/resign`.
+    /// `POST /api/bot/game/{id}/resign`. On the game lane.
     pub async fn resign(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "resign").await
+        self.game_action(game_id, "resign", Lane::Game).await
     }
 
     /// `POST /api/bot/game/{id}/draw/{yes|no}`: answer (or, with yes,
     /// make) a draw offer.
     pub async fn answer_draw(&self, game_id: &str, accept: bool) -> Result<(), Error> {
-        self.game_action(game_id, if accept { "draw/yes" } else { "draw/no" })
-            .await
+        self.game_action(
+            game_id,
+            if accept { "draw/yes" } else { "draw/no" },
+            Lane::Queued,
+        )
+        .await
     }
 
     /// `POST /api/bot/game/{id}/takeback/{yes|no}`.
@@ -673,24 +756,26 @@ impl Client {
         } else {
             "takeback/no"
         };
-        self.game_action(game_id, action).await
+        self.game_action(game_id, action, Lane::Queued).await
     }
 
     /// `POST /api/bot/game/{id}/claim-victory`, after `opponentGone` and
-    /// `claimWinInSeconds`.
+    /// `claimWinInSeconds`. On the game lane.
     pub async fn claim_victory(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "claim-victory").await
+        self.game_action(game_id, "claim-victory", Lane::Game).await
     }
 
-    /// `POST /api/bot/game/{id}/claim-draw`, after `opponentGone`.
+    /// `POST /api/bot/game/{id}/claim-draw`, after `opponentGone`. On the
+    /// game lane.
     pub async fn claim_draw(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "claim-draw").await
+        self.game_action(game_id, "claim-draw", Lane::Game).await
     }
 
-    async fn game_action(&self, game_id: &str, action: &str) -> Result<(), Error> {
+    async fn game_action(&self, game_id: &str, action: &str, lane: Lane) -> Result<(), Error> {
         check_id("game id", game_id)?;
-        self.ok(Call::post(format!("/api/bot/game/{game_id}/{action}")))
-            .await
+        let mut call = Call::post(format!("/api/bot/game/{game_id}/{action}"));
+        call.lane = lane;
+        self.ok(call).await
     }
 
     /// `POST /api/challenge/{id}/accept`. [`Error::NotFound`] if the
@@ -813,29 +898,30 @@ impl Client {
 
     fn attempt_timeout(&self, call: &Call) -> Duration {
         let timeout = self.inner.options.request_timeout;
-        match call.deadline {
-            Some(deadline) => deadline
+        match call.lane {
+            Lane::Move { deadline } => deadline
                 .saturating_duration_since(Instant::now())
                 .max(MIN_URGENT_ATTEMPT)
-                .min(timeout),
-            None => timeout,
+                .min(timeout)
+                .min(MOVE_ATTEMPT_TIMEOUT),
+            Lane::Queued | Lane::Game => timeout,
         }
     }
 
-    /// Sends a call, with the gate, the queue and the retries; returns the
-    /// 2xx response or the last error.
+    /// Sends a call on its lane, with the retries; returns the 2xx
+    /// response or the last error.
     async fn send(&self, call: &Call) -> Result<Response, Error> {
         let inner = &*self.inner;
-        let policy = match call.deadline {
-            Some(_) => inner.options.urgent_retry,
-            None => inner.options.retry,
+        let policy = match call.lane {
+            Lane::Queued => inner.options.retry,
+            Lane::Game => inner.options.game_retry,
+            Lane::Move { .. } => inner.options.urgent_retry,
         };
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let permit = match call.deadline {
-                Some(_) => None,
-                None => {
+            let permit = match call.lane {
+                Lane::Queued => {
                     inner.gate.wait().await;
                     // The semaphore is never closed; if it were, go on
                     // without it rather than fail.
@@ -844,10 +930,14 @@ impl Client {
                     inner.gate.wait().await;
                     permit
                 }
+                Lane::Game | Lane::Move { .. } => None,
             };
             let timeout = self.attempt_timeout(call);
             let started = Instant::now();
-            let result = tokio::time::timeout(timeout, self.request(call).send()).await;
+            // A stream gets a connection of its own; a retry goes to a
+            // fresh one (the last may be dead).
+            let fresh = call.stream || attempt > 1;
+            let result = tokio::time::timeout(timeout, self.request(call, fresh).send()).await;
             drop(permit);
             let error = match result {
                 Ok(Ok(response)) if response.status().is_success() => {
@@ -871,20 +961,20 @@ impl Client {
                 },
             };
             let retry = match error {
-                Error::RateLimited { .. } => call.deadline.is_some(),
+                Error::RateLimited { .. } => call.lane != Lane::Queued,
                 ref other => other.is_transient(),
             };
             if !retry || attempt >= policy.max_attempts {
                 return Err(error);
             }
             let delay = policy.backoff(attempt);
-            if let Some(deadline) = call.deadline {
-                if Instant::now() + delay >= deadline {
-                    return Err(Error::DeadlineExceeded {
-                        path: call.path.clone(),
-                        last: Box::new(error),
-                    });
-                }
+            if let Lane::Move { deadline } = call.lane
+                && Instant::now() + delay >= deadline
+            {
+                return Err(Error::DeadlineExceeded {
+                    path: call.path.clone(),
+                    last: Box::new(error),
+                });
             }
             warn!(
                 method = %call.method,
@@ -897,11 +987,11 @@ impl Client {
         }
     }
 
-    fn request(&self, call: &Call) -> reqwest::RequestBuilder {
+    fn request(&self, call: &Call, fresh: bool) -> reqwest::RequestBuilder {
         let inner = &*self.inner;
         let url = format!("{}{}", inner.base_url, call.path);
-        let mut request = inner
-            .http
+        let http = if fresh { &inner.fresh } else { &inner.http };
+        let mut request = http
             .request(call.method.clone(), url)
             .header(AUTHORIZATION, inner.token.header());
         if call.stream {
@@ -926,7 +1016,7 @@ impl Client {
             .get(RETRY_AFTER)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .map(|secs| Duration::from_secs(secs.min(MAX_PAUSE.as_secs())));
         let body = tokio::time::timeout(self.inner.options.request_timeout, read_body(response))
             .await
             .ok()
@@ -946,7 +1036,8 @@ impl Client {
             StatusCode::TOO_MANY_REQUESTS => {
                 let pause = retry_after
                     .unwrap_or_default()
-                    .max(self.inner.options.rate_limit_pause);
+                    .max(self.inner.options.rate_limit_pause)
+                    .min(MAX_PAUSE);
                 self.inner.gate.pause(pause);
                 let limit = parsed.and_then(|p| p.ratelimit);
                 warn!(
@@ -1041,6 +1132,13 @@ mod tests {
             with("http://127.0.0.1:8080/").unwrap().base_url(),
             "http://127.0.0.1:8080"
         );
+        assert!(with("http://localhost:9/").is_ok());
+        assert!(with("http://[::1]:9").is_ok());
+        assert!(with("http://127.0.0.2").is_ok());
+        assert!(with("https://lichess.org").is_ok());
+        let e = with("http://lichess.org").unwrap_err().to_string();
+        assert!(e.contains("loopback"), "{e}");
+        assert!(with("http://10.0.0.1").is_err());
         assert!(with("ftp://example.org").is_err());
         assert!(with("not a url").is_err());
         assert!(with("https://user:pw@lichess.org").is_err());
@@ -1097,6 +1195,15 @@ mod tests {
         gate.wait().await;
         assert!(start.elapsed() >= Duration::from_secs(59));
         assert_eq!(gate.remaining(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_huge_pause_is_clamped() {
+        let gate = Gate::default();
+        gate.pause(Duration::from_secs(99_999_999_999_999));
+        gate.pause(Duration::MAX);
+        let left = gate.remaining().unwrap();
+        assert!(left <= MAX_PAUSE && left > MAX_PAUSE - Duration::from_secs(1));
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! - [`client`]: the one HTTP [`Client`] (auth, the shared rate-limit gate,
 //!   retries, every bot endpoint) and the secret [`Token`];
 //! - [`model`]: serde types of every event and response;
-//! - [`stream`]: ndjson over a byte stream, with a silence watchdog.
+//! - [`stream`]: ndjson over a byte stream, with a silence watchdog;
+//! - [`backoff`]: the reconnect backoff of every loop that reopens a stream.
 
+pub mod backoff;
 pub mod client;
 pub mod model;
 pub mod stream;

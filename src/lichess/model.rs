@@ -790,8 +790,21 @@ pub struct ChatLine {
 #[serde(rename_all = "camelCase")]
 pub struct OpponentGone {
     pub gone: bool,
-    #[serde(default)]
+    /// Any JSON number: fractions are rounded up, negatives count as 0 and
+    /// huge values as [`MAX_CLAIM_WAIT_SECS`].
+    #[serde(default, deserialize_with = "claim_seconds")]
     pub claim_win_in_seconds: Option<u32>,
+}
+
+/// The longest wait before claiming a win that we believe (an hour).
+pub const MAX_CLAIM_WAIT_SECS: u32 = 3600;
+
+fn claim_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n: Option<serde_json::Number> = Option::deserialize(d)?;
+    Ok(n.map(|n| {
+        let secs = n.as_f64().unwrap_or(f64::from(MAX_CLAIM_WAIT_SECS)).ceil();
+        secs.clamp(0.0, f64::from(MAX_CLAIM_WAIT_SECS)) as u32
+    }))
 }
 
 /// One line of `/api/bot/game/stream/{id}`.
@@ -1114,6 +1127,24 @@ mod tests {
                 claim_win_in_seconds: Some(8)
             })
         );
+        for (json, secs) in [
+            ("7.2", 8),
+            ("-3", 0),
+            ("1e300", 3600),
+            ("99999999999", 3600),
+        ] {
+            let line =
+                format!(r#"{{"type":"opponentGone","gone":true,"claimWinInSeconds":{json}}}"#);
+            let e: GameEvent = serde_json::from_str(&line).unwrap();
+            assert_eq!(
+                e,
+                GameEvent::OpponentGone(OpponentGone {
+                    gone: true,
+                    claim_win_in_seconds: Some(secs)
+                }),
+                "{json}"
+            );
+        }
         let e: GameEvent = serde_json::from_str(r#"{"type":"opponentGone","gone":false}"#).unwrap();
         assert!(matches!(
             e,

@@ -1,5 +1,6 @@
 //! Shared support of the integration tests: the fake Lichess server
-//! ([`fake_lichess`]), the `kaissa run` process harness ([`bot`]) and a
+//! ([`fake_lichess`]), the `kaissa run` process harness ([`bot`]), a TCP
+//! [`proxy`] that can go silent, and a
 //! deterministic RNG ([`rng`]).
 //!
 //! Each test binary includes this with `mod support;` and uses a part of
@@ -8,4 +9,5 @@
 
 pub mod bot;
 pub mod fake_lichess;
+pub mod proxy;
 pub mod rng;

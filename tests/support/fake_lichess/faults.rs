@@ -37,6 +37,11 @@ pub(super) struct Faults {
     pub(super) no_game_replay: bool,
     /// Answer 400 "Not your turn" to this many move posts (not played).
     pub(super) reject_moves: u32,
+    /// Answer 429 to this many requests whose path contains the text,
+    /// with this Retry-After.
+    pub(super) fail_429_matching: Option<(String, u32, Option<u64>)>,
+    /// This many game-stream opens send a `gameFull` that does not parse.
+    pub(super) malformed_game_full: u32,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -62,6 +67,22 @@ pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: N
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            return Some(response);
+        }
+        if let Some((part, n, retry_after)) = &mut faults.fail_429_matching
+            && *n > 0
+            && path.contains(part.as_str())
+        {
+            *n -= 1;
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests. Try again later.",
+            );
+            if let Some(secs) = retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(*secs));
             }
             return Some(response);
         }
@@ -116,6 +137,33 @@ impl FakeLichess {
             if let Some(conn) = world.event_stream.take() {
                 conn.cut();
             }
+        })
+    }
+
+    /// The next `n` requests whose path contains `part` get 429, with
+    /// `Retry-After: retry_after_secs` if given.
+    pub fn fail_matching_with_429(&self, part: &str, n: u32, retry_after_secs: Option<u64>) {
+        self.app.with(|world, _| {
+            world.faults.fail_429_matching = Some((part.to_owned(), n, retry_after_secs))
+        })
+    }
+
+    /// The next `n` game-stream opens send a `gameFull` line that does
+    /// not parse (then the game's lines as usual).
+    pub fn malformed_game_full(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.malformed_game_full = n)
+    }
+
+    /// Sends the `challenge` event of challenge `id` again, as Lichess
+    /// does for open challenges when the event stream reconnects.
+    pub fn resend_challenge_event(&self, id: &str) -> Result<(), String> {
+        self.app.with(|world, _| {
+            let c = world.challenges.get(id).ok_or("no such challenge")?;
+            let line =
+                serde_json::json!({"type": "challenge", "challenge": world.challenge_json(c)});
+            world.send_event(&line);
+            Ok(())
         })
     }
 

@@ -177,11 +177,21 @@ pub(super) async fn game_stream(State(app): State<App>, Path(id): Path<String>) 
         let first_move_ms = world.cfg.first_move_timeout.as_millis() as u64;
         let bot = world.bot_json();
         let keepalive = world.cfg.keepalive;
+        if !world.games.contains_key(&id) {
+            return not_found();
+        }
+        let (conn, response) = Conn::open(keepalive);
+        if world.faults.malformed_game_full > 0 {
+            world.faults.malformed_game_full -= 1;
+            conn.send_raw(Bytes::from_static(
+                b"{\"type\":\"gameFull\",\"id\":\"x\",\"white\":[]}\n",
+            ));
+        } else {
+            conn.send(&world.games[&id].full_json(&bot, first_move_ms));
+        }
         let Some(game) = world.games.get_mut(&id) else {
             return not_found();
         };
-        let (conn, response) = Conn::open(keepalive);
-        conn.send(&game.full_json(&bot, first_move_ms));
         game.stream_connections += 1;
         if game.started() {
             game.subscribers.push(conn);

@@ -1,0 +1,189 @@
+//! The end of a game: stop the engine, keep or delete the game's hash
+//! file, say goodbye, write the PGN, and log the result.
+
+use super::super::chat;
+use super::super::hashstore;
+use super::super::pgn::{PgnHeaders, write_pgn};
+use super::super::record::GameRecord;
+use super::Game;
+use crate::lichess::model::{ChatRoom, Color, GameStatus};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The longest the goodbye may wait in the request queue.
+const GOODBYE_WAIT: Duration = Duration::from_secs(3);
+
+/// `YYYY.MM.DD` of a Unix time in milliseconds (civil-from-days).
+fn pgn_date(unix_ms: u64) -> String {
+    let days = (unix_ms / 86_400_000) as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}.{m:02}.{d:02}")
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The PGN result and termination of a finished game.
+pub(super) fn result_of(status: GameStatus, winner: Option<Color>) -> (&'static str, &'static str) {
+    let result = match (status, winner) {
+        (_, Some(Color::White)) => "1-0",
+        (_, Some(Color::Black)) => "0-1",
+        (GameStatus::Aborted | GameStatus::NoStart | GameStatus::Created, None) => "*",
+        (GameStatus::Started, None) => "*",
+        _ => "1/2-1/2",
+    };
+    let termination = match status {
+        GameStatus::Outoftime | GameStatus::Timeout => "Time forfeit",
+        GameStatus::Aborted | GameStatus::NoStart => "Abandoned",
+        GameStatus::Cheat => "Rules infraction",
+        GameStatus::Started | GameStatus::Created | GameStatus::Unknown => "Unterminated",
+        _ => "Normal",
+    };
+    (result, termination)
+}
+
+impl Game {
+    pub(super) async fn wrap_up(mut self) {
+        self.reader.stop();
+        if self.thinking.take().is_some() {
+            self.engine.stop();
+        }
+        self.stop_pondering("game over");
+        if let (Some(dir), Some(path)) = (&self.ctx.config.engine.state_dir, &self.hash_file) {
+            if self.status.is_ongoing() && self.moves_posted > 0 {
+                // Not over (shutdown, or Lichess lost track of it) and we
+                // played in it: keep the table for the run that resumes
+                // the game. A game we never moved in leaves no file.
+                let reply = self.engine.save_hash(path.clone());
+                match tokio::time::timeout(Duration::from_secs(10), reply).await {
+                    Ok(Ok(Ok(saved))) => {
+                        tracing::info!(game = %self.id, entries = saved.used, "hash table saved")
+                    }
+                    Ok(Ok(Err(e))) => tracing::warn!(game = %self.id, "hash table not saved: {e}"),
+                    Ok(Err(_)) | Err(_) => {
+                        tracing::warn!(game = %self.id, "hash table not saved: no answer")
+                    }
+                }
+            } else if !self.status.is_ongoing() {
+                hashstore::remove(dir, &self.id);
+            }
+        }
+        let ply = self.record.as_ref().map_or(0, GameRecord::ply);
+        let (result, termination) = result_of(self.status, self.winner);
+        tracing::info!(
+            game = %self.id,
+            status = ?self.status,
+            winner = self.winner.map(Color::as_str),
+            result,
+            plies = ply,
+            ponder_hits = self.ponder_hits,
+            ponder_misses = self.ponder_misses,
+            "game end"
+        );
+        if let Some(dir) = self.ctx.config.bot.pgn_dir.clone()
+            && let Some(pgn) = self.pgn(result, termination)
+        {
+            let path = dir.join(format!("{}.pgn", self.id));
+            match write_file(&dir, &path, pgn).await {
+                Ok(()) => tracing::info!(game = %self.id, path = %path.display(), "PGN written"),
+                Err(e) => {
+                    tracing::warn!(game = %self.id, path = %path.display(), "cannot write the PGN: {e}")
+                }
+            }
+        }
+        // The goodbye waits in the request queue (behind a rate-limit
+        // pause, say): the PGN is written first, and the wait is bounded.
+        if self.facts.is_some() {
+            let opponent = self.opponent_name();
+            let me = self.ctx.me.name.clone();
+            let chat = &self.ctx.config.chat;
+            let goodbye = async {
+                for (room, template) in [
+                    (ChatRoom::Player, &chat.goodbye),
+                    (ChatRoom::Spectator, &chat.goodbye_spectator),
+                ] {
+                    let text = chat::fill_template(template, &me, &opponent);
+                    if !text.trim().is_empty()
+                        && let Err(e) = self.ctx.client.chat(&self.id, room, &text).await
+                    {
+                        tracing::warn!(game = %self.id, "goodbye failed: {e}");
+                    }
+                }
+            };
+            if tokio::time::timeout(GOODBYE_WAIT, goodbye).await.is_err() {
+                tracing::info!(game = %self.id, "goodbye not sent: requests are paused");
+            }
+        }
+        // Joining the engine thread blocks until its search has stopped.
+        let engine = self.engine;
+        let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
+    }
+
+    fn pgn(&self, result: &str, termination: &str) -> Option<String> {
+        let (facts, record) = (self.facts.as_ref()?, self.record.as_ref()?);
+        let headers = PgnHeaders {
+            event: format!(
+                "{} {} game",
+                if facts.rated { "Rated" } else { "Casual" },
+                facts.speed
+            ),
+            site: format!("{}/{}", self.ctx.client.base_url(), self.id),
+            date: pgn_date(facts.created_at.unwrap_or_else(now_ms)),
+            white: facts.white.clone(),
+            black: facts.black.clone(),
+            white_elo: facts.white_rating,
+            black_elo: facts.black_rating,
+            result: result.to_owned(),
+            time_control: match facts.clock {
+                Some((initial, inc)) => format!("{}+{}", initial / 1000, inc / 1000),
+                None => "-".to_owned(),
+            },
+            termination: Some(termination.to_owned()),
+        };
+        debug_assert_eq!(facts.chess960, record.chess960());
+        Some(write_pgn(&headers, record, &self.evals))
+    }
+}
+async fn write_file(dir: &std::path::Path, path: &PathBuf, text: String) -> std::io::Result<()> {
+    tokio::fs::create_dir_all(dir).await?;
+    tokio::fs::write(path, text).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(pgn_date(0), "1970.01.01");
+        assert_eq!(pgn_date(951_782_400_000), "2000.02.29");
+        assert_eq!(pgn_date(1_795_219_200_000), "2026.11.21");
+    }
+
+    #[test]
+    fn results() {
+        assert_eq!(
+            result_of(GameStatus::Mate, Some(Color::White)),
+            ("1-0", "Normal")
+        );
+        assert_eq!(
+            result_of(GameStatus::Outoftime, Some(Color::Black)),
+            ("0-1", "Time forfeit")
+        );
+        assert_eq!(result_of(GameStatus::Stalemate, None).0, "1/2-1/2");
+        assert_eq!(result_of(GameStatus::Outoftime, None).0, "1/2-1/2");
+        assert_eq!(result_of(GameStatus::Aborted, None), ("*", "Abandoned"));
+    }
+}

@@ -1,0 +1,735 @@
+//! One game, from its first stream line to its PGN: a task per game that
+//! reads the game stream, keeps the position (rebuilt from the initial FEN
+//! and the server's whole move list on every `gameState`), asks its own
+//! engine for a move when it is our turn, posts it on the urgent path, and
+//! handles everything else a game brings: draw offers and takebacks,
+//! aborting a game the opponent never starts, claiming the win when the
+//! opponent leaves, chat greetings and commands, and the PGN at the end.
+//!
+//! Each game has its own [`Engine`] (own thread, own transposition table of
+//! `engine.hash_mb / bot.concurrency` MiB): games never share a table or
+//! disturb each other's move ordering, and dropping the game frees it all.
+//! The CPU budget is shared instead: a search needs one of the
+//! `engine.threads` permits of [`GameContext::search_permits`], so the
+//! daemon never searches on more threads than configured, whatever the
+//! number of games.
+//!
+//! With `engine.ponder`, the game thinks on the opponent's time too: see
+//! [`Pondering`] for the hit/miss flow and how a ponder search shares the
+//! permits.
+//!
+//! The daemon talks to a running game through [`GameHandle`]: it tells it
+//! that Lichess reported the game finished, or asks it to resign (used on
+//! shutdown).
+
+//! The game is split by concern: [`reader`] keeps the game stream open
+//! and stamps each line with its arrival; [`mover`] is the one place that
+//! chooses and posts our move (engine today; book and tablebases would go
+//! there); [`rules`] holds the pure draw/resign rules; [`end`] stops the
+//! engine, says goodbye and writes the PGN. This module keeps the
+//! position and the game's timers and ties them together.
+
+mod end;
+mod mover;
+mod reader;
+mod rules;
+
+use super::chat::{self, EngineView, Room};
+use super::hashstore;
+use super::pgn::Eval;
+use super::record::GameRecord;
+use crate::chess;
+use crate::config::Config;
+use crate::engine::{self, Engine, EngineOptions, hashfile};
+use crate::lichess::client::{Client, Error as ClientError};
+use crate::lichess::model::{
+    ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
+    VariantKey,
+};
+use mover::{Lag, Pondering, Thinking};
+use reader::{Line, Reader};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// After Lichess says the game finished, wait this long for the stream's
+/// last `gameState` (the final move for the PGN) before wrapping up.
+const FINISH_GRACE: Duration = Duration::from_secs(2);
+/// A claim of victory refused (too early) is tried again after this.
+const CLAIM_RETRY: Duration = Duration::from_secs(1);
+const MAX_CLAIMS: u32 = 10;
+/// While pondering, how often we check whether another game is waiting
+/// for the search permit we hold (it then gets it, and we stop pondering).
+const PONDER_YIELD_CHECK: Duration = Duration::from_millis(25);
+/// Chat commands answered per game and minute, at most: a spammer cannot
+/// make us flood the chat (and earn a 429).
+const CHAT_REPLIES_PER_MINUTE: u32 = 4;
+
+/// Who we are on Lichess.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Me {
+    /// The user id (lowercase username).
+    pub id: String,
+    /// The username as displayed.
+    pub name: String,
+}
+
+/// What every game task gets from the daemon.
+#[derive(Clone)]
+pub struct GameContext {
+    pub client: Client,
+    pub config: Arc<Config>,
+    pub me: Me,
+    /// One permit per search thread allowed (`engine.threads`), shared by
+    /// all games.
+    pub search_permits: Arc<Semaphore>,
+}
+
+/// What the daemon can tell a running game.
+#[derive(Debug)]
+pub enum GameCommand {
+    /// The event stream reported the game finished (`gameFinish`).
+    Finished(Box<GameInfo>),
+    /// Resign now (abort if the game cannot be resigned yet).
+    Resign,
+}
+
+/// The daemon's handle on a game task.
+#[derive(Debug)]
+pub struct GameHandle {
+    commands: mpsc::UnboundedSender<GameCommand>,
+    task: JoinHandle<()>,
+}
+
+impl GameHandle {
+    /// Tells the game something; ignored if the task has ended.
+    pub fn send(&self, command: GameCommand) {
+        let _ = self.commands.send(command);
+    }
+
+    /// Whether the task has ended.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops the task where it is (no goodbye, no PGN).
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
+/// Starts the task of game `info.game_id`. When it ends, it sends the
+/// game id on `done`.
+pub fn spawn(ctx: GameContext, info: GameInfo, done: mpsc::UnboundedSender<String>) -> GameHandle {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = info.game_id.clone();
+    let task = tokio::spawn(async move {
+        match Game::new(ctx, &info) {
+            Ok((game, events)) => game.run(rx, events).await,
+            Err(e) => {
+                tracing::error!(game = %id, "cannot start the engine thread: {e}; game not played")
+            }
+        }
+        let _ = done.send(id);
+    });
+    GameHandle { commands: tx, task }
+}
+
+/// The immutable facts of the game, from `gameFull`.
+struct Facts {
+    white: String,
+    black: String,
+    white_rating: Option<u32>,
+    black_rating: Option<u32>,
+    /// Initial time and increment in ms.
+    clock: Option<(u64, u64)>,
+    rated: bool,
+    speed: &'static str,
+    chess960: bool,
+    created_at: Option<u64>,
+}
+
+/// What a handled line asks the run loop to do.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    /// It is our turn: get a search permit.
+    Think,
+    /// The game is over.
+    Over,
+    /// Our view may be stale (a move post failed or was refused): reopen
+    /// the game stream, whose `gameFull` tells where the game stands.
+    Resync,
+}
+
+type PermitFuture = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
+
+struct Game {
+    ctx: GameContext,
+    id: String,
+    /// Our colour, from `gameStart` or from the player ids of `gameFull`.
+    color: Option<chess::Color>,
+    facts: Option<Facts>,
+    record: Option<GameRecord>,
+    /// The latest state and when it arrived.
+    state: Option<(GameState, Instant)>,
+    status: GameStatus,
+    winner: Option<Color>,
+    engine: Engine,
+    thinking: Option<Thinking>,
+    pondering: Option<Pondering>,
+    /// Ponder searches that ended in a hit / a miss (wrong guess).
+    ponder_hits: u32,
+    ponder_misses: u32,
+    /// The ply of our last move post, so one position is answered once.
+    moved_at_ply: Option<usize>,
+    /// Evaluation after each move (White's view), for the PGN.
+    evals: Vec<Option<Eval>>,
+    /// Our score after each of our moves (our view, centipawns).
+    scores: Vec<i32>,
+    view: EngineView,
+    greeted: bool,
+    draw_answered_at: Option<usize>,
+    takeback_answered_at: Option<usize>,
+    draw_offered_at: Option<usize>,
+    abort_at: Option<Instant>,
+    claim_at: Option<Instant>,
+    claims: u32,
+    finish_by: Option<Instant>,
+    /// Resyncs after a failed move post, for the current move.
+    resyncs: u32,
+    /// When the resyncs are spent: think again at this instant.
+    rethink_at: Option<Instant>,
+    /// Our move posts and their echo on the stream.
+    lag: Lag,
+    /// Chat commands answered in the current minute, and its start.
+    chat_replies: (u32, Instant),
+    /// The game stream, read by its own task.
+    reader: Reader,
+    /// Where this game's table is kept (`engine.state_dir` set).
+    hash_file: Option<PathBuf>,
+    /// Our moves posted in this run (the table is saved every few).
+    moves_posted: usize,
+}
+
+/// The other side's colour in the Lichess model.
+fn to_chess(color: Color) -> chess::Color {
+    match color {
+        Color::White => chess::Color::White,
+        Color::Black => chess::Color::Black,
+    }
+}
+
+fn to_model(color: chess::Color) -> Color {
+    match color {
+        chess::Color::White => Color::White,
+        chess::Color::Black => Color::Black,
+    }
+}
+
+impl Game {
+    fn new(
+        ctx: GameContext,
+        info: &GameInfo,
+    ) -> std::io::Result<(Game, mpsc::UnboundedReceiver<engine::Event>)> {
+        let options = EngineOptions {
+            hash_mb: ctx
+                .config
+                .engine
+                .hash_mb_per_game(ctx.config.bot.concurrency),
+            threads: 1,
+            multipv: 1,
+        };
+        let mb = options.hash_mb;
+        let (mut engine, events) = Engine::try_spawn(options)?;
+        if ctx.config.engine.ponder {
+            engine.set_ponder(true);
+        }
+        let hash_file = ctx
+            .config
+            .engine
+            .state_dir
+            .as_deref()
+            .and_then(|dir| hashstore::path(dir, &info.game_id));
+        // A table saved by an earlier run of this game (a restart): loaded
+        // before the first search, since the engine takes commands in order.
+        // Only a file of our own table's size: another size would make the
+        // engine allocate whatever the file says.
+        if let Some(path) = hash_file.as_ref().filter(|p| p.exists()) {
+            if !hashstore::has_len(path, hashfile::file_len(mb)) {
+                tracing::warn!(game = %info.game_id, path = %path.display(), "hash file of another table size refused");
+                let _ = std::fs::remove_file(path);
+            } else {
+                let reply = engine.load_hash(path.clone());
+                let game = info.game_id.clone();
+                tokio::spawn(async move {
+                    match reply.await {
+                        Ok(Ok(loaded)) => tracing::info!(
+                            game = %game,
+                            mib = loaded.bytes >> 20,
+                            entries = loaded.used,
+                            "hash table loaded"
+                        ),
+                        Ok(Err(e)) => tracing::warn!(game = %game, "hash file not used: {e}"),
+                        Err(_) => {}
+                    }
+                });
+            }
+        }
+        let ctx_client = ctx.client.clone();
+        let game = Game {
+            id: info.game_id.clone(),
+            color: info.color.map(to_chess),
+            ctx,
+            facts: None,
+            record: None,
+            state: None,
+            status: GameStatus::Started,
+            winner: None,
+            engine,
+            thinking: None,
+            pondering: None,
+            ponder_hits: 0,
+            ponder_misses: 0,
+            moved_at_ply: None,
+            evals: Vec::new(),
+            scores: Vec::new(),
+            view: EngineView::default(),
+            greeted: false,
+            draw_answered_at: None,
+            takeback_answered_at: None,
+            draw_offered_at: None,
+            abort_at: None,
+            claim_at: None,
+            claims: 0,
+            finish_by: None,
+            resyncs: 0,
+            rethink_at: None,
+            lag: Lag::default(),
+            chat_replies: (0, Instant::now()),
+            reader: Reader::spawn(ctx_client, info.game_id.clone()),
+            hash_file,
+            moves_posted: 0,
+        };
+        Ok((game, events))
+    }
+
+    /// Plays the game until it is over (or Lichess no longer knows it),
+    /// then says goodbye and writes the PGN.
+    async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<GameCommand>,
+        mut events: mpsc::UnboundedReceiver<engine::Event>,
+    ) {
+        let mut pending: Option<PermitFuture> = None;
+        let mut asked = Instant::now();
+        let far = || Instant::now() + Duration::from_secs(86_400 * 365);
+        loop {
+            let flow = tokio::select! {
+                line = self.reader.lines.recv() => match line {
+                    Some(Line::Event(event, arrived)) => self.on_event(event, arrived).await,
+                    // Not ours to play (404 and the like), or the reader
+                    // is gone.
+                    Some(Line::Refused) | None => Flow::Over,
+                },
+                Some(event) = events.recv() => self.on_engine(event).await,
+                permit = async { match pending.as_mut() {
+                    Some(f) => f.await,
+                    None => std::future::pending().await,
+                } }, if pending.is_some() => {
+                    pending = None;
+                    if let Some(permit) = permit {
+                        self.start_search(permit, asked.elapsed());
+                    }
+                    Flow::Continue
+                }
+                _ = tokio::time::sleep(PONDER_YIELD_CHECK),
+                    if self.pondering.is_some() => {
+                    self.ponder_yield_check();
+                    Flow::Continue
+                }
+                _ = tokio::time::sleep_until(self.abort_at.unwrap_or_else(far)),
+                    if self.abort_at.is_some() => self.on_abort_timer(),
+                _ = tokio::time::sleep_until(self.claim_at.unwrap_or_else(far)),
+                    if self.claim_at.is_some() => self.on_claim_timer().await,
+                _ = tokio::time::sleep_until(self.rethink_at.unwrap_or_else(far)),
+                    if self.rethink_at.is_some() => self.on_rethink_timer(),
+                _ = tokio::time::sleep_until(self.finish_by.unwrap_or_else(far)),
+                    if self.finish_by.is_some() => Flow::Over,
+                command = commands.recv() => match command {
+                    Some(GameCommand::Finished(info)) => self.on_finished(*info),
+                    Some(GameCommand::Resign) => self.resign_now(),
+                    // The daemon is gone: nobody will read our result.
+                    None => Flow::Over,
+                },
+            };
+            match flow {
+                Flow::Continue => {}
+                Flow::Think => {
+                    if pending.is_none() {
+                        asked = Instant::now();
+                        let permits = Arc::clone(&self.ctx.search_permits);
+                        pending = Some(Box::pin(async move { permits.acquire_owned().await.ok() }));
+                    }
+                }
+                Flow::Over => break,
+                Flow::Resync => self.reader.resync(),
+            }
+        }
+        self.wrap_up().await;
+    }
+
+    async fn on_event(&mut self, event: GameEvent, arrived: Instant) -> Flow {
+        match event {
+            GameEvent::GameFull(full) => self.on_full(*full, arrived).await,
+            GameEvent::GameState(state) => self.on_state(state, arrived),
+            GameEvent::ChatLine(line) => {
+                self.on_chat(line);
+                Flow::Continue
+            }
+            GameEvent::OpponentGone(gone) => {
+                self.on_gone(gone);
+                Flow::Continue
+            }
+            GameEvent::Unknown { kind } => {
+                tracing::debug!(game = %self.id, %kind, "unknown game stream line ignored");
+                Flow::Continue
+            }
+        }
+    }
+
+    async fn on_full(&mut self, full: GameFull, arrived: Instant) -> Flow {
+        let variant = full.variant.key;
+        if !matches!(
+            variant,
+            VariantKey::Standard | VariantKey::Chess960 | VariantKey::FromPosition
+        ) {
+            return self.refuse_variant(&full).await;
+        }
+        let chess960 = variant == VariantKey::Chess960;
+        if self.record.is_none() {
+            match GameRecord::new(&full.initial_fen, chess960) {
+                Ok(record) => self.record = Some(record),
+                Err(e) => {
+                    tracing::error!(game = %self.id, "cannot play this game: {e}");
+                    return Flow::Over;
+                }
+            }
+        }
+        if let Some(color) = full.color_of(&self.ctx.me.id) {
+            self.color = Some(to_chess(color));
+        }
+        let Some(us) = self.color else {
+            tracing::error!(game = %self.id, "we do not play in this game");
+            return Flow::Over;
+        };
+        let name = |p: &crate::lichess::model::GamePlayer| match p.ai_level {
+            Some(level) if p.name.is_empty() => format!("Stockfish level {level}"),
+            _ if p.name.is_empty() => p.id.clone(),
+            _ => p.name.clone(),
+        };
+        let first_time = self.facts.is_none();
+        self.facts = Some(Facts {
+            white: name(&full.white),
+            black: name(&full.black),
+            white_rating: full.white.rating,
+            black_rating: full.black.rating,
+            clock: full.clock.map(|c| (c.initial, c.increment)),
+            rated: full.rated,
+            speed: full.speed.as_str(),
+            chess960,
+            created_at: full.created_at,
+        });
+        if first_time {
+            let opponent = self.opponent_name();
+            tracing::info!(
+                game = %self.id,
+                color = to_model(us).as_str(),
+                opponent = %opponent,
+                variant = full.variant.key.as_str(),
+                speed = full.speed.as_str(),
+                rated = full.rated,
+                clock = %full.clock.map(|c| format!("{}+{}", c.initial / 1000, c.increment / 1000)).unwrap_or_else(|| "-".to_owned()),
+                initial_fen = %full.initial_fen,
+                "game start"
+            );
+        }
+        let flow = self.on_state(full.state, arrived);
+        if !self.greeted && self.status.is_ongoing() {
+            self.greeted = true;
+            let opponent = self.opponent_name();
+            let me = self.ctx.me.name.clone();
+            let chat = &self.ctx.config.chat;
+            self.say(
+                Room::Player,
+                chat::fill_template(&chat.greeting, &me, &opponent),
+            );
+            self.say(
+                Room::Spectator,
+                chat::fill_template(&chat.greeting_spectator, &me, &opponent),
+            );
+        }
+        flow
+    }
+
+    /// A game in a variant we do not play (a tournament pairing, a
+    /// challenge accepted elsewhere): aborted, or resigned if it is too
+    /// late to abort, at once; the task then ends.
+    async fn refuse_variant(&self, full: &GameFull) -> Flow {
+        let variant = full.variant.key.as_str();
+        let ply = full.state.moves.split_whitespace().count();
+        if !full.state.status.is_ongoing() {
+            return Flow::Over;
+        }
+        let result = if ply < 2 {
+            tracing::warn!(game = %self.id, variant, "a variant we do not play: aborting");
+            self.ctx.client.abort(&self.id).await
+        } else {
+            tracing::warn!(game = %self.id, variant, "a variant we do not play: resigning");
+            self.ctx.client.resign(&self.id).await
+        };
+        if let Err(e) = result {
+            tracing::warn!(game = %self.id, "{e}");
+        }
+        Flow::Over
+    }
+
+    fn opponent_name(&self) -> String {
+        match (&self.facts, self.color) {
+            (Some(f), Some(chess::Color::White)) => f.black.clone(),
+            (Some(f), Some(chess::Color::Black)) => f.white.clone(),
+            _ => "opponent".to_owned(),
+        }
+    }
+
+    /// Sends a chat line without waiting for it (chat goes through the
+    /// client's queue and must not hold up the game).
+    fn say(&self, room: Room, text: String) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let client = self.ctx.client.clone();
+        let id = self.id.clone();
+        let room = match room {
+            Room::Player => ChatRoom::Player,
+            Room::Spectator => ChatRoom::Spectator,
+        };
+        tokio::spawn(async move {
+            if let Err(e) = client.chat(&id, room, &text).await {
+                tracing::warn!(game = %id, "chat failed: {e}");
+            }
+        });
+    }
+
+    fn on_state(&mut self, state: GameState, arrived: Instant) -> Flow {
+        let Some(us) = self.color else {
+            // A gameState before gameFull: the stream is broken.
+            return Flow::Continue;
+        };
+        let Some(record) = self.record.as_mut() else {
+            return Flow::Continue;
+        };
+        let before = record.ply();
+        if let Err(e) = record.sync(&state.moves) {
+            tracing::error!(game = %self.id, "server move list does not fit the game: {e}");
+            return Flow::Continue;
+        }
+        let ply = record.ply();
+        if ply != before {
+            // A new move: a fresh resync budget for it.
+            self.resyncs = 0;
+            self.rethink_at = None;
+        }
+        self.lag.seen(ply, arrived);
+        let turn = record.position().turn();
+        let opponent_moved = ply >= 2 || (ply == 1 && record.initial().turn() != us);
+        if ply < before {
+            // A takeback: the evaluations of the moves taken back go.
+            self.evals.truncate(ply);
+        }
+        self.status = state.status;
+        self.winner = state.winner;
+        if let Some(p) = &self.pondering {
+            let key = record.position().key();
+            let ongoing = state.status.is_ongoing();
+            let outcome = if ongoing && ply + 1 == p.ply && key == p.after_ours {
+                // Only our own move so far: the opponent is thinking.
+                None
+            } else if ongoing && ply == p.ply && key == p.key {
+                Some(None)
+            } else if !ongoing {
+                Some(Some("game over"))
+            } else if ply == p.ply {
+                Some(Some("other reply"))
+            } else {
+                Some(Some("position changed"))
+            };
+            match outcome {
+                None => {}
+                Some(None) => self.ponder_hit(ply, &state, arrived),
+                Some(Some(why)) => self.stop_pondering(why),
+            }
+        }
+        if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
+            // The position changed under the search (takeback, game end).
+            if self.thinking.take().is_some() {
+                self.engine.stop();
+            }
+        }
+        if !state.status.is_ongoing() {
+            self.state = Some((state, arrived));
+            return Flow::Over;
+        }
+        let them = to_model(!us);
+        if state.offers_draw(them) && self.draw_answered_at != Some(ply) {
+            self.draw_answered_at = Some(ply);
+            let accept = self.ctx.config.bot.accept_draw
+                && rules::dead_equal(&self.scores, &self.ctx.config.bot);
+            tracing::info!(game = %self.id, accept, "draw offer");
+            self.spawn_action(
+                move |client, id| async move { client.answer_draw(&id, accept).await },
+            );
+        }
+        if state.proposes_takeback(them) && self.takeback_answered_at != Some(ply) {
+            self.takeback_answered_at = Some(ply);
+            let accept = self.ctx.config.bot.accept_takebacks;
+            tracing::info!(game = %self.id, accept, "takeback proposal");
+            self.spawn_action(move |client, id| async move {
+                client.answer_takeback(&id, accept).await
+            });
+        }
+        if opponent_moved {
+            self.abort_at = None;
+        } else if turn != us && self.abort_at.is_none() {
+            self.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
+        }
+        self.state = Some((state, arrived));
+        if turn == us && self.thinking.is_none() && self.moved_at_ply != Some(ply) {
+            Flow::Think
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Runs a game action (draw/takeback answer, claim...) in the
+    /// background, logging a failure.
+    fn spawn_action<F, Fut>(&self, action: F)
+    where
+        F: FnOnce(Client, String) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), ClientError>> + Send,
+    {
+        let client = self.ctx.client.clone();
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            if let Err(e) = action(client, id.clone()).await {
+                tracing::warn!(game = %id, "{e}");
+            }
+        });
+    }
+
+    fn on_chat(&mut self, line: ChatLine) {
+        let me = &self.ctx.me;
+        if line.username.eq_ignore_ascii_case(&me.name)
+            || line.username.eq_ignore_ascii_case(&me.id)
+        {
+            return;
+        }
+        let Some(room) = Room::parse(line.room.as_str()) else {
+            return;
+        };
+        if let Some(answer) = chat::reply(&line.text, room, &me.name, &self.view) {
+            let (count, since) = &mut self.chat_replies;
+            if since.elapsed() >= Duration::from_secs(60) {
+                *count = 0;
+                *since = Instant::now();
+            }
+            if *count >= CHAT_REPLIES_PER_MINUTE {
+                tracing::debug!(game = %self.id, "chat command not answered: too many this minute");
+                return;
+            }
+            *count += 1;
+            tracing::info!(game = %self.id, room = room.as_str(), command = %line.text.chars().take(20).collect::<String>(), "chat command");
+            self.say(room, answer);
+        }
+    }
+
+    fn on_gone(&mut self, gone: OpponentGone) {
+        if gone.gone {
+            let after = Duration::from_secs(gone.claim_win_in_seconds.unwrap_or(0).into());
+            tracing::info!(game = %self.id, claim_in_s = after.as_secs(), "opponent gone");
+            self.claim_at = Some(Instant::now() + after);
+            self.claims = 0;
+        } else {
+            tracing::info!(game = %self.id, "opponent back");
+            self.claim_at = None;
+        }
+    }
+
+    fn on_abort_timer(&mut self) -> Flow {
+        self.abort_at = None;
+        tracing::info!(game = %self.id, "aborting: the opponent did not make a first move");
+        self.spawn_action(|client, id| async move { client.abort(&id).await });
+        Flow::Continue
+    }
+
+    /// The resyncs for this move are spent and it is still unanswered:
+    /// think again on the position we have.
+    fn on_rethink_timer(&mut self) -> Flow {
+        self.rethink_at = None;
+        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
+        else {
+            return Flow::Continue;
+        };
+        if !state.status.is_ongoing() || record.position().turn() != us || self.thinking.is_some() {
+            return Flow::Continue;
+        }
+        tracing::info!(game = %self.id, ply = record.ply(), "no answer from the stream: thinking again");
+        self.moved_at_ply = None;
+        Flow::Think
+    }
+
+    async fn on_claim_timer(&mut self) -> Flow {
+        self.claim_at = None;
+        self.claims += 1;
+        tracing::info!(game = %self.id, "claiming victory: the opponent left");
+        if let Err(e) = self.ctx.client.claim_victory(&self.id).await {
+            tracing::warn!(game = %self.id, "claim failed: {e}");
+            if self.claims < MAX_CLAIMS {
+                self.claim_at = Some(Instant::now() + CLAIM_RETRY);
+            }
+        }
+        Flow::Continue
+    }
+
+    fn on_finished(&mut self, info: GameInfo) -> Flow {
+        self.stop_pondering("game over");
+        if self.status.is_ongoing() {
+            if let Some(status) = info.status {
+                self.status = status;
+                self.winner = info.winner;
+            }
+            // Let the stream deliver the final state (the last move).
+            self.finish_by.get_or_insert(Instant::now() + FINISH_GRACE);
+        }
+        Flow::Continue
+    }
+
+    /// Resigns (or aborts, before both sides moved).
+    fn resign_now(&mut self) -> Flow {
+        self.stop_pondering("resigning");
+        let ply = self.record.as_ref().map_or(0, GameRecord::ply);
+        if ply < 2 {
+            tracing::info!(game = %self.id, "aborting on request");
+            self.spawn_action(|client, id| async move { client.abort(&id).await });
+        } else {
+            tracing::info!(game = %self.id, "resigning on request");
+            self.spawn_action(|client, id| async move { client.resign(&id).await });
+        }
+        Flow::Continue
+    }
+}

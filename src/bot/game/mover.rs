@@ -1,0 +1,560 @@
+//! The mover: the one place that chooses and posts our move. It owns the
+//! search for our move ([`Thinking`]) and the search on the opponent's time
+//! ([`Pondering`]), the search limits from the clocks, the move post with
+//! its resync budget, and the lag between our post and its echo on the
+//! game stream, which sets the move overhead. The move comes from the
+//! engine today; an opening book or tablebases would be asked here first.
+
+use super::super::chat::EngineView;
+use super::super::hashstore;
+use super::rules::{self, pv_san, score_cp, score_text, white_eval};
+use super::{Flow, Game};
+use crate::chess::{self, Move, Position};
+use crate::engine::{self, GoRequest, Limits, SearchId, SearchInfo};
+use crate::lichess::client::Error as ClientError;
+use crate::lichess::model::GameState;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+/// Our first move is played after this much thought at most: Lichess
+/// aborts a game whose first moves do not come quickly, and the clocks do
+/// not run yet anyway.
+const FIRST_MOVE_TIME: Duration = Duration::from_millis(1000);
+/// Thinking time per move in games without a clock (correspondence).
+const NO_CLOCK_MOVE_TIME: Duration = Duration::from_secs(20);
+/// The longest a move post is retried.
+const MAX_MOVE_DEADLINE: Duration = Duration::from_secs(10);
+/// The shortest: even with almost no time left, try for this long.
+const MIN_MOVE_DEADLINE: Duration = Duration::from_millis(500);
+/// Game-stream reopenings after failed move posts, per move.
+pub(super) const MAX_RESYNCS_PER_MOVE: u32 = 3;
+/// When they are spent, think again on what we know after this.
+pub(super) const RETHINK_AFTER: Duration = Duration::from_secs(1);
+/// The table is saved every few moves only with this much on our clock.
+const SAVE_MIN_CLOCK: Duration = Duration::from_secs(30);
+/// The measured lag raises the move overhead by at most this much.
+const MAX_EXTRA_OVERHEAD: Duration = Duration::from_secs(1);
+
+/// The lag between our move post and its echo on the game stream (a
+/// round trip and the server's work), smoothed.
+#[derive(Debug, Default)]
+pub(super) struct Lag {
+    /// Our last post: its ply and when it was sent.
+    pending: Option<(usize, Instant)>,
+    last: Option<Duration>,
+    smoothed: Option<Duration>,
+}
+
+impl Lag {
+    /// Our move at `ply` was posted at `at`.
+    pub(super) fn posted(&mut self, ply: usize, at: Instant) {
+        self.pending = Some((ply, at));
+    }
+
+    /// A state with `ply` moves arrived at `at`: if it holds our move,
+    /// the lag is measured.
+    pub(super) fn seen(&mut self, ply: usize, at: Instant) {
+        if let Some((ours, posted)) = self.pending
+            && ply > ours
+        {
+            self.pending = None;
+            let lag = at.saturating_duration_since(posted);
+            self.last = Some(lag);
+            self.smoothed = Some(match self.smoothed {
+                Some(s) => (s * 3 + lag) / 4,
+                None => lag,
+            });
+        }
+    }
+
+    pub(super) fn last(&self) -> Option<Duration> {
+        self.last
+    }
+
+    /// The move overhead: the configured one, raised to the smoothed lag
+    /// when that is longer, by at most [`MAX_EXTRA_OVERHEAD`].
+    pub(super) fn overhead(&self, configured: Duration) -> Duration {
+        self.smoothed
+            .unwrap_or_default()
+            .clamp(configured, configured + MAX_EXTRA_OVERHEAD)
+    }
+}
+
+/// The search in progress for one of our moves.
+pub(super) struct Thinking {
+    pub(super) id: SearchId,
+    /// The ply it answers (moves played before our move).
+    pub(super) ply: usize,
+    /// When the `gameState` that made it our turn arrived.
+    pub(super) arrived: Instant,
+    /// When the search was started.
+    pub(super) started: Instant,
+    /// How long we waited for a search permit (another game was
+    /// searching): queueing, not overhead.
+    pub(super) queued: Duration,
+    /// Our clock when the search started.
+    pub(super) clock: Option<Duration>,
+    pub(super) last_info: Option<SearchInfo>,
+    pub(super) _permit: OwnedSemaphorePermit,
+}
+
+/// A ponder search: after our move was posted, the engine searches the
+/// position after the reply it expects, on the opponent's time.
+///
+/// When the next `gameState` brings the expected reply, `ponderhit` turns
+/// it into the search for our move (the engine counts our clock from that
+/// moment) and it becomes [`Thinking`] with its permit. Any other reply (or
+/// a takeback, or the game's end) stops it; its `BestMove` is then ignored
+/// by its id (never posted) and the real position is searched as usual.
+///
+/// Permits: a ponder search runs on a CPU thread too, so it holds one of
+/// the `engine.threads` permits, but it never waits for one and never
+/// keeps one from a game that needs it for its real move. It starts only
+/// if a permit is free at once (the permit of our own search is released
+/// first, so a game queued for it gets it), and every
+/// [`PONDER_YIELD_CHECK`] it releases its permit and takes it back if it
+/// can without waiting: the semaphore is fair, so a released permit goes
+/// to a game already waiting, and the ponder search then stops.
+pub(super) struct Pondering {
+    pub(super) id: SearchId,
+    /// The ply of the position searched (after the expected reply).
+    pub(super) ply: usize,
+    /// The key of the position after our move (the opponent to move).
+    pub(super) after_ours: u64,
+    /// The key of the position searched.
+    pub(super) key: u64,
+    /// The expected reply, in UCI (for the log).
+    pub(super) expected: String,
+    pub(super) last_info: Option<SearchInfo>,
+    /// `None` only for an instant, while checking for waiting games.
+    pub(super) permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Game {
+    /// The limits of a search for our move in `state` (our clock having
+    /// run for `since` since it arrived), and our clock.
+    pub(super) fn limits(
+        &self,
+        state: &GameState,
+        us: chess::Color,
+        since: Duration,
+        first_move: bool,
+    ) -> (Limits, Option<Duration>) {
+        let engine_config = &self.ctx.config.engine;
+        let mut limits = Limits {
+            move_overhead: self.lag.overhead(engine_config.move_overhead()),
+            ..Limits::default()
+        };
+        let clock = self.facts.as_ref().and_then(|f| f.clock);
+        let mut our_clock = None;
+        match clock {
+            Some(_) => {
+                let ms = |v: u64| Duration::from_millis(v);
+                let (mut wtime, mut btime) = (ms(state.wtime), ms(state.btime));
+                // The line is `since` old: our clock has been running.
+                match us {
+                    chess::Color::White => wtime = wtime.saturating_sub(since),
+                    chess::Color::Black => btime = btime.saturating_sub(since),
+                }
+                our_clock = Some(if us == chess::Color::White {
+                    wtime
+                } else {
+                    btime
+                });
+                limits.wtime = Some(wtime);
+                limits.btime = Some(btime);
+                limits.winc = Some(ms(state.winc));
+                limits.binc = Some(ms(state.binc));
+                if first_move {
+                    limits.movetime = Some(FIRST_MOVE_TIME);
+                }
+            }
+            None => limits.movetime = Some(NO_CLOCK_MOVE_TIME),
+        }
+        if engine_config.max_depth > 0 {
+            limits.depth = Some(engine_config.max_depth);
+        }
+        if engine_config.max_nodes > 0 {
+            limits.nodes = Some(engine_config.max_nodes);
+        }
+        (limits, our_clock)
+    }
+
+    /// Starts the search for our move, if it is still wanted.
+    pub(super) fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, &self.record, &self.state)
+        else {
+            return;
+        };
+        let ply = record.ply();
+        if !state.status.is_ongoing()
+            || record.position().turn() != us
+            || self.thinking.is_some()
+            || self.moved_at_ply == Some(ply)
+        {
+            return;
+        }
+        let first_move = self.moved_at_ply.is_none() && ply < 2;
+        // The engine counts our clock from the state's arrival.
+        let (limits, our_clock) = self.limits(state, us, Duration::ZERO, first_move);
+        let mut request = GoRequest::new(record.position().clone(), record.history(), limits);
+        request.clock_start = Some(arrived.into_std());
+        let arrived = *arrived;
+        // Defensive: a ponder search is never left running under ours.
+        self.stop_pondering("position changed");
+        let started = Instant::now();
+        let id = self.engine.go(request);
+        self.thinking = Some(Thinking {
+            id,
+            ply,
+            arrived,
+            started,
+            queued,
+            clock: our_clock,
+            last_info: None,
+            _permit: permit,
+        });
+    }
+
+    pub(super) async fn on_engine(&mut self, event: engine::Event) -> Flow {
+        match event {
+            engine::Event::Info { id, info } => {
+                if info.multipv > 1 {
+                    return Flow::Continue;
+                }
+                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == id) {
+                    t.last_info = Some(info);
+                } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
+                    p.last_info = Some(info);
+                }
+                Flow::Continue
+            }
+            engine::Event::BestMove { id, best } => {
+                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
+                    // A ponder search holds its answer until a hit or a
+                    // stop; ending by itself, it is of no use: never post.
+                    self.pondering = None;
+                    return Flow::Continue;
+                }
+                // Also the answers of stopped ponder searches: not ours.
+                if self.thinking.as_ref().is_none_or(|t| t.id != id) {
+                    return Flow::Continue;
+                }
+                let done = Instant::now();
+                let Some(thinking) = self.thinking.take() else {
+                    return Flow::Continue;
+                };
+                match best.mv {
+                    Some(mv) => self.play(thinking, mv, best.ponder, done).await,
+                    None => Flow::Continue,
+                }
+            }
+        }
+    }
+
+    /// Posts our move (or resigns a hopeless game), then ponders on
+    /// `expected` if pondering is on.
+    pub(super) async fn play(
+        &mut self,
+        thinking: Thinking,
+        mv: Move,
+        expected: Option<Move>,
+        done: Instant,
+    ) -> Flow {
+        let (Some(us), Some(record)) = (self.color, &self.record) else {
+            return Flow::Continue;
+        };
+        let pos = record.position().clone();
+        let chess960 = record.chess960();
+        let ply = thinking.ply;
+        let info = thinking.last_info.as_ref();
+        if let Some(info) = info {
+            self.scores.push(score_cp(info.score));
+            let eval = white_eval(info.score, us);
+            if self.evals.len() <= ply {
+                self.evals.resize(ply + 1, None);
+            }
+            self.evals[ply] = Some(eval);
+            self.view = EngineView {
+                score: Some(score_text(eval)),
+                depth: Some(info.depth),
+                pv: Some(pv_san(&pos, &info.pv, 6)).filter(|p| !p.is_empty()),
+            };
+        }
+        if rules::hopeless(&self.scores, &self.ctx.config.bot) {
+            tracing::info!(game = %self.id, ply, "resigning a lost position");
+            self.moved_at_ply = Some(ply);
+            if let Err(e) = self.ctx.client.resign(&self.id).await {
+                tracing::warn!(game = %self.id, "resign failed: {e}");
+            }
+            return Flow::Continue;
+        }
+        let bot = &self.ctx.config.bot;
+        let offering_draw = bot.offer_draw
+            && rules::dead_equal(&self.scores, bot)
+            && self
+                .draw_offered_at
+                .is_none_or(|at| ply >= at + 2 * bot.draw_moves as usize);
+        if offering_draw {
+            self.draw_offered_at = Some(ply);
+        }
+        let uci = mv.to_uci(chess960);
+        let think = done - thinking.started;
+        // Retry the post for as long as our clock allows, within bounds.
+        let posting = Instant::now();
+        let clock_left = thinking
+            .clock
+            .map(|c| c.saturating_sub(posting - thinking.arrived));
+        let budget = clock_left
+            .unwrap_or(MAX_MOVE_DEADLINE)
+            .clamp(MIN_MOVE_DEADLINE, MAX_MOVE_DEADLINE);
+        // Time on our side of the wire: from the line's arrival to the
+        // search start (less any wait for a search permit), and from the
+        // best move to this post.
+        let overhead = (thinking.started - thinking.arrived).saturating_sub(thinking.queued)
+            + (posting - done);
+        self.moved_at_ply = Some(ply);
+        let result = self
+            .ctx
+            .client
+            .make_move(&self.id, &uci, offering_draw, posting + budget)
+            .await;
+        let (depth, score, nodes) = match info {
+            Some(i) => (i.depth, i.score.to_string(), i.nodes),
+            None => (0, "none".to_owned(), 0),
+        };
+        let clock = thinking.clock;
+        let queued = thinking.queued;
+        let arrived = thinking.arrived;
+        // Our search is over: its permit goes back before any pondering
+        // (a game waiting for one gets it first).
+        drop(thinking);
+        match result {
+            Ok(()) => {
+                tracing::info!(
+                game = %self.id,
+                ply,
+                mv = %uci,
+                san = %pos.san(mv),
+                depth,
+                score = %score,
+                nodes,
+                think_ms = think.as_millis() as u64,
+                clock_ms = clock.map(|c| c.as_millis() as u64),
+                overhead_us = overhead.as_micros() as u64,
+                lag_ms = self.lag.last().map(|l| l.as_millis() as u64),
+                move_overhead_ms = self.lag.overhead(self.ctx.config.engine.move_overhead()).as_millis() as u64,
+                queued_us = queued.as_micros() as u64,
+                post_us = posting.elapsed().as_micros() as u64,
+                offering_draw,
+                "move"
+                );
+                self.moves_posted += 1;
+                self.lag.posted(ply, posting);
+                // A save delays the next search on the engine thread: only
+                // with time to spare.
+                if self.moves_posted % hashstore::SAVE_EVERY_MOVES == 0
+                    && clock_left.is_none_or(|c| c >= SAVE_MIN_CLOCK)
+                {
+                    // Before any pondering: the engine runs it first.
+                    self.save_hash();
+                }
+                if let Some(reply) = expected {
+                    self.start_ponder(&pos, mv, reply, arrived);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}");
+                // Refused ("not your turn": our position is stale) or lost
+                // in transit: reopen the game stream, whose `gameFull`
+                // tells whether the move was played, and answer the
+                // position again if not. Bounded, so it cannot loop.
+                let refused = matches!(e, ClientError::MoveRejected { .. });
+                if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
+                    self.resyncs += 1;
+                    self.moved_at_ply = None;
+                    return Flow::Resync;
+                }
+                // Out of resyncs for this move: think again shortly on
+                // what we know, rather than wait mute.
+                self.rethink_at = Some(Instant::now() + RETHINK_AFTER);
+                // Unless an earlier attempt may have gone through, answer
+                // this position again on the next state the server sends.
+                if !matches!(
+                    e,
+                    ClientError::MoveRejected {
+                        after_retry: true,
+                        ..
+                    }
+                ) {
+                    self.moved_at_ply = None;
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    /// After our move `ours` from `pos` (answering the latest state, which
+    /// arrived at `arrived`), ponders on the position after `reply`, if
+    /// pondering is on and a search permit is free (see [`Pondering`]).
+    pub(super) fn start_ponder(
+        &mut self,
+        pos: &Position,
+        ours: Move,
+        reply: Move,
+        arrived: Instant,
+    ) {
+        if !self.ctx.config.engine.ponder || self.pondering.is_some() || self.thinking.is_some() {
+            return;
+        }
+        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
+        else {
+            return;
+        };
+        if !state.status.is_ongoing() || record.position().key() != pos.key() {
+            return;
+        }
+        let after_ours = pos.play(ours);
+        if !after_ours.is_legal(reply) {
+            return;
+        }
+        let Ok(permit) = Arc::clone(&self.ctx.search_permits).try_acquire_owned() else {
+            tracing::debug!(game = %self.id, "not pondering: no free search thread");
+            return;
+        };
+        let target = after_ours.play(reply);
+        let ply = record.ply() + 2;
+        let mut history = record.history();
+        history.push(pos.key());
+        history.push(after_ours.key());
+        // The clocks as they will be at the reply: ours less the time
+        // spent on this move, plus the increment Lichess adds once the
+        // clocks run; theirs as they stand (they run from now: the engine
+        // counts ours from the hit).
+        let (mut limits, _) = self.limits(state, us, arrived.elapsed(), false);
+        if record.ply() >= 2 {
+            match us {
+                chess::Color::White => {
+                    limits.wtime = limits.wtime.map(|t| t + limits.winc.unwrap_or_default())
+                }
+                chess::Color::Black => {
+                    limits.btime = limits.btime.map(|t| t + limits.binc.unwrap_or_default())
+                }
+            }
+        }
+        let expected = reply.to_uci(record.chess960());
+        let key = target.key();
+        let id = self
+            .engine
+            .go_ponder(GoRequest::new(target, history, limits));
+        tracing::debug!(game = %self.id, ply, expected = %expected, "pondering");
+        self.pondering = Some(Pondering {
+            id,
+            ply,
+            after_ours: after_ours.key(),
+            key,
+            expected,
+            last_info: None,
+            permit: Some(permit),
+        });
+    }
+
+    /// The opponent played the expected reply (`state`, at `ply`): the
+    /// ponder search becomes the search for our move.
+    pub(super) fn ponder_hit(&mut self, ply: usize, state: &GameState, arrived: Instant) {
+        let (Some(p), Some(us)) = (self.pondering.take(), self.color) else {
+            return;
+        };
+        let Some(permit) = p.permit else {
+            return;
+        };
+        self.engine.ponderhit();
+        self.ponder_hits += 1;
+        tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
+        let (_, clock) = self.limits(state, us, Duration::ZERO, false);
+        let now = Instant::now();
+        self.thinking = Some(Thinking {
+            id: p.id,
+            ply,
+            arrived,
+            started: now,
+            queued: Duration::ZERO,
+            clock,
+            last_info: p.last_info,
+            _permit: permit,
+        });
+    }
+
+    /// Stops the ponder search, if any (its answer will be ignored), and
+    /// frees its permit. `why` is logged; "other reply" counts as a miss.
+    pub(super) fn stop_pondering(&mut self, why: &str) {
+        let Some(p) = self.pondering.take() else {
+            return;
+        };
+        self.engine.stop();
+        if why == "other reply" {
+            self.ponder_misses += 1;
+            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, "ponder miss");
+        } else {
+            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, why, "ponder stopped");
+        }
+    }
+
+    /// Gives our ponder permit to a game waiting for one, if any: the
+    /// permit is released and taken back only if nobody was queued for it
+    /// (the semaphore is fair: a released permit goes to the first waiter).
+    pub(super) fn ponder_yield_check(&mut self) {
+        let Some(p) = self.pondering.as_mut() else {
+            return;
+        };
+        drop(p.permit.take());
+        match Arc::clone(&self.ctx.search_permits).try_acquire_owned() {
+            Ok(permit) => p.permit = Some(permit),
+            Err(_) => self.stop_pondering("a game needs the thread"),
+        }
+    }
+
+    /// Saves the table to the game's hash file (if `engine.state_dir` is
+    /// set), on the engine thread; the outcome is logged.
+    pub(super) fn save_hash(&mut self) {
+        let Some(path) = self.hash_file.clone() else {
+            return;
+        };
+        let reply = self.engine.save_hash(path);
+        let game = self.id.clone();
+        tokio::spawn(async move {
+            match reply.await {
+                Ok(Ok(saved)) => {
+                    tracing::debug!(game = %game, entries = saved.used, "hash table saved")
+                }
+                Ok(Err(e)) => tracing::warn!(game = %game, "hash table not saved: {e}"),
+                Err(_) => {}
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn lag_is_measured_and_bounds_the_overhead() {
+        let base = Duration::from_millis(100);
+        let mut lag = Lag::default();
+        assert_eq!(lag.overhead(base), base);
+        let t0 = Instant::now();
+        lag.posted(10, t0);
+        lag.seen(10, t0 + Duration::from_millis(50)); // not our move yet
+        assert_eq!(lag.last(), None);
+        lag.seen(11, t0 + Duration::from_millis(400));
+        assert_eq!(lag.last(), Some(Duration::from_millis(400)));
+        assert_eq!(lag.overhead(base), Duration::from_millis(400));
+        lag.posted(12, t0);
+        lag.seen(13, t0 + Duration::from_secs(60));
+        assert_eq!(lag.overhead(base), base + MAX_EXTRA_OVERHEAD);
+    }
+}
