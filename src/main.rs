@@ -49,6 +49,10 @@ enum Command {
     Bench {
         /// Depth in plies.
         depth: Option<u32>,
+        /// Evaluation: `<embedded>` (the default net), `classical` (the
+        /// hand-crafted evaluation) or the path of a net file.
+        #[arg(long, default_value = "<embedded>")]
+        eval_file: String,
     },
     /// Play complete engine-against-engine games on clocks kept by the
     /// harness, with simulated lag; report time losses and clock use.
@@ -273,7 +277,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { depth } => run_bench(depth).map(|()| ExitCode::SUCCESS),
+        Command::Bench { depth, eval_file } => {
+            run_bench(depth, &eval_file).map(|()| ExitCode::SUCCESS)
+        }
         Command::Datagen {
             games,
             nodes,
@@ -405,9 +411,10 @@ fn run_perft(depth: u32, fen: Option<&str>, divide: bool, chess960: bool) -> Res
     Ok(())
 }
 
-fn run_bench(depth: Option<u32>) -> Result<()> {
+fn run_bench(depth: Option<u32>, eval_file: &str) -> Result<()> {
     let depth = depth.unwrap_or(bench::DEFAULT_DEPTH).clamp(1, 64);
-    let r = bench::run(depth, &mut |i, fen, nodes| {
+    let net = kaissa::engine::nnue::load_eval_file(eval_file)?;
+    let r = bench::run(depth, net, &mut |i, fen, nodes| {
         println!("position {:>2} nodes {:>10}  {fen}", i + 1, nodes);
     });
     println!();

@@ -20,6 +20,7 @@ pub mod hashfile;
 pub mod history;
 pub mod limits;
 pub mod movepick;
+pub mod nnue;
 pub mod params;
 pub mod score;
 pub mod search;
