@@ -5,7 +5,7 @@ from White's point of view.
 
 Any UCI engine plays the games (kaissa itself: `--engine "target/release/kaissa uci"`;
 Stockfish for quick high-quality labels). Openings come from
-shared/data/openings-8ply.epd plus a few random plies for variety, so
+scripts/data/openings-8ply.epd plus a few random plies for variety, so
 games differ. Positions in check, the first plies and positions after the
 game was decided (adjudicated) are skipped. Needs python-chess (pip install
 chess). Example, reproducible with the seed:
@@ -17,6 +17,7 @@ import argparse
 import random
 import shlex
 import sys
+from pathlib import Path
 
 import chess
 import chess.engine
@@ -70,7 +71,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=4000)
     ap.add_argument("--games", type=int, default=1000)
     ap.add_argument("--random-plies", type=int, default=4)
-    ap.add_argument("--openings", default="../shared/data/openings-8ply.epd")
+    ap.add_argument("--openings", default=str(Path(__file__).resolve().parent / "data" / "openings-8ply.epd"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()

@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ENGINE1 = f"{REPO / 'target' / 'release' / 'kaissa'} uci"
-DEFAULT_OPENINGS = REPO.parent / "shared" / "data" / "openings-8ply.epd"
+DEFAULT_OPENINGS = REPO / "scripts" / "data" / "openings-8ply.epd"
 
 # Extra wall time we wait for a move after the mover's clock (plus margin)
 # has run out before declaring the engine hung and killing it. The game is

@@ -3,7 +3,39 @@
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
 //! and `bot` are the two front ends, `lichess` talks to the server,
 //! `config` loads and validates the daemon's settings, `systemd` speaks
-//! the service manager's notification protocol.
+//! the service manager's notification protocol, and `tools` are the
+//! offline programs that drive the engine from outside (training data).
+//! Dependencies point one way: `chess` <- `engine` <- `uci`, `bot`,
+//! `tools`; `lichess` knows no chess.
+//!
+//! # Where to change what
+//!
+//! - **A challenge rule** (accept or decline): `src/bot/challenge.rs`,
+//!   `decide` (the rules in order, each with the reason Lichess shows)
+//!   and the per-setting checks beside it. A new setting: see "a
+//!   configuration key".
+//! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
+//!   and its `!help` line; the game task (`src/bot/game.rs`) posts the
+//!   answer.
+//! - **An eval term**: the recipe in `src/engine/weights.rs` (offset,
+//!   `N_PARAMS`, `SECTIONS`), its weights in `src/engine/params.rs`, its
+//!   count in `src/engine/eval.rs`. The bench signature changes; re-tune
+//!   and measure.
+//! - **A UCI option**: `src/uci.rs` (the `option name` lines sent on
+//!   `uci`, and `setoption`); what the engine needs from it in
+//!   `EngineOptions` (`src/engine/thread.rs`).
+//! - **A move source** (a book, a tablebase) in front of the search: where
+//!   a move is asked for, the game task's search start (`src/bot/game.rs`)
+//!   and `go` in `src/uci.rs`; the engine stays a searcher.
+//! - **A configuration key**: its field, default and doc in
+//!   `src/config/sections.rs`, the same in the shipped
+//!   `config/kaissa.toml` (a test holds them equal), a list key also in
+//!   `src/config/env.rs`, a rule across values in
+//!   `src/config/validate.rs`.
+//! - **A Lichess endpoint**: `src/lichess/client.rs` (the call) and
+//!   `src/lichess/model.rs` (its types).
+//! - **An offline tool** (data generation, tuning, clock tests): a module
+//!   in `src/tools/`, wired as a subcommand in `src/main.rs`.
 
 pub mod bot;
 pub mod chess;
@@ -11,4 +43,5 @@ pub mod config;
 pub mod engine;
 pub mod lichess;
 pub mod systemd;
+pub mod tools;
 pub mod uci;

@@ -7,8 +7,9 @@ use kaissa::bot::daemon::Daemon;
 use kaissa::chess::{self, Position};
 use kaissa::config::Config;
 use kaissa::engine::timeman::TimeManager;
-use kaissa::engine::{bench, clocktest, datagen, tune};
+use kaissa::engine::{bench, clocktest, tune};
 use kaissa::lichess::client::{Client, Error as LichessError};
+use kaissa::tools::{datagen, packed};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -94,27 +95,31 @@ enum Command {
         #[arg(long)]
         verbose: bool,
     },
-    /// Generate tuner training data by fast self-play.
+    /// Generate training data by self-play (32-byte records, resumable:
+    /// run it again with the same seed and threads to continue).
     Datagen {
-        /// Games per thread.
-        #[arg(long, default_value_t = 1000)]
-        games: usize,
-        /// Nodes per move.
+        /// Games per thread (games already in the files count).
+        #[arg(long, default_value_t = 1_000_000)]
+        games: u64,
+        /// Soft node limit per move (whole iterations; hard limit 10x).
         #[arg(long, default_value_t = 5000)]
         nodes: u64,
-        /// Random plies after the book line.
-        #[arg(long, default_value_t = 2)]
-        random_plies: usize,
+        /// Random plies after the opening: N or MIN-MAX.
+        #[arg(long, default_value = "8-9", value_parser = parse_ply_range)]
+        random_plies: (usize, usize),
         /// Opening book (EPD/FEN lines); default: the start position.
         #[arg(long)]
         openings: Option<std::path::PathBuf>,
-        /// Output file (with several threads: FILE.0, FILE.1, ...).
+        /// Output directory (one file per thread).
         #[arg(long)]
         out: std::path::PathBuf,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Transposition table per thread, MiB.
+        #[arg(long, default_value_t = 16)]
+        hash: usize,
     },
     /// Texel-tune the evaluation weights on labelled positions and write
     /// them as Rust source.
@@ -288,14 +293,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             seed,
             threads,
+            hash,
         } => {
             let cfg = datagen::DatagenConfig {
                 games,
                 nodes,
                 random_plies,
                 seed,
+                threads: threads.clamp(1, 256),
+                hash_mb: hash.clamp(1, 4096),
             };
-            run_datagen(cfg, openings.as_deref(), &out, threads).map(|()| ExitCode::SUCCESS)
+            run_datagen(&cfg, openings.as_deref(), &out).map(|()| ExitCode::SUCCESS)
         }
         Command::Tune {
             data,
@@ -521,58 +529,41 @@ fn read_openings(path: &Path) -> Result<Vec<Position>> {
     Ok(out)
 }
 
-fn run_datagen(
-    cfg: datagen::DatagenConfig,
-    openings: Option<&Path>,
-    out: &Path,
-    threads: usize,
-) -> Result<()> {
+fn run_datagen(cfg: &datagen::DatagenConfig, openings: Option<&Path>, out: &Path) -> Result<()> {
     let book = match openings {
         Some(p) => read_openings(p)?,
         None => Vec::new(),
     };
-    let threads = threads.clamp(1, 64);
-    let paths: Vec<PathBuf> = if threads == 1 {
-        vec![out.to_path_buf()]
-    } else {
-        (0..threads)
-            .map(|i| PathBuf::from(format!("{}.{i}", out.display())))
-            .collect()
-    };
-    let start = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
-        let mut handles = Vec::new();
-        for (i, path) in paths.iter().enumerate() {
-            let book = &book;
-            let mut cfg = cfg.clone();
-            cfg.seed = cfg.seed.wrapping_add(i as u64 * 1_000_003);
-            handles.push(scope.spawn(move || -> Result<usize> {
-                let f = std::fs::File::create(path)
-                    .with_context(|| format!("create {}", path.display()))?;
-                let mut w = BufWriter::new(f);
-                let n = datagen::run(book, &cfg, &mut w, &mut |g, n| {
-                    if g % 50 == 0 {
-                        eprintln!(
-                            "[thread {i}] games {g} positions {n} ({:.0} s)",
-                            start.elapsed().as_secs_f64()
-                        );
-                    }
-                })?;
-                Ok(n)
-            }));
-        }
-        let mut total = 0;
-        for h in handles {
-            total += h
-                .join()
-                .map_err(|_| anyhow::anyhow!("datagen thread panicked"))??;
-        }
-        println!(
-            "{total} positions in {:.0} s",
-            start.elapsed().as_secs_f64()
+    let report = datagen::run(out, &book, cfg, 100, &|games, positions, elapsed| {
+        eprintln!(
+            "games {games} positions {positions} ({:.0} s)",
+            elapsed.as_secs_f64()
         );
-        Ok(())
     })
+    .with_context(|| format!("datagen into {}", out.display()))?;
+    println!(
+        "{} games, {} positions in {:.0} s on {} threads: {:.0} positions per core-hour",
+        report.games,
+        report.positions,
+        report.elapsed.as_secs_f64(),
+        report.threads,
+        report.per_core_hour()
+    );
+    Ok(())
+}
+
+/// `N` or `MIN-MAX`.
+fn parse_ply_range(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("expected N or MIN-MAX, got {s:?}");
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let (a, b): (usize, usize) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a > b || b > 64 {
+        return Err(bad());
+    }
+    Ok((a, b))
 }
 
 /// `kaissa tune` settings beyond the optimiser's.
@@ -591,7 +582,7 @@ fn run_tune(
     out: &Path,
     note: &[String],
 ) -> Result<()> {
-    use kaissa::engine::eval::{MATERIAL, N_PARAMS, SECTIONS};
+    use kaissa::engine::weights::{MATERIAL, N_PARAMS, SECTIONS};
     let TuneOptions {
         lambda,
         validate,
@@ -604,6 +595,28 @@ fn run_tune(
     let mut skipped = 0usize;
     let mut line_no = 0usize;
     'files: for path in data {
+        if path.extension().is_some_and(|e| e == "bin") {
+            // `kaissa datagen` records; the validation split is by game.
+            let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+            let (records, bad) = packed::read_records(&bytes);
+            skipped += bad;
+            for r in records {
+                let set = if validate && r.game % 10 == 9 {
+                    &mut valid
+                } else {
+                    &mut ds
+                };
+                let score = Some(i32::from(r.score));
+                match r.to_position() {
+                    Some(pos) if set.push(&pos, r.result.white_score(), score, &WEIGHTS) => {}
+                    _ => skipped += 1,
+                }
+                if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
+                    break 'files;
+                }
+            }
+            continue;
+        }
         let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
         for line in std::io::BufReader::new(f).lines() {
             let line = line?;

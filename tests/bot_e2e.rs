@@ -8,11 +8,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use shakmaty::Color;
+use support::bot::Bot;
 use support::fake_lichess::{
     AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, GameRecord, Opponent,
     Policy, Side,
@@ -21,13 +21,8 @@ use support::fake_lichess::{
 const WAIT: Duration = Duration::from_secs(20);
 const GAME: Duration = Duration::from_secs(90);
 
-/// A running `kaissa run`, its log going to a file.
-struct Bot {
-    child: tokio::process::Child,
-    dir: tempfile::TempDir,
-    token: String,
-}
-
+/// This file's settings: depth 4, an 8 MiB hash, PGNs in the bot's
+/// directory.
 impl Bot {
     /// Starts the daemon against `fake` with the base settings of these
     /// tests plus `extra` (TOML lines, as `[section]\nkey = value`).
@@ -36,108 +31,19 @@ impl Bot {
     }
 
     async fn start_with(fake: &FakeLichess, extra: &str, log: &str) -> Bot {
-        let dir = tempfile::tempdir().unwrap();
-        let pgn = dir.path().join("pgn");
-        let config = format!(
-            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
-             [bot]\npgn_dir = \"{}\"\n{extra}\n",
-            fake.url(),
-            pgn.display()
-        );
-        let config = merge_sections(&config);
-        let path = dir.path().join("kaissa.toml");
-        std::fs::write(&path, config).unwrap();
-        let log_file = std::fs::File::create(dir.path().join("kaissa.log")).unwrap();
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
-            .arg("run")
-            .arg("--config")
-            .arg(&path)
-            .env_remove("CREDENTIALS_DIRECTORY")
-            .env("RUST_LOG", log)
-            .env("LICHESS_BOT_TOKEN", fake.token())
-            .stdout(Stdio::null())
-            .stderr(log_file)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start kaissa run");
+        let mut bot = Bot::configured(fake, |dir| {
+            format!(
+                "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+                 [bot]\npgn_dir = \"{}\"\n{extra}\n",
+                fake.url(),
+                dir.join("pgn").display()
+            )
+        });
+        bot.log_filter = log.to_owned();
+        bot.spawn();
         fake.wait_event_stream(WAIT).await.unwrap();
-        Bot {
-            child,
-            dir,
-            token: fake.token(),
-        }
+        bot
     }
-
-    fn pgn_dir(&self) -> PathBuf {
-        self.dir.path().join("pgn")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("kaissa.log")).unwrap_or_default()
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id().expect("running")
-    }
-
-    /// SIGTERM, then checks the exit and the log; returns the log.
-    async fn stop(mut self) -> String {
-        let pid = self.pid().to_string();
-        let killed = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("kaissa run stops on SIGTERM")
-            .unwrap();
-        let log = self.log();
-        if std::env::var_os("KAISSA_E2E_SHOW_LOG").is_some() {
-            eprintln!("{log}");
-        }
-        assert!(status.success(), "exit {status}: {log}");
-        assert!(!log.contains(&self.token), "the token is in the log");
-        assert!(!log.contains("panicked"), "{log}");
-        log
-    }
-}
-
-/// TOML does not allow a section or a key twice: fold repeated
-/// `[section]`s, the later value of a key winning.
-fn merge_sections(text: &str) -> String {
-    let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if line.starts_with('[') {
-            if !sections.iter().any(|(name, _)| name == line) {
-                sections.push((line.to_owned(), Vec::new()));
-            }
-            let index = sections.iter().position(|(name, _)| name == line).unwrap();
-            let entry = sections.remove(index);
-            sections.push(entry);
-        } else if let Some((_, lines)) = sections.last_mut() {
-            // A key given twice: the later value wins.
-            let key = line.split('=').next().unwrap_or("").trim().to_owned();
-            lines.retain(|l| l.split('=').next().unwrap_or("").trim() != key);
-            lines.push(line.to_owned());
-        }
-    }
-    let mut out = String::new();
-    for (name, lines) in sections {
-        if !name.is_empty() {
-            out.push_str(&name);
-            out.push('\n');
-        }
-        for line in lines {
-            out.push_str(&line);
-            out.push('\n');
-        }
-    }
-    out
 }
 
 fn quick_opponent() -> AutoPlay {

@@ -9,9 +9,9 @@ use shakmaty::fen::Fen;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position as _};
 
-#[path = "common/rng.rs"]
-mod rng;
-use rng::Rng;
+mod support;
+
+use support::rng::Rng;
 
 /// The Chess960 start position number `n` (0..960).
 fn chess960_fen(n: usize) -> String {

@@ -5,9 +5,9 @@
 
 use kaissa::chess::{CastlingNotation, Position};
 
-#[path = "common/rng.rs"]
-mod rng;
-use rng::Rng;
+mod support;
+
+use support::rng::Rng;
 
 const SEEDS: [&str; 6] = [
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",

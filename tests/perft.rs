@@ -1,4 +1,4 @@
-//! Perft suites from shared/data: exact leaf counts for standard chess (to
+//! Perft suites from tests/data: exact leaf counts for standard chess (to
 //! depth 5) and Chess960 (to depth 4). Deeper runs are `#[ignore]`d; run
 //! them with `cargo test --release -- --ignored`.
 
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 fn suite(name: &str) -> Vec<(String, Vec<(u32, u64)>)> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
+        .join("tests/data")
         .join(name);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));

@@ -11,48 +11,29 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
+use support::bot::{Bot, check_log};
 use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, GameRecord, Policy, Side};
 
 const WAIT: Duration = Duration::from_secs(20);
 const GAME: Duration = Duration::from_secs(120);
 
-/// A `kaissa run` process, restartable on the same configuration; each
-/// run logs to its own file.
-struct Bot {
-    child: Option<tokio::process::Child>,
-    dir: tempfile::TempDir,
-    config: PathBuf,
-    token: String,
-    runs: usize,
-    env: Vec<(String, String)>,
-}
-
+/// This file's settings: depth 3, an 8 MiB hash, a 2 s stream watchdog, a
+/// 1 s 429 pause, state and PGNs in the bot's directory.
 impl Bot {
+    /// A bot with these settings plus `extra`, not started.
     fn new(fake: &FakeLichess, extra: &str) -> Bot {
-        let dir = tempfile::tempdir().unwrap();
-        let pgn = dir.path().join("pgn");
-        let config = format!(
-            "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
-             [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
-             [bot]\npgn_dir = \"{}\"\n{extra}\n",
-            fake.url(),
-            dir.path().join("state").display(),
-            pgn.display()
-        );
-        let path = dir.path().join("kaissa.toml");
-        std::fs::write(&path, merge_sections(&config)).unwrap();
-        Bot {
-            child: None,
-            dir,
-            config: path,
-            token: fake.token(),
-            runs: 0,
-            env: Vec::new(),
-        }
+        Bot::configured(fake, |dir| {
+            format!(
+                "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
+                 [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
+                 [bot]\npgn_dir = \"{}\"\n{extra}\n",
+                fake.url(),
+                dir.join("state").display(),
+                dir.join("pgn").display()
+            )
+        })
     }
 
     /// Starts a daemon and waits for its event stream.
@@ -62,118 +43,6 @@ impl Bot {
         fake.wait_event_stream(WAIT).await.unwrap();
         bot
     }
-
-    fn spawn(&mut self) {
-        self.runs += 1;
-        let log = std::fs::File::create(self.log_path(self.runs)).unwrap();
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"));
-        command
-            .arg("run")
-            .arg("--config")
-            .arg(&self.config)
-            .env_remove("CREDENTIALS_DIRECTORY")
-            .env_remove("NOTIFY_SOCKET")
-            .env_remove("WATCHDOG_USEC")
-            .env("RUST_LOG", "info,kaissa=debug")
-            .env("LICHESS_BOT_TOKEN", &self.token)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .kill_on_drop(true);
-        for (k, v) in &self.env {
-            command.env(k, v);
-        }
-        self.child = Some(command.spawn().expect("start kaissa run"));
-    }
-
-    fn log_path(&self, run: usize) -> PathBuf {
-        self.dir.path().join(format!("kaissa-{run}.log"))
-    }
-
-    /// The log of every run so far.
-    fn log(&self) -> String {
-        (1..=self.runs)
-            .map(|run| std::fs::read_to_string(self.log_path(run)).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn pgn_dir(&self) -> PathBuf {
-        self.dir.path().join("pgn")
-    }
-
-    fn signal(&self, name: &str) {
-        let pid = self.child.as_ref().and_then(|c| c.id()).expect("running");
-        let status = std::process::Command::new("kill")
-            .args([&format!("-{name}"), &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit; returns whether it exited 0.
-    async fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
-        let child = self.child.as_mut().expect("running");
-        let status = tokio::time::timeout(timeout, child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("kaissa run did not exit: {}", self.log()))
-            .unwrap();
-        self.child = None;
-        status
-    }
-
-    /// SIGKILL: no goodbye, no cleanup.
-    async fn kill(&mut self) {
-        self.signal("KILL");
-        let status = self.wait_exit(WAIT).await;
-        assert!(!status.success());
-    }
-
-    /// SIGTERM, expecting a clean exit; returns the whole log, checked for
-    /// the token and panics.
-    async fn stop(mut self) -> String {
-        self.signal("TERM");
-        let status = self.wait_exit(WAIT).await;
-        let log = self.log();
-        assert!(status.success(), "exit {status}: {log}");
-        check_log(&log, &self.token);
-        log
-    }
-}
-
-fn check_log(log: &str, token: &str) {
-    assert!(!log.contains(token), "the token is in the log");
-    assert!(!log.contains("panicked"), "{log}");
-}
-
-/// TOML does not allow a section twice: fold repeated `[section]`s.
-fn merge_sections(text: &str) -> String {
-    let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if line.starts_with('[') {
-            if !sections.iter().any(|(name, _)| name == line) {
-                sections.push((line.to_owned(), Vec::new()));
-            }
-        } else {
-            let current = sections.last_mut().unwrap();
-            current.1.push(line.to_owned());
-            continue;
-        }
-        let index = sections.iter().position(|(name, _)| name == line).unwrap();
-        let entry = sections.remove(index);
-        sections.push(entry);
-    }
-    let mut out = String::new();
-    for (name, lines) in sections {
-        if !name.is_empty() {
-            out.push_str(&name);
-            out.push('\n');
-        }
-        for line in lines {
-            out.push_str(&line);
-            out.push('\n');
-        }
-    }
-    out
 }
 
 fn opponent(think_ms: u64) -> AutoPlay {

@@ -55,7 +55,7 @@ fn check(
         return Err(Later);
     }
     let user = &challenge.challenger;
-    if policy.is_blocked(&user.id) || !policy.is_allowed(&user.id) {
+    if is_blocked(policy, &user.id) || !is_allowed(policy, &user.id) {
         return Err(Generic);
     }
     if user.is_bot() && !policy.accept_bots {
@@ -65,7 +65,7 @@ fn check(
         return Err(OnlyBot);
     }
     let variant = challenge.variant.key;
-    if !policy.accepts_variant(variant) {
+    if !accepts_variant(policy, variant) {
         return Err(if variant == VariantKey::Standard {
             Standard
         } else {
@@ -73,11 +73,11 @@ fn check(
         });
     }
     check_time(challenge, policy)?;
-    if !policy.accepts_mode(challenge.rated) {
+    if !accepts_mode(policy, challenge.rated) {
         return Err(if challenge.rated { Rated } else { Casual });
     }
     if let Some(rating) = user.rating
-        && !policy.rating_range().contains(&rating)
+        && !(policy.min_rating..=policy.max_rating).contains(&rating)
     {
         return Err(Generic);
     }
@@ -97,13 +97,13 @@ fn check_time(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), Dec
             }
         }
         TimeControl::Correspondence { .. } | TimeControl::Unlimited | TimeControl::Unknown => {
-            if !policy.accepts_time_control(&challenge.time_control) {
+            if !accepts_time_control(policy, &challenge.time_control) {
                 return Err(DeclineReason::TimeControl);
             }
         }
     }
     let speed = challenge.speed;
-    if speed == Speed::Unknown || policy.accepts_speed(speed) {
+    if speed == Speed::Unknown || accepts_speed(policy, speed) {
         return Ok(());
     }
     let rank = |s: Speed| match s {
@@ -129,6 +129,55 @@ fn check_time(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), Dec
     } else {
         Err(DeclineReason::TimeControl)
     }
+}
+
+/// Whether the user is on the block list (ids, any case).
+fn is_blocked(policy: &ChallengeConfig, user_id: &str) -> bool {
+    policy
+        .block_list
+        .iter()
+        .any(|id| id.eq_ignore_ascii_case(user_id))
+}
+
+/// Whether the allow list lets the user in (an empty list lets anyone).
+fn is_allowed(policy: &ChallengeConfig, user_id: &str) -> bool {
+    policy.allow_list.is_empty()
+        || policy
+            .allow_list
+            .iter()
+            .any(|id| id.eq_ignore_ascii_case(user_id))
+}
+
+/// Whether the variant is accepted.
+fn accepts_variant(policy: &ChallengeConfig, key: VariantKey) -> bool {
+    policy.variants.iter().any(|v| v.key() == key)
+}
+
+/// Whether the speed is accepted. Correspondence also needs
+/// `correspondence = true`.
+fn accepts_speed(policy: &ChallengeConfig, speed: Speed) -> bool {
+    policy.speeds.iter().any(|s| s.speed() == speed)
+        && (speed != Speed::Correspondence || policy.correspondence)
+}
+
+/// Whether the time control is within bounds: a clock within
+/// base/increment bounds, or no clock when `correspondence` is on.
+fn accepts_time_control(policy: &ChallengeConfig, time_control: &TimeControl) -> bool {
+    match time_control {
+        TimeControl::Clock {
+            limit, increment, ..
+        } => {
+            (policy.min_base..=policy.max_base).contains(limit)
+                && (policy.min_increment..=policy.max_increment).contains(increment)
+        }
+        TimeControl::Correspondence { .. } | TimeControl::Unlimited => policy.correspondence,
+        TimeControl::Unknown => false,
+    }
+}
+
+/// Whether rated (`true`) or casual (`false`) games are accepted.
+fn accepts_mode(policy: &ChallengeConfig, rated: bool) -> bool {
+    if rated { policy.rated } else { policy.casual }
 }
 
 /// The game slots: at most `capacity` games at once. Cloning shares them.
@@ -389,5 +438,36 @@ mod tests {
         assert!(total > 0);
         assert!(peak.load(Ordering::SeqCst) <= 2);
         assert_eq!(slots.in_use(), 0);
+    }
+
+    #[test]
+    fn challenge_helpers() {
+        // Not DeclineReason::TimeControl.
+        use crate::lichess::model::TimeControl;
+        let mut c = ChallengeConfig::default();
+        assert!(accepts_variant(&c, VariantKey::Chess960));
+        assert!(!accepts_variant(&c, VariantKey::Atomic));
+        assert!(accepts_speed(&c, Speed::Blitz));
+        assert!(!accepts_speed(&c, Speed::UltraBullet));
+        assert!(!accepts_speed(&c, Speed::Correspondence));
+        assert!(!accepts_time_control(&c, &TimeControl::Unlimited));
+        c.correspondence = true;
+        assert!(accepts_speed(&c, Speed::Correspondence));
+        assert!(accepts_time_control(&c, &TimeControl::Unlimited));
+        c.max_base = 300;
+        let clock = |limit, increment| TimeControl::Clock {
+            limit,
+            increment,
+            show: None,
+        };
+        assert!(accepts_time_control(&c, &clock(300, 2)));
+        assert!(!accepts_time_control(&c, &clock(600, 2)));
+        assert!(is_allowed(&c, "anyone"));
+        c.block_list = vec!["12345".into(), "Bob".into()];
+        assert!(is_blocked(&c, "bob"));
+        c.allow_list = vec!["Alice".into()];
+        assert!(is_allowed(&c, "alice"));
+        assert!(!is_allowed(&c, "bob"));
+        assert!(accepts_mode(&c, true) && accepts_mode(&c, false));
     }
 }

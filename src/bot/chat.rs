@@ -2,6 +2,8 @@
 //! in a game's chat (`!help`, `!eval`, `!name`). Pure text in, text out;
 //! the game task posts the replies.
 
+use crate::lichess::MAX_CHAT_LEN;
+
 /// A chat room of a game.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Room {
@@ -26,9 +28,6 @@ impl Room {
         }
     }
 }
-
-/// Lichess rejects longer chat lines.
-pub const MAX_CHAT_LEN: usize = 140;
 
 /// Fills `{me}` and `{opponent}` in a configured message and trims it to
 /// what Lichess accepts.

@@ -7,6 +7,7 @@ use super::bitboard::Bitboard;
 use super::position::{CastleSide, Position};
 use super::types::{Color, Piece, Role, Square};
 
+/// The standard starting position.
 pub const STARTPOS: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
 /// What is wrong with a FEN string.
@@ -70,7 +71,19 @@ impl std::str::FromStr for Position {
     }
 }
 
+/// Shows the position as its X-FEN.
+impl std::fmt::Debug for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Position({})", self.to_fen(CastlingNotation::XFen))
+    }
+}
+
 impl Position {
+    /// The standard starting position.
+    pub fn startpos() -> Position {
+        Position::from_fen(STARTPOS).expect("the start position is valid")
+    }
+
     /// Parses and validates a FEN, X-FEN or Shredder-FEN string. Missing
     /// clock fields default to `0 1`.
     pub fn from_fen(fen: &str) -> Result<Position, FenError> {

@@ -1,6 +1,7 @@
 //! `Position`: the board, side to move, castling rights, en-passant square,
 //! clocks and Zobrist key, with copy-make (`play`). A `Position` is only
-//! built by `from_fen`/`startpos`, which validate it, so every `Position`
+//! built by `from_fen`/`startpos` (in `fen`, which depends on this module
+//! and not the reverse), which validate it, so every `Position`
 //! is legal: one king a side, the side not to move is not in check, the
 //! castling rights and en-passant square are consistent.
 
@@ -63,11 +64,6 @@ pub fn castle_destinations(color: Color, king: Square, rook: Square) -> (Square,
 }
 
 impl Position {
-    /// The standard starting position.
-    pub fn startpos() -> Position {
-        Position::from_fen(super::fen::STARTPOS).expect("the start position is valid")
-    }
-
     /// An empty board: only for the FEN parser, which fills and validates it.
     pub(crate) fn empty() -> Position {
         Position {
@@ -583,16 +579,6 @@ impl Color {
     #[inline(always)]
     pub fn relative_last_rank(self) -> u8 {
         self.relative_rank(7)
-    }
-}
-
-impl std::fmt::Debug for Position {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Position({})",
-            self.to_fen(super::fen::CastlingNotation::XFen)
-        )
     }
 }
 

@@ -12,6 +12,9 @@ pub struct Limits {
     pub depth: Option<u32>,
     /// Stop after about this many nodes.
     pub nodes: Option<u64>,
+    /// Stop after the first completed iteration past this many nodes
+    /// (data generation: whole iterations, about the same effort a move).
+    pub soft_nodes: Option<u64>,
     /// Think exactly this long.
     pub movetime: Option<Duration>,
     /// Stop when a mate in at most this many moves is found.

@@ -1,20 +1,18 @@
 //! The engine: a searcher over `chess` positions and the thread that runs
 //! it. Nothing here is async and the search does no I/O (only the offline
-//! tools `datagen` and `tune` read and write what they are handed); the
+//! tuner `tune` reads and writes what it is handed); the
 //! two front ends (`uci` and the bot) drive it through `Engine`.
 //!
 //! One idea per file: `score` (values and mate arithmetic), `tt`
 //! (transposition table), `see` (static exchange), `history` (move
-//! ordering statistics), `movepick` (staged move ordering), `eval` and
-//! `params` (the evaluation and its tuned weights), `search` (iterative
-//! deepening and alpha-beta), `limits` and `timeman` (what the caller
+//! ordering statistics), `movepick` (staged move ordering), `eval`,
+//! `weights` and `params` (the evaluation, the layout of its weights and
+//! the tuned weights), `search` (iterative deepening and alpha-beta), `limits` and `timeman` (what the caller
 //! asked for and how much time to use), `thread` (the engine thread and
-//! its handle), `bench` (the search signature), `tune` and `datagen` (the
-//! Texel tuner and its training data).
+//! its handle), `bench` (the search signature), `tune` (the Texel tuner).
 
 pub mod bench;
 pub mod clocktest;
-pub mod datagen;
 pub mod eval;
 pub mod hashfile;
 pub mod history;
@@ -29,6 +27,7 @@ pub mod thread;
 pub mod timeman;
 pub mod tt;
 pub mod tune;
+pub mod weights;
 
 pub use limits::Limits;
 pub use score::Score;

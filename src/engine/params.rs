@@ -1,10 +1,10 @@
-//! Evaluation weights (mid-game, end-game), laid out as `eval::SECTIONS`
+//! Evaluation weights (mid-game, end-game), laid out as `weights::SECTIONS`
 //! says. This file is written by `kaissa tune`; edit by re-tuning.
 //!
 //! Tuned by: target/release/kaissa tune /work/tune-data/sf-4k.epd /work/tune-data/kaissa-dg-s1.txt --validate --epochs 800 --lr 0.1 --lambda 1.0 --freeze piece-square --out /work/matches/params-B.rs
 //! 200619 training + 22200 validation positions, K = 0.005779, error 0.079620 -> 0.075047
 
-use super::eval::{N_PARAMS, S, s};
+use super::weights::{N_PARAMS, S, s};
 
 #[rustfmt::skip]
 pub static WEIGHTS: [S; N_PARAMS] = [

@@ -410,6 +410,9 @@ impl Searcher {
 
             // Stop early when more depth cannot change the decision.
             let best = self.root_moves[0].value;
+            if limits.soft_nodes.is_some_and(|n| self.nodes >= n) {
+                break;
+            }
             if let Some(n) = limits.mate {
                 if best >= MATE_BOUND && (super::score::MATE - best + 1) / 2 <= n as i32 {
                     break;

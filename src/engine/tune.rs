@@ -9,7 +9,8 @@
 //! The result is written back as Rust source (`params.rs`), so tuned
 //! weights are committed and reproducible.
 
-use super::eval::{N_PARAMS, PHASE_MAX, S, SECTIONS, Trace, eg, evaluate_terms, mg};
+use super::eval::{PHASE_MAX, Trace, evaluate_terms};
+use super::weights::{N_PARAMS, S, SECTIONS, eg, mg};
 use crate::chess::Position;
 use std::fmt::Write as _;
 
@@ -327,12 +328,12 @@ pub fn optimise(
 /// (commands, data, error) in the module doc.
 pub fn params_source(w: &[[f64; 2]], header: &[String]) -> String {
     let mut out = String::new();
-    out.push_str("//! Evaluation weights (mid-game, end-game), laid out as `eval::SECTIONS`\n");
+    out.push_str("//! Evaluation weights (mid-game, end-game), laid out as `weights::SECTIONS`\n");
     out.push_str("//! says. This file is written by `kaissa tune`; edit by re-tuning.\n//!\n");
     for h in header {
         let _ = writeln!(out, "//! {h}");
     }
-    out.push_str("\nuse super::eval::{N_PARAMS, S, s};\n\n#[rustfmt::skip]\n");
+    out.push_str("\nuse super::weights::{N_PARAMS, S, s};\n\n#[rustfmt::skip]\n");
     out.push_str("pub static WEIGHTS: [S; N_PARAMS] = [\n");
     for &(name, off, len) in SECTIONS {
         let _ = writeln!(out, "    // {name}");

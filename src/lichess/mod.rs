@@ -12,7 +12,7 @@ pub mod stream;
 
 pub use client::{
     ChallengeTime, Client, ClientOptions, CreateChallenge, Error, EventStream, GameStream,
-    RetryPolicy, Token, TokenError,
+    MAX_CHAT_LEN, RetryPolicy, Token, TokenError,
 };
 pub use model::{
     Account, Challenge, ChallengeColor, ChatLine, ChatRoom, Color, DeclineReason, Event, GameEvent,

@@ -1,5 +1,5 @@
-//! xorshift64*: deterministic test randomness without a dependency, shared
-//! by the property tests (`#[path = "common/rng.rs"] mod rng;`).
+//! xorshift64*: deterministic test randomness without a dependency, for
+//! the property tests.
 
 pub struct Rng(pub u64);
 

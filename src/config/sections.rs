@@ -1,0 +1,325 @@
+//! The sections of the configuration (`[lichess]`, `[engine]`,
+//! `[challenge]`, `[bot]`, `[chat]`), their defaults (the same as the
+//! shipped `config/kaissa.toml`) and small accessors.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::lichess::ClientOptions;
+use crate::lichess::model::Speed;
+use crate::lichess::model::VariantKey;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub lichess: LichessConfig,
+    pub engine: EngineConfig,
+    pub challenge: ChallengeConfig,
+    pub bot: BotConfig,
+    pub chat: ChatConfig,
+}
+
+/// `[lichess]`: the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LichessConfig {
+    /// Base URL of the server.
+    pub url: String,
+    /// File holding the token (used when `LICHESS_BOT_TOKEN` is unset).
+    pub token_file: Option<PathBuf>,
+    /// A stream with no byte (keep-alives included) for this long is dead.
+    pub stream_timeout_secs: u64,
+    /// How long every non-urgent request waits after an HTTP 429.
+    pub rate_limit_pause_secs: u64,
+}
+
+impl Default for LichessConfig {
+    fn default() -> LichessConfig {
+        LichessConfig {
+            url: "https://lichess.org".to_owned(),
+            token_file: None,
+            stream_timeout_secs: 20,
+            rate_limit_pause_secs: 60,
+        }
+    }
+}
+
+impl LichessConfig {
+    /// `stream_timeout_secs` as a duration.
+    pub fn stream_timeout(&self) -> Duration {
+        Duration::from_secs(self.stream_timeout_secs)
+    }
+
+    /// `rate_limit_pause_secs` as a duration.
+    pub fn rate_limit_pause(&self) -> Duration {
+        Duration::from_secs(self.rate_limit_pause_secs)
+    }
+
+    /// Options for [`crate::lichess::Client::new`].
+    pub fn client_options(&self) -> ClientOptions {
+        ClientOptions {
+            base_url: self.url.clone(),
+            rate_limit_pause: self.rate_limit_pause(),
+            stream_silence_timeout: self.stream_timeout(),
+            ..ClientOptions::default()
+        }
+    }
+}
+
+/// `[engine]`: the engine's resources.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// Transposition table size in MiB, all games together: each game's
+    /// engine gets `hash_mb / bot.concurrency` (at least 1).
+    pub hash_mb: u32,
+    /// The most search threads running at once, all games together.
+    pub threads: u32,
+    /// Subtracted from our clock for each move (network and lag).
+    pub move_overhead_ms: u64,
+    /// Think on the opponent's time.
+    pub ponder: bool,
+    /// Where the hash files are kept; none means not kept.
+    pub state_dir: Option<PathBuf>,
+    /// Stop each search at this depth (0: no limit). Weakens the bot, or
+    /// keeps tests fast.
+    pub max_depth: u32,
+    /// Stop each search after about this many nodes (0: no limit).
+    pub max_nodes: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            hash_mb: 64,
+            threads: 1,
+            move_overhead_ms: 200,
+            ponder: false,
+            state_dir: None,
+            max_depth: 0,
+            max_nodes: 0,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// `move_overhead_ms` as a duration.
+    pub fn move_overhead(&self) -> Duration {
+        Duration::from_millis(self.move_overhead_ms)
+    }
+
+    /// The transposition table of one game's engine, in MiB.
+    pub fn hash_mb_per_game(&self, concurrency: u32) -> usize {
+        (self.hash_mb / concurrency.max(1)).max(1) as usize
+    }
+}
+
+/// A variant the bot can play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PlayableVariant {
+    Standard,
+    Chess960,
+    FromPosition,
+}
+
+impl PlayableVariant {
+    /// The Lichess variant key.
+    pub fn key(self) -> VariantKey {
+        match self {
+            PlayableVariant::Standard => VariantKey::Standard,
+            PlayableVariant::Chess960 => VariantKey::Chess960,
+            PlayableVariant::FromPosition => VariantKey::FromPosition,
+        }
+    }
+}
+
+/// A speed the bot can accept (bots cannot play ultraBullet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AcceptedSpeed {
+    Bullet,
+    Blitz,
+    Rapid,
+    Classical,
+    Correspondence,
+}
+
+impl AcceptedSpeed {
+    /// The Lichess speed.
+    pub fn speed(self) -> Speed {
+        match self {
+            AcceptedSpeed::Bullet => Speed::Bullet,
+            AcceptedSpeed::Blitz => Speed::Blitz,
+            AcceptedSpeed::Rapid => Speed::Rapid,
+            AcceptedSpeed::Classical => Speed::Classical,
+            AcceptedSpeed::Correspondence => Speed::Correspondence,
+        }
+    }
+}
+
+/// `[challenge]`: which challenges to accept. These are the inputs of the
+/// policy, `bot::challenge`, where the rules that read them live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChallengeConfig {
+    /// Accepted variants; any other is declined.
+    pub variants: Vec<PlayableVariant>,
+    /// Accepted speeds.
+    pub speeds: Vec<AcceptedSpeed>,
+    /// Initial clock time bounds, seconds.
+    pub min_base: u32,
+    pub max_base: u32,
+    /// Increment bounds, seconds.
+    pub min_increment: u32,
+    pub max_increment: u32,
+    /// Accept games without a real-time clock (correspondence, unlimited).
+    pub correspondence: bool,
+    /// Accept rated games.
+    pub rated: bool,
+    /// Accept casual games.
+    pub casual: bool,
+    /// Accept challenges from bots.
+    pub accept_bots: bool,
+    /// Accept challenges from bots only.
+    pub only_bots: bool,
+    /// Challenger rating bounds (a challenger without rating passes).
+    pub min_rating: u32,
+    pub max_rating: u32,
+    /// Users always declined (ids, any case).
+    pub block_list: Vec<String>,
+    /// When not empty, only these users are accepted (ids, any case).
+    pub allow_list: Vec<String>,
+}
+
+impl Default for ChallengeConfig {
+    fn default() -> ChallengeConfig {
+        ChallengeConfig {
+            variants: vec![
+                PlayableVariant::Standard,
+                PlayableVariant::Chess960,
+                PlayableVariant::FromPosition,
+            ],
+            speeds: vec![
+                AcceptedSpeed::Bullet,
+                AcceptedSpeed::Blitz,
+                AcceptedSpeed::Rapid,
+                AcceptedSpeed::Classical,
+                AcceptedSpeed::Correspondence,
+            ],
+            min_base: 0,
+            max_base: 10800,
+            min_increment: 0,
+            max_increment: 180,
+            correspondence: false,
+            rated: true,
+            casual: true,
+            accept_bots: true,
+            only_bots: false,
+            min_rating: 0,
+            max_rating: 4000,
+            block_list: Vec::new(),
+            allow_list: Vec::new(),
+        }
+    }
+}
+
+/// `[bot]`: how the daemon plays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BotConfig {
+    /// Games played at once.
+    pub concurrency: u32,
+    /// Abort a game whose opponent has not made a first move after this.
+    pub abort_time_secs: u64,
+    /// A challenge we accepted whose game has not started after this
+    /// gives its slot back.
+    pub game_start_timeout_secs: u64,
+    /// On shutdown, how long running games may go on before being
+    /// resigned or aborted.
+    pub shutdown_deadline_secs: u64,
+    /// Where finished games are written as PGN; none means not written.
+    pub pgn_dir: Option<PathBuf>,
+    /// Accept a draw offer when the position is dead equal.
+    pub accept_draw: bool,
+    /// Offer a draw when the position is dead equal.
+    pub offer_draw: bool,
+    /// "Dead equal": the score stays within this many centipawns of 0...
+    pub draw_score_cp: u32,
+    /// ...for this many of our moves in a row.
+    pub draw_moves: u32,
+    /// Resign lost positions.
+    pub resign_enabled: bool,
+    /// "Lost": the score stays at or below minus this many centipawns...
+    pub resign_score_cp: u32,
+    /// ...for this many of our moves in a row.
+    pub resign_moves: u32,
+    /// Accept takeback requests.
+    pub accept_takebacks: bool,
+}
+
+impl Default for BotConfig {
+    fn default() -> BotConfig {
+        BotConfig {
+            concurrency: 1,
+            abort_time_secs: 30,
+            game_start_timeout_secs: 20,
+            shutdown_deadline_secs: 300,
+            pgn_dir: None,
+            accept_draw: true,
+            offer_draw: true,
+            draw_score_cp: 10,
+            draw_moves: 10,
+            resign_enabled: true,
+            resign_score_cp: 1000,
+            resign_moves: 5,
+            accept_takebacks: false,
+        }
+    }
+}
+
+impl BotConfig {
+    /// `abort_time_secs` as a duration.
+    pub fn abort_time(&self) -> Duration {
+        Duration::from_secs(self.abort_time_secs)
+    }
+
+    /// `game_start_timeout_secs` as a duration.
+    pub fn game_start_timeout(&self) -> Duration {
+        Duration::from_secs(self.game_start_timeout_secs)
+    }
+
+    /// `shutdown_deadline_secs` as a duration.
+    pub fn shutdown_deadline(&self) -> Duration {
+        Duration::from_secs(self.shutdown_deadline_secs)
+    }
+}
+
+/// `[chat]`: what the bot says. `{me}` and `{opponent}` are replaced by the
+/// names; an empty message is not sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChatConfig {
+    /// To the opponent when a game starts.
+    pub greeting: String,
+    /// To spectators when a game starts.
+    pub greeting_spectator: String,
+    /// To the opponent when a game ends.
+    pub goodbye: String,
+    /// To spectators when a game ends.
+    pub goodbye_spectator: String,
+}
+
+impl Default for ChatConfig {
+    fn default() -> ChatConfig {
+        ChatConfig {
+            greeting: "Hi {opponent}, I am {me}, a chess engine. Good luck!".to_owned(),
+            greeting_spectator: "{me} plays {opponent}. Enjoy the game!".to_owned(),
+            goodbye: "Good game, {opponent}!".to_owned(),
+            goodbye_spectator: "Thanks for watching!".to_owned(),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Loading, overrides, validation and the token, end to end.
+
+use super::*;
+use std::io::Write;
+use std::time::Duration;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn load_str(toml: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(toml.as_bytes()).unwrap();
+    Config::load_with_env(Some(file.path()), env(vars))
+}
+
+fn error_text(result: Result<Config, ConfigError>) -> String {
+    result.expect_err("expected an error").to_string()
+}
+
+#[test]
+fn defaults_without_file() {
+    let config = Config::load_with_env(None, env(&[])).unwrap();
+    assert_eq!(config, Config::default());
+    assert_eq!(config.lichess.url, "https://lichess.org");
+    assert_eq!(config.lichess.stream_timeout(), Duration::from_secs(20));
+    assert_eq!(config.lichess.rate_limit_pause(), Duration::from_secs(60));
+    assert_eq!(config.bot.concurrency, 1);
+    config.validate().unwrap();
+}
+
+#[test]
+fn load_reads_the_process_environment() {
+    // No KAISSA_<SECTION>__ variables are expected in a test run.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/kaissa.toml");
+    Config::load(Some(&path)).unwrap();
+}
+
+#[test]
+fn shipped_file_documents_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/kaissa.toml");
+    let config = Config::load_with_env(Some(&path), env(&[])).unwrap();
+    assert_eq!(config, Config::default());
+}
+
+#[test]
+fn file_values_and_env_overrides() {
+    let config = load_str(
+        "[bot]\nconcurrency = 2\n[challenge]\nvariants = [\"standard\"]\nmin_base = 60\n",
+        &[
+            ("KAISSA_BOT__CONCURRENCY", "3"),
+            ("KAISSA_ENGINE__PONDER", "true"),
+            ("KAISSA_CHALLENGE__SPEEDS", "blitz, rapid"),
+            ("KAISSA_CHALLENGE__BLOCK_LIST", "12345,Bob"),
+            ("KAISSA_CHALLENGE__ALLOW_LIST", ""),
+            ("KAISSA_LICHESS__URL", "http://127.0.0.1:9999"),
+            ("KAISSA_CHAT__GOODBYE", "42"),
+            ("KAISSA_LOG", "debug"),
+            ("OTHER_BOT__CONCURRENCY", "9"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(config.bot.concurrency, 3);
+    assert!(config.engine.ponder);
+    assert_eq!(config.challenge.min_base, 60);
+    assert_eq!(config.challenge.variants, vec![PlayableVariant::Standard]);
+    assert_eq!(
+        config.challenge.speeds,
+        vec![AcceptedSpeed::Blitz, AcceptedSpeed::Rapid]
+    );
+    assert_eq!(config.challenge.block_list, vec!["12345", "Bob"]);
+    assert!(config.challenge.allow_list.is_empty());
+    assert_eq!(config.lichess.url, "http://127.0.0.1:9999");
+    assert_eq!(config.chat.goodbye, "42");
+}
+
+#[test]
+fn single_underscore_env_is_an_error() {
+    let text = error_text(Config::load_with_env(
+        None,
+        env(&[("KAISSA_BOT_CONCURRENCY", "3")]),
+    ));
+    assert!(text.contains("KAISSA_BOT__CONCURRENCY"), "{text}");
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    let text = error_text(load_str("[challenge]\nmin_bse = 3\n", &[]));
+    assert_eq!(text, "unknown key challenge.min_bse");
+    let text = error_text(load_str("colour = 3\n", &[]));
+    assert_eq!(text, "unknown key colour");
+    let text = error_text(load_str("[enigne]\nthreads = 3\n", &[]));
+    assert_eq!(text, "unknown key enigne");
+    let text = error_text(Config::load_with_env(
+        None,
+        env(&[("KAISSA_BOT__CONCURENCY", "3")]),
+    ));
+    assert_eq!(text, "unknown key bot.concurency");
+}
+
+#[test]
+fn token_in_config_is_refused_without_echo() {
+    let text = error_text(load_str("[lichess]\ntoken = \"lip_secret123\"\n", &[]));
+    assert!(text.starts_with("lichess.token:"), "{text}");
+    assert!(!text.contains("lip_secret123"), "{text}");
+}
+
+#[test]
+fn bad_values_are_named() {
+    let text = error_text(load_str("[challenge]\nmin_base = \"abc\"\n", &[]));
+    assert!(text.starts_with("challenge.min_base: expected"), "{text}");
+    let text = error_text(Config::load_with_env(
+        None,
+        env(&[("KAISSA_CHALLENGE__MIN_BASE", "abc")]),
+    ));
+    assert!(text.starts_with("challenge.min_base: expected"), "{text}");
+    let text = error_text(load_str("[bot]\nconcurrency = -1\n", &[]));
+    assert!(text.starts_with("bot.concurrency:"), "{text}");
+    let text = error_text(load_str("[engine]\nponder = \"maybe\"\n", &[]));
+    assert!(text.starts_with("engine.ponder:"), "{text}");
+    let text = error_text(load_str("[challenge]\nvariants = [\"crazyhouse\"]\n", &[]));
+    assert_eq!(
+        text,
+        "challenge.variants[0]: unknown value \"crazyhouse\"; expected one of: standard, \
+         chess960, fromPosition"
+    );
+    let text = error_text(Config::load_with_env(
+        None,
+        env(&[("KAISSA_CHALLENGE__VARIANTS", "standard,atomic")]),
+    ));
+    assert!(
+        text.starts_with("challenge.variants[1]: unknown value \"atomic\""),
+        "{text}"
+    );
+    let text = error_text(load_str("[challenge]\nspeeds = [\"ultraBullet\"]\n", &[]));
+    assert!(text.starts_with("challenge.speeds"), "{text}");
+    let text = error_text(load_str("[bot]\nconcurrency = 3\nconcurrency = 4\n", &[]));
+    assert!(text.contains("concurrency"), "{text}");
+}
+
+#[test]
+fn syntax_error_names_the_file() {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(b"[bot\nconcurrency = 1\n").unwrap();
+    let text = error_text(Config::load_with_env(Some(file.path()), env(&[])));
+    assert!(
+        text.starts_with(&file.path().display().to_string()),
+        "{text}"
+    );
+}
+
+#[test]
+fn missing_file_is_an_error() {
+    let text = error_text(Config::load_with_env(
+        Some(Path::new("/nonexistent/kaissa.toml")),
+        env(&[]),
+    ));
+    assert!(text.starts_with("/nonexistent/kaissa.toml:"), "{text}");
+}
+
+#[test]
+fn validation_names_the_key() {
+    let cases = [
+        (
+            "[challenge]\nmin_base = 600\nmax_base = 300\n",
+            "challenge.min_base: 600 is more than challenge.max_base (300)",
+        ),
+        (
+            "[challenge]\nmin_increment = 5\nmax_increment = 2\n",
+            "challenge.min_increment:",
+        ),
+        (
+            "[challenge]\nmin_rating = 2500\nmax_rating = 2000\n",
+            "challenge.min_rating:",
+        ),
+        (
+            "[bot]\nconcurrency = 0\n",
+            "bot.concurrency: must be at least 1",
+        ),
+        ("[engine]\nthreads = 0\n", "engine.threads:"),
+        ("[engine]\nhash_mb = 0\n", "engine.hash_mb:"),
+        ("[lichess]\nurl = \"lichess.org\"\n", "lichess.url:"),
+        (
+            "[lichess]\nstream_timeout_secs = 0\n",
+            "lichess.stream_timeout_secs:",
+        ),
+        (
+            "[challenge]\naccept_bots = false\nonly_bots = true\n",
+            "challenge.only_bots:",
+        ),
+        (
+            "[challenge]\nrated = false\ncasual = false\n",
+            "challenge.rated",
+        ),
+        (
+            "[challenge]\nblock_list = [\"a b\"]\n",
+            "challenge.block_list:",
+        ),
+        ("[chat]\ngreeting = \"hi {them}\"\n", "chat.greeting:"),
+        ("[chat]\ngoodbye = \"{opponent\"\n", "chat.goodbye:"),
+    ];
+    for (toml, expected) in cases {
+        let text = error_text(load_str(toml, &[]));
+        assert!(text.starts_with(expected), "{toml:?} gave {text:?}");
+    }
+    let long = format!("[chat]\ngoodbye_spectator = \"{}\"\n", "x".repeat(141));
+    let text = error_text(load_str(&long, &[]));
+    assert!(text.starts_with("chat.goodbye_spectator:"), "{text}");
+}

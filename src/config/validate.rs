@@ -1,0 +1,160 @@
+//! The rules a single value cannot express: ranges, min before max, user
+//! ids, chat templates that Lichess will take.
+
+use crate::lichess::MAX_CHAT_LEN;
+
+use super::error::{ConfigError, invalid};
+use super::sections::Config;
+
+impl Config {
+    /// Checks the rules a single value cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let l = &self.lichess;
+        match reqwest::Url::parse(&l.url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => {}
+            _ => {
+                return Err(invalid(
+                    "lichess.url",
+                    format!("{:?} is not an http(s) URL", l.url),
+                ));
+            }
+        }
+        if l.stream_timeout_secs == 0 {
+            return Err(invalid("lichess.stream_timeout_secs", "must be at least 1"));
+        }
+        if l.token_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            return Err(invalid("lichess.token_file", "is empty"));
+        }
+
+        let e = &self.engine;
+        if !(1..=1 << 20).contains(&e.hash_mb) {
+            return Err(invalid(
+                "engine.hash_mb",
+                format!("{} is out of range 1..=1048576", e.hash_mb),
+            ));
+        }
+        if !(1..=1024).contains(&e.threads) {
+            return Err(invalid(
+                "engine.threads",
+                format!("{} is out of range 1..=1024", e.threads),
+            ));
+        }
+
+        let c = &self.challenge;
+        check_order(
+            "challenge.min_base",
+            c.min_base,
+            "challenge.max_base",
+            c.max_base,
+        )?;
+        check_order(
+            "challenge.min_increment",
+            c.min_increment,
+            "challenge.max_increment",
+            c.max_increment,
+        )?;
+        check_order(
+            "challenge.min_rating",
+            c.min_rating,
+            "challenge.max_rating",
+            c.max_rating,
+        )?;
+        if c.only_bots && !c.accept_bots {
+            return Err(invalid(
+                "challenge.only_bots",
+                "is true but challenge.accept_bots is false: nobody could play",
+            ));
+        }
+        if !c.rated && !c.casual {
+            return Err(invalid(
+                "challenge.rated",
+                "and challenge.casual are both false: nobody could play",
+            ));
+        }
+        for (key, list) in [
+            ("challenge.block_list", &c.block_list),
+            ("challenge.allow_list", &c.allow_list),
+        ] {
+            if let Some(bad) = list.iter().find(|id| !is_user_id(id)) {
+                return Err(invalid(key, format!("{bad:?} is not a Lichess username")));
+            }
+        }
+
+        let b = &self.bot;
+        if b.concurrency == 0 {
+            return Err(invalid("bot.concurrency", "must be at least 1"));
+        }
+        if b.abort_time_secs == 0 {
+            return Err(invalid("bot.abort_time_secs", "must be at least 1"));
+        }
+        if b.game_start_timeout_secs == 0 {
+            return Err(invalid("bot.game_start_timeout_secs", "must be at least 1"));
+        }
+        if b.draw_moves == 0 {
+            return Err(invalid("bot.draw_moves", "must be at least 1"));
+        }
+        if b.resign_moves == 0 {
+            return Err(invalid("bot.resign_moves", "must be at least 1"));
+        }
+
+        let chat = &self.chat;
+        for (key, template) in [
+            ("chat.greeting", &chat.greeting),
+            ("chat.greeting_spectator", &chat.greeting_spectator),
+            ("chat.goodbye", &chat.goodbye),
+            ("chat.goodbye_spectator", &chat.goodbye_spectator),
+        ] {
+            check_template(key, template)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_order(min_key: &str, min: u32, max_key: &str, max: u32) -> Result<(), ConfigError> {
+    if min > max {
+        Err(invalid(
+            min_key,
+            format!("{min} is more than {max_key} ({max})"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn is_user_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 30
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_template(key: &str, template: &str) -> Result<(), ConfigError> {
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let after = &rest[start..];
+        let placeholder = after.find('}').map(|end| &after[..=end]);
+        match placeholder {
+            Some("{me}") | Some("{opponent}") => {}
+            _ => {
+                let shown: String = after.chars().take(20).collect();
+                return Err(invalid(
+                    key,
+                    format!("unknown placeholder at {shown:?}: use {{me}} or {{opponent}}"),
+                ));
+            }
+        }
+        rest = &after[1..];
+    }
+    let len = template.chars().count();
+    if len > MAX_CHAT_LEN {
+        return Err(invalid(
+            key,
+            format!("is {len} characters long; Lichess takes {MAX_CHAT_LEN}"),
+        ));
+    }
+    Ok(())
+}

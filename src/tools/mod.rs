@@ -1,0 +1,6 @@
+//! Offline tools apart from the engine: they drive it, they are not part
+//! of it. `packed` is the 32-byte training record, `datagen` makes
+//! training data by self-play.
+
+pub mod datagen;
+pub mod packed;

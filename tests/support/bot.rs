@@ -1,0 +1,176 @@
+//! The real `kaissa run` binary as a child process of a test: a temporary
+//! directory with its configuration and logs, started, signalled,
+//! killed and restarted on the same configuration, and stopped with a
+//! check of its exit and log (no token, no panic).
+//!
+//! Each test binary writes its own settings and `start` (an `impl Bot` in
+//! the test file) on top of [`Bot::configured`] and [`Bot::spawn`].
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::fake_lichess::FakeLichess;
+
+/// How long a stopped or killed daemon may take to exit.
+const EXIT_WAIT: Duration = Duration::from_secs(20);
+
+/// A `kaissa run` process, restartable on the same configuration; each
+/// run logs to its own file.
+pub struct Bot {
+    pub child: Option<tokio::process::Child>,
+    pub dir: tempfile::TempDir,
+    /// The configuration file.
+    pub config: PathBuf,
+    pub token: String,
+    /// Runs started so far.
+    pub runs: usize,
+    /// Extra environment of the next runs.
+    pub env: Vec<(String, String)>,
+    /// `RUST_LOG` of the next runs.
+    pub log_filter: String,
+}
+
+impl Bot {
+    /// A bot in a fresh temporary directory, not started, configured by
+    /// `config(dir)` (TOML; repeated sections are folded, see
+    /// [`merge_sections`]). It presents the token of `fake`.
+    pub fn configured(fake: &FakeLichess, config: impl FnOnce(&Path) -> String) -> Bot {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kaissa.toml");
+        std::fs::write(&path, merge_sections(&config(dir.path()))).unwrap();
+        Bot {
+            child: None,
+            dir,
+            config: path,
+            token: fake.token(),
+            runs: 0,
+            env: Vec::new(),
+            log_filter: "info,kaissa=debug".to_owned(),
+        }
+    }
+
+    /// Starts a run (without waiting for anything).
+    pub fn spawn(&mut self) {
+        self.runs += 1;
+        let log = std::fs::File::create(self.log_path(self.runs)).unwrap();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"));
+        command
+            .arg("run")
+            .arg("--config")
+            .arg(&self.config)
+            .env_remove("CREDENTIALS_DIRECTORY")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env("RUST_LOG", &self.log_filter)
+            .env("LICHESS_BOT_TOKEN", &self.token)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true);
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        self.child = Some(command.spawn().expect("start kaissa run"));
+    }
+
+    pub fn log_path(&self, run: usize) -> PathBuf {
+        self.dir.path().join(format!("kaissa-{run}.log"))
+    }
+
+    /// The log of every run so far.
+    pub fn log(&self) -> String {
+        (1..=self.runs)
+            .map(|run| std::fs::read_to_string(self.log_path(run)).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub fn pgn_dir(&self) -> PathBuf {
+        self.dir.path().join("pgn")
+    }
+
+    /// The running process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().and_then(|c| c.id()).expect("running")
+    }
+
+    /// Sends a signal (`TERM`, `INT`, `KILL`...) to the running process.
+    pub fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit; returns its exit status.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let child = self.child.as_mut().expect("running");
+        let status = tokio::time::timeout(timeout, child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("kaissa run did not exit: {}", self.log()))
+            .unwrap();
+        self.child = None;
+        status
+    }
+
+    /// SIGKILL: no goodbye, no cleanup.
+    pub async fn kill(&mut self) {
+        self.signal("KILL");
+        let status = self.wait_exit(EXIT_WAIT).await;
+        assert!(!status.success());
+    }
+
+    /// SIGTERM, expecting a clean exit; returns the whole log, checked for
+    /// the token and panics. `KAISSA_E2E_SHOW_LOG=1` prints it.
+    pub async fn stop(mut self) -> String {
+        self.signal("TERM");
+        let status = self.wait_exit(EXIT_WAIT).await;
+        let log = self.log();
+        if std::env::var_os("KAISSA_E2E_SHOW_LOG").is_some() {
+            eprintln!("{log}");
+        }
+        assert!(status.success(), "exit {status}: {log}");
+        check_log(&log, &self.token);
+        log
+    }
+}
+
+/// A daemon's log never holds the token or a panic.
+pub fn check_log(log: &str, token: &str) {
+    assert!(!log.contains(token), "the token is in the log");
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+/// TOML does not allow a section or a key twice: fold repeated
+/// `[section]`s, the later value of a key winning.
+pub fn merge_sections(text: &str) -> String {
+    let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with('[') {
+            if !sections.iter().any(|(name, _)| name == line) {
+                sections.push((line.to_owned(), Vec::new()));
+            }
+            let index = sections.iter().position(|(name, _)| name == line).unwrap();
+            let entry = sections.remove(index);
+            sections.push(entry);
+        } else if let Some((_, lines)) = sections.last_mut() {
+            // A key given twice: the later value wins.
+            let key = line.split('=').next().unwrap_or("").trim().to_owned();
+            lines.retain(|l| l.split('=').next().unwrap_or("").trim() != key);
+            lines.push(line.to_owned());
+        }
+    }
+    let mut out = String::new();
+    for (name, lines) in sections {
+        if !name.is_empty() {
+            out.push_str(&name);
+            out.push('\n');
+        }
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,241 @@
+//! Fault injection: what a test can break ([`Faults`], set through the
+//! `FakeLichess` methods here: cut or silent streams, 429s, 5xx,
+//! rejected moves, raw lines), and the gatekeeper middleware that applies
+//! the request faults, with auth and the request log, around every route.
+//!
+//! A new fault: a field in [`Faults`], a method that sets it, and its
+//! check where it applies (the gatekeeper for whole requests).
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::time::Instant;
+
+use super::FakeLichess;
+use super::records::RequestRecord;
+use super::routes::error;
+use super::world::App;
+
+#[derive(Default)]
+pub(super) struct Faults {
+    /// Answer 429 to this many requests, with this Retry-After.
+    pub(super) fail_429: u32,
+    pub(super) retry_after: Option<u64>,
+    /// Answer 503 to this many move posts / requests of any kind.
+    pub(super) fail_5xx_moves: u32,
+    pub(super) fail_5xx_any: u32,
+    /// Creating a challenge against a bot gets the daily-cap 429.
+    pub(super) bot_vs_bot_exhausted: bool,
+    /// Accepts answered 200 without a game ever starting.
+    pub(super) accept_without_game: u32,
+    /// Accepts that start the game but answer 503 (the bot cannot tell).
+    pub(super) accept_then_5xx: u32,
+    /// The event stream does not replay ongoing games on connect (only
+    /// `/api/account/playing` lists them).
+    pub(super) no_game_replay: bool,
+    /// Answer 400 "Not your turn" to this many move posts (not played).
+    pub(super) reject_moves: u32,
+}
+
+/// Auth, fault injection and the request log, around every handler.
+pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: Next) -> Response {
+    let method = request.method().to_string();
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().map(str::to_owned);
+    let expected = app.lock().cfg.token.clone();
+    let authorized = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        == Some(format!("Bearer {expected}").as_str());
+    let early = app.with(|world, _| {
+        let faults = &mut world.faults;
+        if faults.fail_429 > 0 {
+            faults.fail_429 -= 1;
+            let mut response = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests. Try again later.",
+            );
+            if let Some(secs) = faults.retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            return Some(response);
+        }
+        if !authorized {
+            return Some(error(StatusCode::UNAUTHORIZED, "No such token"));
+        }
+        if faults.fail_5xx_any > 0 {
+            faults.fail_5xx_any -= 1;
+            return Some((StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response());
+        }
+        let is_move = method == "POST" && path.contains("/move/");
+        if is_move && faults.reject_moves > 0 {
+            faults.reject_moves -= 1;
+            return Some(error(
+                StatusCode::BAD_REQUEST,
+                "Not your turn, or game already over",
+            ));
+        }
+        if is_move && faults.fail_5xx_moves > 0 {
+            faults.fail_5xx_moves -= 1;
+            return Some((StatusCode::BAD_GATEWAY, "Bad Gateway").into_response());
+        }
+        if path.starts_with("/api/bot/") && path != "/api/bot/account/upgrade" && !world.is_bot {
+            return Some(error(
+                StatusCode::BAD_REQUEST,
+                "This endpoint can only be used with a Bot account.",
+            ));
+        }
+        None
+    });
+    let response = match early {
+        Some(response) => response,
+        None => next.run(request).await,
+    };
+    let status = response.status().as_u16();
+    app.with(|world, _| {
+        world.requests.push(RequestRecord {
+            method,
+            path,
+            query,
+            status,
+            at: Instant::now(),
+        })
+    });
+    response
+}
+
+impl FakeLichess {
+    /// Aborts the event stream's connection.
+    pub fn cut_event_stream(&self) {
+        self.app.with(|world, _| {
+            if let Some(conn) = world.event_stream.take() {
+                conn.cut();
+            }
+        })
+    }
+
+    /// The event stream stays open but sends nothing any more.
+    pub fn silence_event_stream(&self) {
+        self.app.with(|world, _| {
+            if let Some(conn) = &world.event_stream {
+                conn.silence();
+            }
+        })
+    }
+
+    /// Aborts the connections of a game's streams.
+    pub fn cut_game_stream(&self, id: &str) -> Result<(), String> {
+        self.app.with(|world, _| {
+            let game = world.games.get_mut(id).ok_or("no such game")?;
+            for conn in game.subscribers.drain(..) {
+                conn.cut();
+            }
+            Ok(())
+        })
+    }
+
+    /// A game's streams stay open but send nothing any more.
+    pub fn silence_game_stream(&self, id: &str) -> Result<(), String> {
+        self.app.with(|world, _| {
+            let game = world.games.get_mut(id).ok_or("no such game")?;
+            for conn in game.subscribers.drain(..) {
+                conn.silence();
+            }
+            Ok(())
+        })
+    }
+
+    /// The next `n` requests (of any kind) get 429, with `Retry-After` if
+    /// given.
+    pub fn fail_requests_with_429(&self, n: u32, retry_after_secs: Option<u64>) {
+        self.app.with(|world, _| {
+            world.faults.fail_429 = n;
+            world.faults.retry_after = retry_after_secs;
+        })
+    }
+
+    /// The next `n` requests (of any kind) get 503.
+    pub fn fail_requests_with_5xx(&self, n: u32) {
+        self.app.with(|world, _| world.faults.fail_5xx_any = n)
+    }
+
+    /// The next `n` move posts get 502 (and are not played).
+    pub fn fail_moves_with_5xx(&self, n: u32) {
+        self.app.with(|world, _| world.faults.fail_5xx_moves = n)
+    }
+
+    /// Creating a challenge gets the `bot.vsBot.day` 429 from now on.
+    pub fn exhaust_bot_vs_bot_games(&self, exhausted: bool) {
+        self.app
+            .with(|world, _| world.faults.bot_vs_bot_exhausted = exhausted)
+    }
+
+    /// The next `n` accepts are answered 200, but no game ever starts.
+    pub fn accept_without_game(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.accept_without_game = n)
+    }
+
+    /// The next `n` accepts start the game but are answered 503, so the
+    /// bot's retry then gets 404: it cannot know its accept went through.
+    pub fn accept_then_fail(&self, n: u32) {
+        self.app.with(|world, _| world.faults.accept_then_5xx = n)
+    }
+
+    /// Whether a new event stream replays the ongoing games as
+    /// `gameStart` (Lichess does; `false` leaves `/api/account/playing`
+    /// as the only way to find them).
+    pub fn replay_games_on_connect(&self, replay: bool) {
+        self.app
+            .with(|world, _| world.faults.no_game_replay = !replay)
+    }
+
+    /// The next `n` move posts get 400 "Not your turn" (and are not
+    /// played), as when the bot's view of the game is stale.
+    pub fn reject_moves_not_your_turn(&self, n: u32) {
+        self.app.with(|world, _| world.faults.reject_moves = n)
+    }
+
+    /// Writes a raw line (a newline is added) on the event stream.
+    pub fn inject_event_line(&self, line: &str) -> Result<(), String> {
+        self.app.with(|world, _| {
+            let conn = world.event_stream.as_ref().ok_or("no event stream")?;
+            conn.send_raw(Bytes::from(format!("{line}\n")));
+            Ok(())
+        })
+    }
+
+    /// Writes a raw line (a newline is added) on a game's streams.
+    pub fn inject_game_line(&self, id: &str, line: &str) -> Result<(), String> {
+        self.app.with(|world, _| {
+            let game = world.games.get(id).ok_or("no such game")?;
+            for conn in &game.subscribers {
+                conn.send_raw(Bytes::from(format!("{line}\n")));
+            }
+            Ok(())
+        })
+    }
+
+    /// A line that is not JSON, on the event stream.
+    pub fn inject_malformed_event_line(&self) -> Result<(), String> {
+        self.inject_event_line(r#"{"type":"challenge","challenge":{"id":"#)
+    }
+
+    /// A JSON line of `len` bytes, on the event stream.
+    pub fn inject_oversized_event_line(&self, len: usize) -> Result<(), String> {
+        let prefix = r#"{"type":"gameStart","padding":""#;
+        let suffix = r#""}"#;
+        let pad = len.saturating_sub(prefix.len() + suffix.len());
+        self.inject_event_line(&format!("{prefix}{}{suffix}", "x".repeat(pad)))
+    }
+
+    /// An event of a type Lichess might add one day.
+    pub fn inject_unknown_event(&self) -> Result<(), String> {
+        self.inject_event_line(r#"{"type":"tournamentPairing","tournament":{"id":"abc"}}"#)
+    }
+}

@@ -1,0 +1,306 @@
+//! Games: the rules (shakmaty), the clocks as Lichess keeps them, and the
+//! JSON of a game (`gameFull`, `gameState`, game info).
+
+use serde_json::{Value, json};
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role};
+use tokio::time::Instant;
+
+use super::records::{ChatRecord, GameRecord, IllegalMove};
+use super::setup::{AutoPlay, FakeTime, Opponent};
+use super::stream::Conn;
+
+/// The standard starting position.
+pub const STARTPOS_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+/// The clock Lichess reports for games without one.
+pub(super) const NO_CLOCK_MS: i64 = 2_147_483_647;
+
+pub(super) struct Game {
+    pub(super) id: String,
+    pub(super) full_id: String,
+    pub(super) variant: &'static str,
+    pub(super) mode: CastlingMode,
+    pub(super) initial_fen: String,
+    pub(super) start: Chess,
+    pub(super) pos: Chess,
+    pub(super) moves: Vec<String>,
+    /// Zobrist keys of every position so far, for threefold repetition.
+    pub(super) keys: Vec<Zobrist64>,
+    pub(super) bot_color: Color,
+    pub(super) opponent: Opponent,
+    pub(super) rated: bool,
+    pub(super) speed: &'static str,
+    /// Initial time and increment in ms; `None` without a clock.
+    pub(super) clock: Option<(i64, i64)>,
+    pub(super) days: Option<u32>,
+    /// Time left, white then black, as of the last move.
+    pub(super) times: [i64; 2],
+    pub(super) last_move_at: Instant,
+    pub(super) created_at_ms: u64,
+    pub(super) status: &'static str,
+    pub(super) winner: Option<Color>,
+    pub(super) draw_offer: Option<Color>,
+    pub(super) takeback_offer: Option<Color>,
+    pub(super) gone_since: Option<Instant>,
+    pub(super) autoplay: Option<AutoPlay>,
+    /// Bumped on every change that makes pending timers stale.
+    pub(super) generation: u64,
+    pub(super) subscribers: Vec<Conn>,
+    pub(super) chat: Vec<ChatRecord>,
+    pub(super) illegal: Vec<IllegalMove>,
+    pub(super) draw_answers: Vec<bool>,
+    pub(super) takeback_answers: Vec<bool>,
+    pub(super) bot_draw_offers: usize,
+    pub(super) stream_connections: usize,
+}
+
+pub(super) fn idx(color: Color) -> usize {
+    match color {
+        Color::White => 0,
+        Color::Black => 1,
+    }
+}
+
+pub(super) fn color_name(color: Color) -> &'static str {
+    color.fold_wb("white", "black")
+}
+
+pub(super) fn role_value(role: Role) -> u32 {
+    match role {
+        Role::Pawn => 1,
+        Role::Knight | Role::Bishop => 3,
+        Role::Rook => 5,
+        Role::Queen => 9,
+        Role::King => 100,
+    }
+}
+
+impl Game {
+    pub(super) fn started(&self) -> bool {
+        self.status == "started"
+    }
+
+    pub(super) fn ply(&self) -> usize {
+        self.moves.len()
+    }
+
+    pub(super) fn fen(&self) -> String {
+        Fen::from_position(&self.pos, EnPassantMode::Legal).to_string()
+    }
+
+    pub(super) fn uci(&self, m: Move) -> String {
+        UciMove::from_move(m, self.mode).to_string()
+    }
+
+    pub(super) fn record(&self) -> GameRecord {
+        GameRecord {
+            id: self.id.clone(),
+            variant: self.variant.to_owned(),
+            initial_fen: self.initial_fen.clone(),
+            bot_color: self.bot_color,
+            opponent: self.opponent.clone(),
+            moves: self.moves.clone(),
+            status: self.status.to_owned(),
+            winner: self.winner,
+            fen: self.fen(),
+            wtime_ms: self.times[0],
+            btime_ms: self.times[1],
+            illegal_moves: self.illegal.clone(),
+            chat: self.chat.clone(),
+            draw_answers: self.draw_answers.clone(),
+            takeback_answers: self.takeback_answers.clone(),
+            bot_draw_offers: self.bot_draw_offers,
+            stream_connections: self.stream_connections,
+        }
+    }
+
+    pub(super) fn player_json(&self, color: Color, bot: &Value) -> Value {
+        if color == self.bot_color {
+            bot.clone()
+        } else {
+            let o = &self.opponent;
+            json!({"id": o.id, "name": o.name, "title": o.title, "rating": o.rating,
+                   "provisional": o.provisional})
+        }
+    }
+
+    pub(super) fn state_json(&self) -> Value {
+        let (winc, binc) = match self.clock {
+            Some((_, inc)) => (inc, inc),
+            None => (0, 0),
+        };
+        let mut state = json!({
+            "type": "gameState",
+            "moves": self.moves.join(" "),
+            "wtime": self.times[0],
+            "btime": self.times[1],
+            "winc": winc,
+            "binc": binc,
+            "status": self.status,
+        });
+        if let Some(winner) = self.winner {
+            state["winner"] = json!(color_name(winner));
+        }
+        match self.draw_offer {
+            Some(Color::White) => state["wdraw"] = json!(true),
+            Some(Color::Black) => state["bdraw"] = json!(true),
+            None => {}
+        }
+        match self.takeback_offer {
+            Some(Color::White) => state["wtakeback"] = json!(true),
+            Some(Color::Black) => state["btakeback"] = json!(true),
+            None => {}
+        }
+        if self.started() && self.ply() < 2 {
+            state["expiration"] = json!({
+                "idleMillis": self.last_move_at.elapsed().as_millis() as u64,
+                "millisToMove": 0, // filled in by the caller, who knows the config
+            });
+        }
+        state
+    }
+
+    pub(super) fn full_json(&self, bot: &Value, first_move_ms: u64) -> Value {
+        let mut state = self.state_json();
+        if let Some(expiration) = state.get_mut("expiration") {
+            expiration["millisToMove"] = json!(first_move_ms);
+        }
+        let mut full = json!({
+            "type": "gameFull",
+            "id": self.id,
+            "variant": variant_json(self.variant),
+            "speed": self.speed,
+            "perf": {"name": perf_name(self.speed, self.variant)},
+            "rated": self.rated,
+            "createdAt": self.created_at_ms,
+            "white": self.player_json(Color::White, bot),
+            "black": self.player_json(Color::Black, bot),
+            "initialFen": self.initial_fen,
+            "state": state,
+        });
+        if let Some((initial, inc)) = self.clock {
+            full["clock"] = json!({"initial": initial, "increment": inc});
+        }
+        if let Some(days) = self.days {
+            full["daysPerTurn"] = json!(days);
+        }
+        full
+    }
+
+    /// The game as `gameStart`/`gameFinish`/`nowPlaying` list it.
+    pub(super) fn info_json(&self) -> Value {
+        let status_id = match self.status {
+            "started" => 20,
+            "aborted" => 25,
+            "mate" => 30,
+            "resign" => 31,
+            "stalemate" => 32,
+            "timeout" => 33,
+            "draw" => 34,
+            "outoftime" => 35,
+            _ => 38,
+        };
+        let seconds_left = self.times[idx(self.bot_color)] / 1000;
+        let mut info = json!({
+            "gameId": self.id,
+            "fullId": self.full_id,
+            "id": self.id,
+            "color": color_name(self.bot_color),
+            "fen": self.fen(),
+            "hasMoved": self.moves.len() > usize::from(self.bot_color == Color::Black),
+            "isMyTurn": self.started() && self.pos.turn() == self.bot_color,
+            "lastMove": self.moves.last().cloned().unwrap_or_default(),
+            "opponent": {"id": self.opponent.id, "username": self.opponent.name,
+                         "rating": self.opponent.rating},
+            "perf": self.speed,
+            "rated": self.rated,
+            "source": "friend",
+            "speed": self.speed,
+            "variant": variant_json(self.variant),
+            "status": {"id": status_id, "name": self.status},
+            "compat": {"bot": true, "board": true},
+        });
+        if self.clock.is_some() {
+            info["secondsLeft"] = json!(seconds_left);
+        }
+        if let Some(winner) = self.winner {
+            info["winner"] = json!(color_name(winner));
+        }
+        info
+    }
+
+    /// Parses a move posted as UCI, the way Lichess takes it: in standard
+    /// chess castling as e1g1 or e1h1, in Chess960 only king-takes-rook.
+    pub(super) fn parse_move(&self, uci: &str) -> Result<Move, String> {
+        let parsed: UciMove = uci.parse().map_err(|_| format!("Invalid UCI: {uci}"))?;
+        let m = parsed
+            .to_move(&self.pos)
+            .map_err(|_| format!("Illegal move: {uci}"))?;
+        if let (CastlingMode::Chess960, Move::Castle { rook, .. }, UciMove::Normal { to, .. }) =
+            (self.mode, m, parsed)
+        {
+            if to != rook {
+                return Err(format!(
+                    "Illegal move: {uci} (Chess960 castles king-takes-rook)"
+                ));
+            }
+        }
+        Ok(m)
+    }
+}
+
+pub(super) fn variant_json(key: &str) -> Value {
+    let (name, short) = match key {
+        "standard" => ("Standard", "Std"),
+        "chess960" => ("Chess960", "960"),
+        "fromPosition" => ("From Position", "FEN"),
+        other => (other, other),
+    };
+    json!({"key": key, "name": name, "short": short})
+}
+
+pub(super) fn perf_name(speed: &str, variant: &str) -> String {
+    if variant == "chess960" {
+        return "Chess960".to_owned();
+    }
+    let mut chars = speed.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Lichess's speed of a clock: estimated duration = limit + 40 × increment.
+pub(super) fn speed_of(time: FakeTime) -> &'static str {
+    match time {
+        FakeTime::Clock {
+            limit_secs,
+            increment_secs,
+        } => {
+            let estimate = limit_secs + 40 * increment_secs;
+            match estimate {
+                0..30 => "ultraBullet",
+                30..180 => "bullet",
+                180..480 => "blitz",
+                480..1500 => "rapid",
+                _ => "classical",
+            }
+        }
+        FakeTime::Correspondence { .. } | FakeTime::Unlimited => "correspondence",
+    }
+}
+
+/// The back rank (White's) of Chess960 start position `n` (Scharnagl
+/// numbering).
+pub fn chess960_back_rank(n: u32) -> String {
+    let fen = chess960_fen(n);
+    fen[fen.rfind('/').map_or(0, |i| i + 1)..fen.find(' ').unwrap_or(fen.len())].to_owned()
+}
+
+/// The FEN of Chess960 start position `n`.
+pub fn chess960_fen(n: u32) -> String {
+    kaissa::chess::chess960_start_fen(n)
+}

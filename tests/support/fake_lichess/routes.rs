@@ -1,0 +1,583 @@
+//! The HTTP side: the router and one handler per bot API endpoint, all
+//! behind the gatekeeper (`faults::gatekeeper`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use shakmaty::uci::UciMove;
+use shakmaty::{Color, Position};
+use tokio::time::Instant;
+
+use super::challenge::ChallengeState;
+use super::faults::gatekeeper;
+use super::game::{Game, STARTPOS_FEN};
+use super::records::{ChatRecord, IllegalMove};
+use super::setup::{AutoPlay, ChallengeSpec, FakeTime, FakeVariant, Opponent, Side};
+use super::stream::Conn;
+use super::world::App;
+
+/// Every route of the bot API the server answers, behind the gatekeeper.
+pub(super) fn router(app: App) -> Router {
+    Router::new()
+        .route("/api/account", get(account))
+        .route("/api/account/playing", get(playing))
+        .route("/api/bot/account/upgrade", post(upgrade))
+        .route("/api/stream/event", get(event_stream))
+        .route("/api/bot/game/stream/{id}", get(game_stream))
+        .route("/api/bot/game/{id}/move/{uci}", post(bot_move))
+        .route("/api/bot/game/{id}/chat", post(chat_post).get(chat_get))
+        .route("/api/bot/game/{id}/draw/{answer}", post(draw))
+        .route("/api/bot/game/{id}/takeback/{answer}", post(takeback))
+        .route("/api/bot/game/{id}/{action}", post(game_action))
+        .route("/api/challenge/{id}/{action}", post(challenge_action))
+        .route("/api/challenge/{username}", post(create_challenge))
+        .layer(middleware::from_fn_with_state(app.clone(), gatekeeper))
+        .with_state(app)
+}
+
+pub(super) fn ok() -> Response {
+    axum::Json(json!({"ok": true})).into_response()
+}
+
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({"error": message}))).into_response()
+}
+
+pub(super) fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "Not found.")
+}
+
+pub(super) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `application/x-www-form-urlencoded`, leniently.
+pub(super) fn parse_form(body: &[u8]) -> HashMap<String, String> {
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+pub(super) async fn account(State(app): State<App>) -> Response {
+    let world = app.lock();
+    let mut account = json!({
+        "id": world.bot_id(),
+        "username": world.cfg.username,
+        "perfs": {"blitz": {"games": 0, "rating": 1500, "rd": 350, "prog": 0, "prov": true}},
+        "createdAt": 1_700_000_000_000u64,
+        "url": format!("{}/@/{}", world.base_url, world.cfg.username),
+        "count": {"all": world.games.len()},
+    });
+    if world.is_bot {
+        account["title"] = json!("BOT");
+    }
+    axum::Json(account).into_response()
+}
+
+pub(super) async fn upgrade(State(app): State<App>) -> Response {
+    app.with(|world, _| {
+        if world.is_bot {
+            error(
+                StatusCode::BAD_REQUEST,
+                "This account is already a bot account.",
+            )
+        } else if !world.games.is_empty() {
+            error(
+                StatusCode::BAD_REQUEST,
+                "This account has played games and cannot become a bot account.",
+            )
+        } else {
+            world.is_bot = true;
+            ok()
+        }
+    })
+}
+
+pub(super) async fn playing(State(app): State<App>) -> Response {
+    let world = app.lock();
+    let games: Vec<&Game> = world
+        .game_order
+        .iter()
+        .filter_map(|id| world.games.get(id))
+        .filter(|g| g.started())
+        .collect();
+    let now_playing: Vec<Value> = games.iter().map(|g| g.info_json()).collect();
+    let my_turn = games.iter().filter(|g| g.pos.turn() == g.bot_color).count();
+    axum::Json(json!({"nowPlaying": now_playing, "nbMyTurn": my_turn})).into_response()
+}
+
+pub(super) async fn event_stream(State(app): State<App>) -> Response {
+    app.with(|world, _| {
+        let (conn, response) = Conn::open(world.cfg.keepalive);
+        // One stream per token: the new one closes the old.
+        if let Some(old) = world.event_stream.replace(conn.clone()) {
+            old.end();
+        }
+        world.event_connections += 1;
+        // Like Lichess, replay what is open: challenges, then games.
+        for id in &world.challenge_order {
+            if let Some(c) = world.challenges.get(id) {
+                if c.status == "created" {
+                    conn.send(
+                        &json!({"type": "challenge", "challenge": world.challenge_json(c),
+                                      "compat": {"bot": true, "board": true}}),
+                    );
+                }
+            }
+        }
+        for id in &world.game_order {
+            if world.faults.no_game_replay {
+                break;
+            }
+            if let Some(g) = world.games.get(id) {
+                if g.started() {
+                    conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
+                }
+            }
+        }
+        response
+    })
+}
+
+pub(super) async fn game_stream(State(app): State<App>, Path(id): Path<String>) -> Response {
+    app.with(|world, _| {
+        let first_move_ms = world.cfg.first_move_timeout.as_millis() as u64;
+        let bot = world.bot_json();
+        let keepalive = world.cfg.keepalive;
+        let Some(game) = world.games.get_mut(&id) else {
+            return not_found();
+        };
+        let (conn, response) = Conn::open(keepalive);
+        conn.send(&game.full_json(&bot, first_move_ms));
+        game.stream_connections += 1;
+        if game.started() {
+            game.subscribers.push(conn);
+        } else {
+            conn.end();
+        }
+        response
+    })
+}
+
+pub(super) async fn bot_move(
+    State(app): State<App>,
+    Path((id, uci)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let offering_draw = query.get("offeringDraw").is_some_and(|v| v == "true");
+    app.with(|world, app| {
+        let Some(game) = world.games.get_mut(&id) else {
+            return not_found();
+        };
+        let ply = game.ply();
+        let refuse = |game: &mut Game, reason: String| {
+            game.illegal.push(IllegalMove {
+                uci: uci.clone(),
+                ply,
+                reason: reason.clone(),
+            });
+            error(StatusCode::BAD_REQUEST, &reason)
+        };
+        if !game.started() || game.pos.turn() != game.bot_color {
+            return refuse(game, "Not your turn, or game already over".to_owned());
+        }
+        let m = match game.parse_move(&uci) {
+            Ok(m) => m,
+            Err(reason) => return refuse(game, reason),
+        };
+        let bot = game.bot_color;
+        let accepts_draw = offering_draw && game.draw_offer == Some(!bot);
+        if offering_draw {
+            game.bot_draw_offers += 1;
+        }
+        if !world.play(app, &id, m) {
+            if let Some(game) = world.games.get_mut(&id) {
+                game.illegal.push(IllegalMove {
+                    uci: uci.clone(),
+                    ply,
+                    reason: "out of time".to_owned(),
+                });
+            }
+            return error(
+                StatusCode::BAD_REQUEST,
+                "Not your turn, or game already over",
+            );
+        }
+        let Some(game) = world.games.get_mut(&id) else {
+            return ok();
+        };
+        if game.started() && offering_draw {
+            if accepts_draw {
+                world.finish(app, &id, "draw", None);
+            } else {
+                game.draw_offer = Some(bot);
+                world.after_change(app, &id);
+            }
+        }
+        ok()
+    })
+}
+
+pub(super) async fn chat_post(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = parse_form(&body);
+    let (Some(room), Some(text)) = (form.get("room"), form.get("text")) else {
+        return error(StatusCode::BAD_REQUEST, "room and text are required");
+    };
+    if room != "player" && room != "spectator" {
+        return error(StatusCode::BAD_REQUEST, "room must be player or spectator");
+    }
+    app.with(|world, _| {
+        let username = world.cfg.username.clone();
+        let Some(game) = world.games.get_mut(&id) else {
+            return not_found();
+        };
+        game.chat.push(ChatRecord {
+            room: room.clone(),
+            username: username.clone(),
+            text: text.clone(),
+            from_bot: true,
+        });
+        let line = json!({"type": "chatLine", "room": room, "username": username, "text": text});
+        let _ = world.game_stream_line(&id, &line);
+        ok()
+    })
+}
+
+pub(super) async fn chat_get(State(app): State<App>, Path(id): Path<String>) -> Response {
+    let world = app.lock();
+    let Some(game) = world.games.get(&id) else {
+        return not_found();
+    };
+    let lines: Vec<Value> = game
+        .chat
+        .iter()
+        .filter(|c| c.room == "player")
+        .map(|c| json!({"text": c.text, "user": c.username}))
+        .collect();
+    axum::Json(Value::Array(lines)).into_response()
+}
+
+pub(super) async fn abort(State(app): State<App>, Path(id): Path<String>) -> Response {
+    app.with(|world, app| {
+        let Some(game) = world.games.get(&id) else {
+            return not_found();
+        };
+        if !game.started() || game.ply() >= 2 {
+            return error(StatusCode::BAD_REQUEST, "This game cannot be aborted.");
+        }
+        world.finish(app, &id, "aborted", None);
+        ok()
+    })
+}
+
+pub(super) async fn resign(State(app): State<App>, Path(id): Path<String>) -> Response {
+    app.with(|world, app| {
+        let Some(game) = world.games.get(&id) else {
+            return not_found();
+        };
+        if !game.started() {
+            return error(StatusCode::BAD_REQUEST, "The game is over.");
+        }
+        let winner = !game.bot_color;
+        world.finish(app, &id, "resign", Some(winner));
+        ok()
+    })
+}
+
+pub(super) fn yes(answer: &str) -> Option<bool> {
+    match answer {
+        "yes" | "true" | "accept" => Some(true),
+        "no" | "false" | "decline" => Some(false),
+        _ => None,
+    }
+}
+
+pub(super) async fn draw(
+    State(app): State<App>,
+    Path((id, answer)): Path<(String, String)>,
+) -> Response {
+    let Some(accept) = yes(&answer) else {
+        return not_found();
+    };
+    app.with(|world, app| {
+        let Some(game) = world.games.get_mut(&id) else {
+            return not_found();
+        };
+        if !game.started() {
+            return error(StatusCode::BAD_REQUEST, "The game is over.");
+        }
+        let bot = game.bot_color;
+        if game.draw_offer == Some(!bot) {
+            game.draw_answers.push(accept);
+            if accept {
+                world.finish(app, &id, "draw", None);
+            } else {
+                game.draw_offer = None;
+                world.after_change(app, &id);
+            }
+        } else if accept {
+            // No offer to answer: "yes" makes one.
+            game.bot_draw_offers += 1;
+            game.draw_offer = Some(bot);
+            world.after_change(app, &id);
+        }
+        ok()
+    })
+}
+
+pub(super) async fn takeback(
+    State(app): State<App>,
+    Path((id, answer)): Path<(String, String)>,
+) -> Response {
+    let Some(accept) = yes(&answer) else {
+        return not_found();
+    };
+    app.with(|world, app| {
+        let Some(game) = world.games.get_mut(&id) else {
+            return not_found();
+        };
+        if !game.started() {
+            return error(StatusCode::BAD_REQUEST, "The game is over.");
+        }
+        let bot = game.bot_color;
+        if game.takeback_offer != Some(!bot) {
+            // Proposals from the bot are declined at once by the fake.
+            return ok();
+        }
+        game.takeback_answers.push(accept);
+        game.takeback_offer = None;
+        if accept {
+            // Take back the proposer's last move, and ours after it if any.
+            let proposer = !bot;
+            let undo = if game.pos.turn() == proposer { 2 } else { 1 };
+            let keep = game.moves.len().saturating_sub(undo);
+            game.moves.truncate(keep);
+            game.keys.truncate(keep + 1);
+            let mut pos = game.start.clone();
+            for uci in &game.moves {
+                if let Ok(m) = uci
+                    .parse::<UciMove>()
+                    .map_err(|_| ())
+                    .and_then(|u| u.to_move(&pos).map_err(|_| ()))
+                {
+                    pos.play_unchecked(m);
+                }
+            }
+            game.pos = pos;
+            game.last_move_at = Instant::now();
+        }
+        world.after_change(app, &id);
+        ok()
+    })
+}
+
+pub(super) async fn claim(
+    State(app): State<App>,
+    Path((id, what)): Path<(String, String)>,
+) -> Response {
+    app.with(|world, app| {
+        let claim_after = Duration::from_secs(world.cfg.claim_win_secs.into());
+        let Some(game) = world.games.get(&id) else {
+            return not_found();
+        };
+        let claimable = game.started()
+            && game
+                .gone_since
+                .is_some_and(|since| since.elapsed() >= claim_after);
+        if !claimable {
+            return error(StatusCode::BAD_REQUEST, "You cannot claim now.");
+        }
+        let bot = game.bot_color;
+        match what.as_str() {
+            "claim-victory" => world.finish(app, &id, "timeout", Some(bot)),
+            _ => world.finish(app, &id, "draw", None),
+        }
+        ok()
+    })
+}
+
+pub(super) async fn game_action(
+    State(app): State<App>,
+    Path((id, action)): Path<(String, String)>,
+) -> Response {
+    match action.as_str() {
+        "abort" => abort(State(app), Path(id)).await,
+        "resign" => resign(State(app), Path(id)).await,
+        "claim-victory" | "claim-draw" => claim(State(app), Path((id, action))).await,
+        _ => not_found(),
+    }
+}
+
+pub(super) async fn challenge_action(
+    State(app): State<App>,
+    Path((id, action)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let form = parse_form(&body);
+    app.with(|world, app| {
+        let Some(challenge) = world.challenges.get_mut(&id) else {
+            return not_found();
+        };
+        if challenge.status != "created" {
+            return not_found();
+        }
+        match action.as_str() {
+            "accept" if challenge.direction == "in" => {
+                if world.faults.accept_without_game > 0 {
+                    world.faults.accept_without_game -= 1;
+                    challenge.status = "accepted";
+                    return ok();
+                }
+                let spec = challenge.spec.clone();
+                let bot_color = !challenge.challenger_color;
+                match world.create_game(app, id.clone(), &spec, bot_color) {
+                    Ok(game_id) => {
+                        if let Some(c) = world.challenges.get_mut(&id) {
+                            c.status = "accepted";
+                            c.game_id = Some(game_id);
+                        }
+                        if world.faults.accept_then_5xx > 0 {
+                            world.faults.accept_then_5xx -= 1;
+                            return (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable")
+                                .into_response();
+                        }
+                        ok()
+                    }
+                    Err(message) => error(StatusCode::BAD_REQUEST, &message),
+                }
+            }
+            "decline" if challenge.direction == "in" => {
+                challenge.status = "declined";
+                let reason = form
+                    .get("reason")
+                    .cloned()
+                    .unwrap_or_else(|| "generic".to_owned());
+                challenge.decline_reason = Some(reason);
+                ok()
+            }
+            "cancel" if challenge.direction == "out" => {
+                challenge.status = "canceled";
+                ok()
+            }
+            _ => error(StatusCode::BAD_REQUEST, "Not allowed."),
+        }
+    })
+}
+
+pub(super) async fn create_challenge(
+    State(app): State<App>,
+    Path(username): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = parse_form(&body);
+    app.with(|world, _| {
+        if world.faults.bot_vs_bot_exhausted {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                axum::Json(json!({
+                    "error": "You played 100 games against other bots today, please wait before challenging another bot.",
+                    "ratelimit": {"key": "bot.vsBot.day", "seconds": 86398}
+                })),
+            )
+                .into_response();
+        }
+        let time = match (form.get("clock.limit"), form.get("clock.increment"), form.get("days")) {
+            (Some(l), Some(i), _) => match (l.parse(), i.parse()) {
+                (Ok(limit_secs), Ok(increment_secs)) => FakeTime::Clock {
+                    limit_secs,
+                    increment_secs,
+                },
+                _ => return error(StatusCode::BAD_REQUEST, "invalid clock"),
+            },
+            (_, _, Some(d)) => match d.parse() {
+                Ok(days) => FakeTime::Correspondence { days },
+                Err(_) => return error(StatusCode::BAD_REQUEST, "invalid days"),
+            },
+            _ => FakeTime::Unlimited,
+        };
+        let variant = match form.get("variant").map(String::as_str) {
+            None | Some("standard") => FakeVariant::Standard,
+            Some("chess960") => FakeVariant::Chess960 { position: None },
+            Some("fromPosition") => FakeVariant::FromPosition {
+                fen: form.get("fen").cloned().unwrap_or_else(|| STARTPOS_FEN.to_owned()),
+            },
+            Some(other) => FakeVariant::Other {
+                key: other.to_owned(),
+            },
+        };
+        let bot_color = match form.get("color").map(String::as_str) {
+            Some("white") => Color::White,
+            Some("black") => Color::Black,
+            _ => {
+                if world.rng.bool() {
+                    Color::White
+                } else {
+                    Color::Black
+                }
+            }
+        };
+        let id = world.new_id();
+        let spec = ChallengeSpec {
+            variant,
+            time,
+            rated: form.get("rated").is_some_and(|r| r == "true"),
+            color: Side::Random,
+            challenger: Opponent::human(&username),
+            autoplay: Some(AutoPlay::default()),
+        };
+        let state = ChallengeState {
+            id: id.clone(),
+            status: "created",
+            direction: "out",
+            spec,
+            challenger_color: bot_color,
+            decline_reason: None,
+            dest: Some(username.clone()),
+            form: form.clone(),
+            game_id: None,
+        };
+        let json = world.challenge_json(&state);
+        world.send_event(&json!({"type": "challenge", "challenge": json,
+                                 "compat": {"bot": true, "board": true}}));
+        world.challenges.insert(id.clone(), state);
+        world.challenge_order.push(id);
+        axum::Json(json).into_response()
+    })
+}

@@ -1,0 +1,211 @@
+//! What a test asks of the fake server: its settings ([`FakeConfig`]),
+//! the challenges it sends ([`ChallengeSpec`]), who plays them and how
+//! ([`Opponent`], [`AutoPlay`]).
+
+use std::time::Duration;
+
+/// Settings of the fake server.
+#[derive(Debug, Clone)]
+pub struct FakeConfig {
+    /// The token the bot must present.
+    pub token: String,
+    /// The bot's username (its id is the lowercase form).
+    pub username: String,
+    /// Whether the account is a bot account (title BOT).
+    pub is_bot: bool,
+    /// Interval of the blank keep-alive lines on every stream.
+    pub keepalive: Duration,
+    /// A game whose first moves are not played within this is aborted.
+    pub first_move_timeout: Duration,
+    /// `claimWinInSeconds` announced when the opponent leaves.
+    pub claim_win_secs: u32,
+    /// Seed of the fake's random choices (colours, moves, ids).
+    pub seed: u64,
+}
+
+impl Default for FakeConfig {
+    fn default() -> FakeConfig {
+        FakeConfig {
+            token: "lip_fake_token_0123456789".to_owned(),
+            username: "KaissaBot".to_owned(),
+            is_bot: true,
+            keepalive: Duration::from_secs(1),
+            first_move_timeout: Duration::from_secs(30),
+            claim_win_secs: 10,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// How the automatic opponent picks its moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Any legal move.
+    Random,
+    /// Mate if possible, else the biggest capture, else any move.
+    Greedy,
+}
+
+/// The opponent plays by itself: `policy`, after `think` on each move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoPlay {
+    pub policy: Policy,
+    pub think: Duration,
+    /// Accept the bot's draw offers (else they lapse when it moves).
+    pub accept_draws: bool,
+}
+
+impl Default for AutoPlay {
+    fn default() -> AutoPlay {
+        AutoPlay {
+            policy: Policy::Greedy,
+            think: Duration::from_millis(20),
+            accept_draws: false,
+        }
+    }
+}
+
+/// The variant of a challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FakeVariant {
+    Standard,
+    /// A Chess960 start position by its number (0..960; 518 is the standard
+    /// one), or a random one.
+    Chess960 {
+        position: Option<u32>,
+    },
+    /// A game from a FEN.
+    FromPosition {
+        fen: String,
+    },
+    /// Any other variant key: the bot should decline it. Such a challenge
+    /// cannot be accepted.
+    Other {
+        key: String,
+    },
+}
+
+/// The time control of a challenge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FakeTime {
+    Clock {
+        limit_secs: u32,
+        increment_secs: u32,
+    },
+    Correspondence {
+        days: u32,
+    },
+    Unlimited,
+}
+
+/// Who challenges (or is challenged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opponent {
+    pub id: String,
+    pub name: String,
+    /// `Some("BOT")` for a bot, `Some("GM")`...
+    pub title: Option<String>,
+    pub rating: Option<u32>,
+    pub provisional: bool,
+}
+
+impl Opponent {
+    /// A human player named `name`, rated 1500.
+    pub fn human(name: &str) -> Opponent {
+        Opponent {
+            id: name.to_lowercase(),
+            name: name.to_owned(),
+            title: None,
+            rating: Some(1500),
+            provisional: false,
+        }
+    }
+
+    /// A bot named `name`, rated 2000.
+    pub fn bot(name: &str) -> Opponent {
+        Opponent {
+            title: Some("BOT".to_owned()),
+            rating: Some(2000),
+            ..Opponent::human(name)
+        }
+    }
+}
+
+/// The challenger's colour choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    White,
+    Black,
+    Random,
+}
+
+/// A challenge sent to the bot (see [`FakeLichess::send_challenge`]) or a
+/// game started directly ([`FakeLichess::start_game`]).
+#[derive(Debug, Clone)]
+pub struct ChallengeSpec {
+    pub variant: FakeVariant,
+    pub time: FakeTime,
+    pub rated: bool,
+    /// The challenger's colour; the bot gets the other one.
+    pub color: Side,
+    pub challenger: Opponent,
+    /// How the challenger plays once the game starts; `None`: by hand.
+    pub autoplay: Option<AutoPlay>,
+}
+
+impl Default for ChallengeSpec {
+    fn default() -> ChallengeSpec {
+        ChallengeSpec {
+            variant: FakeVariant::Standard,
+            time: FakeTime::Clock {
+                limit_secs: 180,
+                increment_secs: 2,
+            },
+            rated: false,
+            color: Side::Random,
+            challenger: Opponent::human("Alice"),
+            autoplay: Some(AutoPlay::default()),
+        }
+    }
+}
+
+impl ChallengeSpec {
+    pub fn variant(mut self, variant: FakeVariant) -> ChallengeSpec {
+        self.variant = variant;
+        self
+    }
+
+    pub fn clock(mut self, limit_secs: u32, increment_secs: u32) -> ChallengeSpec {
+        self.time = FakeTime::Clock {
+            limit_secs,
+            increment_secs,
+        };
+        self
+    }
+
+    pub fn time(mut self, time: FakeTime) -> ChallengeSpec {
+        self.time = time;
+        self
+    }
+
+    pub fn rated(mut self, rated: bool) -> ChallengeSpec {
+        self.rated = rated;
+        self
+    }
+
+    /// The challenger's colour.
+    pub fn challenger_color(mut self, color: Side) -> ChallengeSpec {
+        self.color = color;
+        self
+    }
+
+    pub fn challenger(mut self, challenger: Opponent) -> ChallengeSpec {
+        self.challenger = challenger;
+        self
+    }
+
+    pub fn autoplay(mut self, autoplay: Option<AutoPlay>) -> ChallengeSpec {
+        self.autoplay = autoplay;
+        self
+    }
+}

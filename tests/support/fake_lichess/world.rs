@@ -1,0 +1,441 @@
+//! The server's state: the [`World`] (account, challenges, games, the
+//! event stream, faults, the request log) behind one lock ([`Shared`]),
+//! and what happens on a change (autoplay, flags, game ends).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::challenge::ChallengeState;
+use super::faults::Faults;
+use super::game::{
+    Game, NO_CLOCK_MS, STARTPOS_FEN, chess960_fen, color_name, idx, perf_name, role_value,
+    speed_of, variant_json,
+};
+use super::records::RequestRecord;
+use super::setup::{
+    AutoPlay, ChallengeSpec, FakeConfig, FakeTime, FakeVariant, Opponent, Policy, Side,
+};
+use super::stream::Conn;
+
+pub(super) struct World {
+    pub(super) cfg: FakeConfig,
+    pub(super) base_url: String,
+    pub(super) is_bot: bool,
+    pub(super) rng: fastrand::Rng,
+    pub(super) challenges: HashMap<String, ChallengeState>,
+    pub(super) challenge_order: Vec<String>,
+    pub(super) games: HashMap<String, Game>,
+    pub(super) game_order: Vec<String>,
+    pub(super) event_stream: Option<Conn>,
+    pub(super) event_connections: usize,
+    pub(super) faults: Faults,
+    pub(super) requests: Vec<RequestRecord>,
+    pub(super) max_simultaneous: usize,
+}
+
+pub(super) struct Shared {
+    pub(super) world: Mutex<World>,
+    pub(super) changed: Notify,
+}
+
+pub(super) type App = Arc<Shared>;
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, World> {
+        self.world
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `f` on the world, then wakes the waiters.
+    pub(super) fn with<T>(self: &Arc<Self>, f: impl FnOnce(&mut World, &App) -> T) -> T {
+        let result = {
+            let mut world = self.lock();
+            f(&mut world, self)
+        };
+        self.changed.notify_waiters();
+        result
+    }
+}
+
+impl World {
+    pub(super) fn bot_id(&self) -> String {
+        self.cfg.username.to_lowercase()
+    }
+
+    pub(super) fn bot_json(&self) -> Value {
+        json!({"id": self.bot_id(), "name": self.cfg.username,
+               "title": if self.is_bot { Some("BOT") } else { None },
+               "rating": 2000, "provisional": false})
+    }
+
+    pub(super) fn new_id(&mut self) -> String {
+        loop {
+            let id: String = (0..8).map(|_| self.rng.alphanumeric()).collect();
+            if !self.games.contains_key(&id) && !self.challenges.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    pub(super) fn in_progress(&self) -> usize {
+        self.games.values().filter(|g| g.started()).count()
+    }
+
+    pub(super) fn send_event(&self, event: &Value) {
+        if let Some(conn) = &self.event_stream {
+            conn.send(event);
+        }
+    }
+
+    pub(super) fn challenge_json(&self, c: &ChallengeState) -> Value {
+        let challenger_json = |o: &Opponent| {
+            json!({"id": o.id, "name": o.name, "title": o.title, "rating": o.rating,
+                   "provisional": o.provisional, "online": true, "lag": 4})
+        };
+        let bot = self.bot_json();
+        let (challenger, dest) = if c.direction == "in" {
+            (challenger_json(&c.spec.challenger), bot)
+        } else {
+            (bot, challenger_json(&c.spec.challenger))
+        };
+        let time_control = match c.spec.time {
+            FakeTime::Clock {
+                limit_secs,
+                increment_secs,
+            } => json!({"type": "clock", "limit": limit_secs, "increment": increment_secs,
+                         "show": format!("{}+{}", limit_secs / 60, increment_secs)}),
+            FakeTime::Correspondence { days } => {
+                json!({"type": "correspondence", "daysPerTurn": days})
+            }
+            FakeTime::Unlimited => json!({"type": "unlimited"}),
+        };
+        let (key, fen) = match &c.spec.variant {
+            FakeVariant::Standard => ("standard".to_owned(), None),
+            FakeVariant::Chess960 { position } => {
+                ("chess960".to_owned(), position.map(chess960_fen))
+            }
+            FakeVariant::FromPosition { fen } => ("fromPosition".to_owned(), Some(fen.clone())),
+            FakeVariant::Other { key } => (key.clone(), None),
+        };
+        let speed = speed_of(c.spec.time);
+        let mut json = json!({
+            "id": c.id,
+            "url": format!("{}/{}", self.base_url, c.id),
+            "status": c.status,
+            "challenger": challenger,
+            "destUser": dest,
+            "variant": variant_json(&key),
+            "rated": c.spec.rated,
+            "speed": speed,
+            "timeControl": time_control,
+            "color": match c.spec.color { Side::White => "white", Side::Black => "black",
+                                          Side::Random => "random" },
+            "finalColor": color_name(c.challenger_color),
+            "perf": {"icon": "", "name": perf_name(speed, &key)},
+            "direction": c.direction,
+        });
+        if let Some(fen) = fen {
+            json["initialFen"] = json!(fen);
+        }
+        if let Some(reason) = &c.decline_reason {
+            json["declineReason"] = json!(format!("Declined: {reason}"));
+            json["declineReasonKey"] = json!(reason.to_lowercase());
+        }
+        json
+    }
+
+    /// Creates and starts a game; the bot plays `bot_color`.
+    pub(super) fn create_game(
+        &mut self,
+        app: &App,
+        id: String,
+        spec: &ChallengeSpec,
+        bot_color: Color,
+    ) -> Result<String, String> {
+        let (variant, initial_fen, mode) = match &spec.variant {
+            FakeVariant::Standard => ("standard", "startpos".to_owned(), CastlingMode::Standard),
+            FakeVariant::Chess960 { position } => {
+                let n = position.unwrap_or_else(|| self.rng.u32(0..960));
+                ("chess960", chess960_fen(n), CastlingMode::Chess960)
+            }
+            FakeVariant::FromPosition { fen } => {
+                let parsed = Fen::from_ascii(fen.as_bytes()).map_err(|e| e.to_string())?;
+                let mode = CastlingMode::detect(parsed.as_setup());
+                ("fromPosition", fen.clone(), mode)
+            }
+            FakeVariant::Other { key } => return Err(format!("cannot play variant {key}")),
+        };
+        let fen = if initial_fen == "startpos" {
+            STARTPOS_FEN
+        } else {
+            &initial_fen
+        };
+        let start: Chess = Fen::from_ascii(fen.as_bytes())
+            .map_err(|e| e.to_string())?
+            .into_position(mode)
+            .map_err(|e| e.to_string())?;
+        let (clock, days, times) = match spec.time {
+            FakeTime::Clock {
+                limit_secs,
+                increment_secs,
+            } => {
+                let initial = i64::from(limit_secs) * 1000;
+                (
+                    Some((initial, i64::from(increment_secs) * 1000)),
+                    None,
+                    [initial, initial],
+                )
+            }
+            FakeTime::Correspondence { days } => (None, Some(days), [NO_CLOCK_MS; 2]),
+            FakeTime::Unlimited => (None, None, [NO_CLOCK_MS; 2]),
+        };
+        let suffix: String = (0..4).map(|_| self.rng.alphanumeric()).collect();
+        let game = Game {
+            full_id: format!("{id}{suffix}"),
+            id: id.clone(),
+            variant,
+            mode,
+            initial_fen,
+            keys: vec![start.zobrist_hash(EnPassantMode::Legal)],
+            pos: start.clone(),
+            start,
+            moves: Vec::new(),
+            bot_color,
+            opponent: spec.challenger.clone(),
+            rated: spec.rated,
+            speed: speed_of(spec.time),
+            clock,
+            days,
+            times,
+            last_move_at: Instant::now(),
+            created_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            status: "started",
+            winner: None,
+            draw_offer: None,
+            takeback_offer: None,
+            gone_since: None,
+            autoplay: spec.autoplay,
+            generation: 0,
+            subscribers: Vec::new(),
+            chat: Vec::new(),
+            illegal: Vec::new(),
+            draw_answers: Vec::new(),
+            takeback_answers: Vec::new(),
+            bot_draw_offers: 0,
+            stream_connections: 0,
+        };
+        self.send_event(&json!({"type": "gameStart", "game": game.info_json()}));
+        self.games.insert(id.clone(), game);
+        self.game_order.push(id.clone());
+        self.max_simultaneous = self.max_simultaneous.max(self.in_progress());
+        self.after_change(app, &id);
+        Ok(id)
+    }
+
+    /// Sends the state to the game's streams and arms the timers and the
+    /// automatic opponent. Call after every change to a game.
+    pub(super) fn after_change(&mut self, app: &App, id: &str) {
+        let first_move_ms = self.cfg.first_move_timeout.as_millis() as u64;
+        let first_move_timeout = self.cfg.first_move_timeout;
+        let Some(game) = self.games.get_mut(id) else {
+            return;
+        };
+        game.generation += 1;
+        let mut state = game.state_json();
+        if let Some(expiration) = state.get_mut("expiration") {
+            expiration["millisToMove"] = json!(first_move_ms);
+        }
+        game.subscribers.retain(|c| !c.closed());
+        for conn in &game.subscribers {
+            conn.send(&state);
+        }
+        if !game.started() {
+            for conn in game.subscribers.drain(..) {
+                conn.end();
+            }
+            let finish = json!({"type": "gameFinish", "game": game.info_json()});
+            self.send_event(&finish);
+            return;
+        }
+        let generation = game.generation;
+        let to_move = game.pos.turn();
+        // The flag: before both sides moved, the first-move timeout aborts;
+        // after, the clock of the side to move runs from the last move.
+        // Games without a clock have neither.
+        let deadline = match game.clock {
+            None => None,
+            Some(_) if game.ply() < 2 => Some(game.last_move_at + first_move_timeout),
+            Some(_) => Some(
+                game.last_move_at + Duration::from_millis(game.times[idx(to_move)].max(0) as u64),
+            ),
+        };
+        if let Some(deadline) = deadline {
+            let app = app.clone();
+            let id = id.to_owned();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(deadline).await;
+                app.with(|world, app| world.flag(app, &id, generation));
+            });
+        }
+        if to_move != game.bot_color {
+            if let Some(auto) = game.autoplay {
+                let app = app.clone();
+                let id = id.to_owned();
+                tokio::spawn(async move {
+                    tokio::time::sleep(auto.think).await;
+                    app.with(|world, app| world.auto_move(app, &id, generation, auto));
+                });
+            }
+        }
+    }
+
+    /// A timer fired: if nothing happened since it was armed, the side to
+    /// move lost on time (or the game is aborted before the first moves).
+    pub(super) fn flag(&mut self, app: &App, id: &str, generation: u64) {
+        let Some(game) = self.games.get_mut(id) else {
+            return;
+        };
+        if game.generation != generation || !game.started() {
+            return;
+        }
+        if game.ply() < 2 {
+            game.status = "aborted";
+        } else {
+            let loser = game.pos.turn();
+            game.times[idx(loser)] = 0;
+            game.status = "outoftime";
+            // No win on time with a lone king (or too little to mate).
+            game.winner = (!game.pos.has_insufficient_material(!loser)).then_some(!loser);
+        }
+        self.after_change(app, id);
+    }
+
+    pub(super) fn auto_move(&mut self, app: &App, id: &str, generation: u64, auto: AutoPlay) {
+        let Some(game) = self.games.get_mut(id) else {
+            return;
+        };
+        if game.generation != generation || !game.started() || game.pos.turn() == game.bot_color {
+            return;
+        }
+        if game.draw_offer == Some(game.bot_color) && auto.accept_draws {
+            game.status = "draw";
+            game.draw_offer = None;
+            self.after_change(app, id);
+            return;
+        }
+        let moves = game.pos.legal_moves();
+        let choice = match auto.policy {
+            Policy::Random => None,
+            Policy::Greedy => moves
+                .iter()
+                .find(|m| {
+                    let mut after = game.pos.clone();
+                    after.play_unchecked(**m);
+                    after.is_checkmate()
+                })
+                .or_else(|| {
+                    moves
+                        .iter()
+                        .filter(|m| m.is_capture())
+                        .max_by_key(|m| m.capture().map(role_value))
+                })
+                .copied(),
+        };
+        let choice = match choice {
+            Some(m) => m,
+            None if moves.is_empty() => return,
+            None => moves[self.rng.usize(0..moves.len())],
+        };
+        self.play(app, id, choice);
+    }
+
+    /// Plays a legal move for the side to move: clocks, offers, game end.
+    /// Returns false if the mover's flag had fallen (the game is then lost
+    /// on time and the move not played).
+    pub(super) fn play(&mut self, app: &App, id: &str, m: Move) -> bool {
+        let Some(game) = self.games.get_mut(id) else {
+            return false;
+        };
+        let mover = game.pos.turn();
+        let now = Instant::now();
+        if let Some((_, inc)) = game.clock {
+            // Lichess starts the clocks once both sides have moved.
+            if game.ply() >= 2 {
+                let spent = now.duration_since(game.last_move_at).as_millis() as i64;
+                let left = game.times[idx(mover)] - spent;
+                if left <= 0 {
+                    game.times[idx(mover)] = 0;
+                    game.status = "outoftime";
+                    game.winner = (!game.pos.has_insufficient_material(!mover)).then_some(!mover);
+                    self.after_change(app, id);
+                    return false;
+                }
+                game.times[idx(mover)] = left + inc;
+            }
+        }
+        game.last_move_at = now;
+        let uci = game.uci(m);
+        game.moves.push(uci);
+        game.pos.play_unchecked(m);
+        game.keys.push(game.pos.zobrist_hash(EnPassantMode::Legal));
+        // Moving declines the other side's pending offers.
+        if game.draw_offer == Some(!mover) {
+            game.draw_offer = None;
+        }
+        game.takeback_offer = None;
+        let key = game.keys[game.keys.len() - 1];
+        let repetitions = game.keys.iter().filter(|k| **k == key).count();
+        if game.pos.is_checkmate() {
+            game.status = "mate";
+            game.winner = Some(mover);
+        } else if game.pos.is_stalemate() {
+            game.status = "stalemate";
+        } else if game.pos.is_insufficient_material()
+            || game.pos.halfmoves() >= 100
+            || repetitions >= 3
+        {
+            game.status = "draw";
+        }
+        if !game.started() {
+            game.draw_offer = None;
+        }
+        self.after_change(app, id);
+        true
+    }
+
+    pub(super) fn finish(
+        &mut self,
+        app: &App,
+        id: &str,
+        status: &'static str,
+        winner: Option<Color>,
+    ) {
+        if let Some(game) = self.games.get_mut(id) {
+            game.status = status;
+            game.winner = winner;
+            game.draw_offer = None;
+            game.takeback_offer = None;
+        }
+        self.after_change(app, id);
+    }
+
+    pub(super) fn game_stream_line(&mut self, id: &str, line: &Value) -> Result<(), String> {
+        let game = self.games.get_mut(id).ok_or("no such game")?;
+        game.subscribers.retain(|c| !c.closed());
+        for conn in &game.subscribers {
+            conn.send(line);
+        }
+        Ok(())
+    }
+}
