@@ -120,6 +120,10 @@ enum Command {
         /// Transposition table per thread, MiB.
         #[arg(long, default_value_t = 16)]
         hash: usize,
+        /// Evaluation of the players: `<embedded>` (the default net),
+        /// `classical` (hand-crafted) or the path of a net file.
+        #[arg(long, default_value = "<embedded>")]
+        eval_file: String,
     },
     /// Texel-tune the evaluation weights on labelled positions and write
     /// them as Rust source.
@@ -294,7 +298,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             seed,
             threads,
             hash,
+            eval_file,
         } => {
+            let net = kaissa::engine::nnue::load_eval_file(&eval_file)?;
             let cfg = datagen::DatagenConfig {
                 games,
                 nodes,
@@ -302,6 +308,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 seed,
                 threads: threads.clamp(1, 256),
                 hash_mb: hash.clamp(1, 4096),
+                net,
             };
             run_datagen(&cfg, openings.as_deref(), &out).map(|()| ExitCode::SUCCESS)
         }

@@ -33,6 +33,12 @@ pub struct Network {
     pub checksum: u64,
 }
 
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Network({:016x}, {})", self.checksum, self.simd.name())
+    }
+}
+
 /// A net file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum NetworkLoadError {
