@@ -9,7 +9,7 @@ use kaissa::config::Config;
 use kaissa::engine::timeman::TimeManager;
 use kaissa::engine::{bench, clocktest, tune};
 use kaissa::lichess::client::{Client, Error as LichessError};
-use kaissa::tools::{datagen, packed};
+use kaissa::tools::{datagen, packed, train};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -124,6 +124,44 @@ enum Command {
         /// `classical` (hand-crafted) or the path of a net file.
         #[arg(long, default_value = "<embedded>")]
         eval_file: String,
+    },
+    /// Train the NNUE on datagen records and write the quantized net
+    /// (and a checkpoint) after every epoch.
+    Train {
+        /// Record files (`*.bin`) or directories of them.
+        #[arg(required = true)]
+        data: Vec<std::path::PathBuf>,
+        /// Where the net file goes.
+        #[arg(long)]
+        out: std::path::PathBuf,
+        /// Checkpoint file (f32 weights and optimizer state).
+        #[arg(long)]
+        checkpoint: std::path::PathBuf,
+        /// Continue from the checkpoint instead of starting afresh.
+        #[arg(long)]
+        resume: bool,
+        #[arg(long, default_value_t = 10)]
+        epochs: usize,
+        #[arg(long, default_value_t = 16_384)]
+        batch: usize,
+        /// Peak learning rate (cosine decay to 1%).
+        #[arg(long, default_value_t = 0.001)]
+        lr: f32,
+        #[arg(long, default_value_t = 0.01)]
+        weight_decay: f32,
+        /// Weight of the game result in the target (0: score only).
+        #[arg(long, default_value_t = 0.25)]
+        lambda: f32,
+        /// Score scale of the target sigmoid, centipawns.
+        #[arg(long, default_value_t = 400.0)]
+        k: f32,
+        /// Games held out for validation, per mille.
+        #[arg(long, default_value_t = 50)]
+        val_permille: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
     /// Texel-tune the evaluation weights on labelled positions and write
     /// them as Rust source.
@@ -312,6 +350,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             run_datagen(&cfg, openings.as_deref(), &out).map(|()| ExitCode::SUCCESS)
         }
+        Command::Train {
+            data,
+            out,
+            checkpoint,
+            resume,
+            epochs,
+            batch,
+            lr,
+            weight_decay,
+            lambda,
+            k,
+            val_permille,
+            seed,
+            threads,
+        } => {
+            let cfg = train::TrainConfig {
+                epochs,
+                batch_size: batch.max(1),
+                lr,
+                weight_decay,
+                lambda: lambda.clamp(0.0, 1.0),
+                k: k.max(1.0),
+                val_permille: val_permille.min(1000),
+                seed,
+                threads: threads.clamp(1, 256),
+            };
+            run_train(&data, cfg, &out, &checkpoint, resume).map(|()| ExitCode::SUCCESS)
+        }
         Command::Tune {
             data,
             epochs,
@@ -436,6 +502,71 @@ fn run_bench(depth: Option<u32>, eval_file: &str) -> Result<()> {
     println!("Total time (ms) : {}", r.time.as_millis());
     println!("Nodes searched  : {}", r.nodes);
     println!("Nodes/second    : {}", r.nps());
+    Ok(())
+}
+
+/// `kaissa train`: loads the records (files in the order given,
+/// directories' `*.bin` sorted), trains, writes the net every epoch.
+fn run_train(
+    data: &[PathBuf],
+    cfg: train::TrainConfig,
+    out: &Path,
+    checkpoint: &Path,
+    resume: bool,
+) -> Result<()> {
+    let mut files = Vec::new();
+    for p in data {
+        if p.is_dir() {
+            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .collect();
+            in_dir.sort();
+            files.extend(in_dir);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut set = train::Data::default();
+    let mut bad = 0;
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
+        let (records, b) = packed::read_records(&bytes);
+        bad += b;
+        set.add_file(i as u64, records, &cfg);
+    }
+    println!(
+        "{} files: {} training positions, {} validation positions, {bad} bad records skipped",
+        files.len(),
+        set.train.len(),
+        set.val.len()
+    );
+    let mut trainer = if resume {
+        train::Trainer::load_checkpoint(cfg, checkpoint)?
+    } else {
+        train::Trainer::new(cfg)
+    };
+    if trainer.epoch == 0 {
+        println!("epoch 0  val loss {:.6}", trainer.loss(&set.val));
+    }
+    while trainer.epoch < trainer.cfg.epochs {
+        let start = Instant::now();
+        let r = trainer.train_epoch(&set)?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "epoch {}/{}  train loss {:.6}  val loss {:.6}  lr {:.6}  {:.0} pos/s",
+            r.epoch,
+            trainer.cfg.epochs,
+            r.train_loss,
+            r.val_loss,
+            r.lr,
+            set.train.len() as f64 / secs.max(1e-9)
+        );
+        trainer.save_checkpoint(checkpoint)?;
+        train::write_atomically(out, &trainer.net_bytes())?;
+    }
+    println!("net written to {}", out.display());
     Ok(())
 }
 
