@@ -577,6 +577,16 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     if let Some(path) = config_path {
         warn_if_others_can_read(path);
     }
+    match kaissa::engine::nnue::load_eval_file(&config.engine.eval_file) {
+        Ok(net) => {
+            let what = net
+                .as_ref()
+                .map_or("classical".to_owned(), |n| format!("{n:?}"));
+            tracing::info!("evaluation: {what}");
+            kaissa::engine::nnue::set_default(net);
+        }
+        Err(e) => tracing::error!("engine.eval_file: {e}; playing with the embedded net"),
+    }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;

@@ -221,7 +221,7 @@ impl Searcher {
             clock: SearchClock::new(Instant::now(), false),
             max_nodes: u64::MAX,
             check_clock: false,
-            net: Some(nnue::embedded()),
+            net: nnue::default_net(),
             accumulators: AccumulatorStack::new(),
         }
     }

@@ -303,7 +303,7 @@ fn engine_loop(
     let mut helpers: Vec<Searcher> = Vec::new();
     let mut ponder_enabled = false;
     let mut time_manager = TimeManager::default();
-    let mut net = Some(nnue::embedded());
+    let mut net = nnue::default_net();
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Command::Go(id, req, flags) => {

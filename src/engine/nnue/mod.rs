@@ -28,7 +28,7 @@ pub use network::{Network, NetworkLoadError, Row, embedded, evaluate_position};
 pub use simd::{SimdLevel, output, update};
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 /// The `EvalFile` value (and `engine.eval_file` key) that selects the
 /// hand-crafted evaluation.
@@ -44,6 +44,28 @@ pub fn load_eval_file(value: &str) -> Result<Option<Arc<Network>>, NetworkLoadEr
         v if v.eq_ignore_ascii_case(CLASSICAL) => Ok(None),
         "" | EMBEDDED => Ok(Some(embedded())),
         path => Network::load(Path::new(path)).map(|n| Some(Arc::new(n))),
+    }
+}
+
+/// The evaluation new engines and searchers start with; `None` inside:
+/// not set, the embedded net.
+static DEFAULT: RwLock<Option<Option<Arc<Network>>>> = RwLock::new(None);
+
+/// Sets the evaluation that engines and searchers created from now on
+/// start with (`None`: hand-crafted), e.g. from the `engine.eval_file`
+/// configuration key.
+pub fn set_default(net: Option<Arc<Network>>) {
+    if let Ok(mut d) = DEFAULT.write() {
+        *d = Some(net);
+    }
+}
+
+/// The evaluation new engines and searchers start with: the embedded net
+/// unless `set_default` said otherwise.
+pub fn default_net() -> Option<Arc<Network>> {
+    match DEFAULT.read().ok().and_then(|d| d.clone()) {
+        Some(net) => net,
+        None => Some(embedded()),
     }
 }
 
