@@ -7,9 +7,12 @@
 //! (transposition table), `see` (static exchange), `history` (move
 //! ordering statistics), `movepick` (staged move ordering), `eval`,
 //! `weights` and `params` (the evaluation, the layout of its weights and
-//! the tuned weights), `search` (iterative deepening and alpha-beta), `limits` and `timeman` (what the caller
-//! asked for and how much time to use), `thread` (the engine thread and
-//! its handle), `bench` (the search signature), `tune` (the Texel tuner).
+//! the tuned weights; the hand-crafted evaluation), `nnue` (the neural
+//! evaluation the search uses by default, and its net file), `search`
+//! (iterative deepening and alpha-beta), `limits` and `timeman` (what the
+//! caller asked for and how much time to use), `thread` (the engine
+//! thread and its handle), `bench` (the search signature), `tune` (the
+//! Texel tuner).
 
 pub mod bench;
 pub mod clocktest;
