@@ -3,8 +3,11 @@
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
 //! and `bot` are the two front ends, `lichess` talks to the server,
 //! `config` loads and validates the daemon's settings, `systemd` speaks
-//! the service manager's notification protocol, and `tools` are the
-//! offline programs that drive the engine from outside (training data).
+//! the service manager's notification protocol (`logging` and `exit`: the
+//! daemon's log lines and exit status), `shutdown` turns signals into the
+//! daemon's stop requests, `cli` defines the command line, and `tools` are
+//! the offline programs that drive the engine from outside (training data,
+//! tuning, clock tests).
 //! Dependencies point one way: `chess` <- `engine` <- `uci`, `bot`,
 //! `tools`; `lichess` knows no chess.
 //!
@@ -35,13 +38,20 @@
 //! - **A Lichess endpoint**: `src/lichess/client.rs` (the call) and
 //!   `src/lichess/model.rs` (its types).
 //! - **An offline tool** (data generation, tuning, clock tests): a module
-//!   in `src/tools/`, wired as a subcommand in `src/main.rs`.
+//!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in
+//!   the dispatch of `src/main.rs`.
+//! - **What a signal does**: `src/shutdown.rs` counts SIGTERM/SIGINT, the
+//!   daemon (`src/bot/daemon.rs`) decides what a count means.
 
 pub mod bot;
 pub mod chess;
+pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod exit;
 pub mod lichess;
+pub mod logging;
+pub mod shutdown;
 pub mod systemd;
 pub mod tools;
 pub mod uci;

@@ -56,7 +56,11 @@ async fn bad_token_fails_without_printing_it() {
     let secret = "lip_wrong_secret_token_987654";
     let out = check(&fake, secret, &[]).await;
     let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(77),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert!(stderr.contains("401"), "stderr: {stderr}");
     assert!(!stdout.contains(secret), "stdout: {stdout}");
     assert!(!stderr.contains(secret), "stderr: {stderr}");
@@ -71,7 +75,11 @@ async fn unknown_config_key_is_named() {
     std::fs::write(&path, "[challenge]\nmax_bse = 600\n").unwrap();
     let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
     let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert!(stderr.contains("max_bse"), "stderr: {stderr}");
     // Nothing was asked of the server.
     assert!(fake.requests().is_empty());
@@ -85,6 +93,10 @@ async fn invalid_config_value_is_named() {
     std::fs::write(&path, "[bot]\nconcurrency = \"many\"\n").unwrap();
     let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
     let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert!(stderr.contains("concurrency"), "stderr: {stderr}");
 }

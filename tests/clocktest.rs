@@ -5,8 +5,8 @@
 //! losses are reported by the harness, not asserted here (they depend on
 //! the machine's load).
 
-use kaissa::engine::clocktest::{ClockTestConfig, TimeControl, run};
 use kaissa::engine::timeman::TimeManager;
+use kaissa::tools::clocktest::{ClockTestConfig, TimeControl, run};
 use std::time::Duration;
 
 #[test]

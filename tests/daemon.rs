@@ -149,9 +149,71 @@ async fn kaissa_run_stops_on_a_rejected_token_without_printing_it() {
         .expect("kaissa run gives up on a 401")
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "stderr: {stderr}");
+    // 77: fatal, the systemd units do not restart it.
+    assert_eq!(out.status.code(), Some(77), "stderr: {stderr}");
     assert!(stderr.contains("401"), "stderr: {stderr}");
     assert!(!stderr.contains(secret) && !String::from_utf8_lossy(&out.stdout).contains(secret));
+}
+
+/// Under journald (`JOURNAL_STREAM` names stderr) every line starts with
+/// its syslog priority and has no timestamp of its own; with another
+/// stderr the variable is ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_journald_lines_have_a_priority_and_no_timestamp() {
+    use std::os::unix::fs::MetadataExt;
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |journal: bool| {
+        let path = dir.path().join(format!("stderr-{journal}"));
+        let file = std::fs::File::create(&path).unwrap();
+        let meta = file.metadata().unwrap();
+        let stream = if journal {
+            format!("{}:{}", meta.dev(), meta.ino())
+        } else {
+            format!("{}:{}", meta.dev(), meta.ino() + 1)
+        };
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"));
+        command
+            .arg("run")
+            .env_remove("CREDENTIALS_DIRECTORY")
+            .env("LICHESS_BOT_TOKEN", "lip_rejected_token_4321")
+            .env("KAISSA_LICHESS__URL", fake.url())
+            .env("RUST_LOG", "debug")
+            .env("JOURNAL_STREAM", stream)
+            .stderr(file)
+            .kill_on_drop(true);
+        async move {
+            let status = tokio::time::timeout(WAIT, command.status())
+                .await
+                .expect("kaissa run gives up on a 401")
+                .unwrap();
+            assert_eq!(status.code(), Some(77));
+            std::fs::read_to_string(path).unwrap()
+        }
+    };
+    let journal = run(true).await;
+    let lines: Vec<&str> = journal.lines().collect();
+    assert!(lines.len() >= 2, "{journal}");
+    for line in &lines {
+        let priority = line.strip_prefix('<').and_then(|rest| rest.split_once('>'));
+        assert!(
+            priority.is_some_and(|(p, _)| matches!(p, "3" | "4" | "6" | "7")),
+            "no priority: {line:?}"
+        );
+        assert!(
+            !line.contains("Z ") && !line.contains("20"),
+            "a timestamp? {line:?}"
+        );
+    }
+    assert!(lines.last().unwrap().starts_with("<3>error: "), "{journal}");
+    assert!(lines.iter().any(|l| l.starts_with("<7>")), "{journal}");
+
+    let plain = run(false).await;
+    assert!(plain.lines().all(|l| !l.starts_with('<')), "{plain}");
+    assert!(
+        plain.lines().any(|l| l.starts_with("20")),
+        "timestamps: {plain}"
+    );
 }
 
 /// A configuration whose games are quick: shallow searches, small hash.

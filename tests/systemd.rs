@@ -1,7 +1,9 @@
 //! The systemd units: `systemd-analyze verify` is clean and the offline
 //! security analysis reports an exposure of at most 2.0. The units are
 //! checked as shipped, with only ExecStart pointed at the freshly built
-//! binary (verify insists that the executable exists).
+//! binary (verify insists that the executable exists). The ignored test
+//! runs `scripts/systemd-test.sh`: the units installed by the README's
+//! steps on a real systemd (as root, with debootstrap and systemd-nspawn).
 
 use std::path::Path;
 use std::process::Command;
@@ -64,4 +66,25 @@ fn kaissa_service_is_valid_and_hardened() {
 #[test]
 fn kaissa_template_is_valid_and_hardened() {
     check("kaissa@.service", "kaissa@alice.service");
+}
+
+/// `scripts/systemd-test.sh`, with the binaries cargo built:
+/// `cargo test --release --example fake_lichess --test systemd -- --ignored`
+/// (as root).
+#[test]
+#[ignore = "boots a Debian container: needs root, debootstrap and systemd-nspawn"]
+fn real_systemd() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = repo.join("target/release/kaissa");
+    let fake = repo.join("target/release/examples/fake_lichess");
+    assert!(
+        bin.exists() && fake.exists(),
+        "build with --release and --example fake_lichess"
+    );
+    let status = Command::new("bash")
+        .arg(repo.join("scripts/systemd-test.sh"))
+        .env("KAISSA_BUILT", "1")
+        .status()
+        .expect("run scripts/systemd-test.sh");
+    assert!(status.success(), "scripts/systemd-test.sh failed: {status}");
 }

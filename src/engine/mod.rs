@@ -1,7 +1,7 @@
 //! The engine: a searcher over `chess` positions and the thread that runs
-//! it. Nothing here is async and the search does no I/O (only the offline
-//! tuner `tune` reads and writes what it is handed); the
-//! two front ends (`uci` and the bot) drive it through `Engine`.
+//! it. Nothing here is async and the search does no I/O; the two front
+//! ends (`uci` and the bot) drive it through `Engine`, the offline tools
+//! (`crate::tools`: datagen, tune, clocktest) from outside.
 //!
 //! One idea per file: `score` (values and mate arithmetic), `tt`
 //! (transposition table), `see` (static exchange), `history` (move
@@ -11,11 +11,10 @@
 //! evaluation the search uses by default, and its net file), `search`
 //! (iterative deepening and alpha-beta), `limits` and `timeman` (what the
 //! caller asked for and how much time to use), `thread` (the engine
-//! thread and its handle), `bench` (the search signature), `tune` (the
-//! Texel tuner).
+//! thread and its handle), `hashfile` (the table on disk), `bench` (the
+//! search signature).
 
 pub mod bench;
-pub mod clocktest;
 pub mod eval;
 pub mod hashfile;
 pub mod history;
@@ -29,7 +28,6 @@ pub mod see;
 pub mod thread;
 pub mod timeman;
 pub mod tt;
-pub mod tune;
 pub mod weights;
 
 pub use limits::Limits;

@@ -16,11 +16,13 @@
 //! A checkpoint (f32 weights, Adam moments, epoch) resumes a run.
 
 use super::datagen::Rng;
-use super::packed::PackedBoard;
+use super::packed::{PackedBoard, read_records};
 use crate::chess::Color;
 use crate::engine::nnue::{HIDDEN, INPUTS, QA, QB, SCALE, WEIGHT_CLIP, encode_net, feature_index};
+use anyhow::{Context, Result};
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 const H: usize = HIDDEN;
 /// Offsets in the flat parameter vector.
@@ -455,6 +457,71 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
     f.write_all(bytes).map_err(io_error(&tmp))?;
     f.sync_all().map_err(io_error(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_error(path))
+}
+
+/// `kaissa train`: loads the records (files in the order given,
+/// directories' `*.bin` sorted), trains, writes the net every epoch.
+pub fn run(
+    data: &[PathBuf],
+    cfg: TrainConfig,
+    out: &Path,
+    checkpoint: &Path,
+    resume: bool,
+) -> Result<()> {
+    let mut files = Vec::new();
+    for p in data {
+        if p.is_dir() {
+            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .collect();
+            in_dir.sort();
+            files.extend(in_dir);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut set = Data::default();
+    let mut bad = 0;
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
+        let (records, b) = read_records(&bytes);
+        bad += b;
+        set.add_file(i as u64, records, &cfg);
+    }
+    println!(
+        "{} files: {} training positions, {} validation positions, {bad} bad records skipped",
+        files.len(),
+        set.train.len(),
+        set.val.len()
+    );
+    let mut trainer = if resume {
+        Trainer::load_checkpoint(cfg, checkpoint)?
+    } else {
+        Trainer::new(cfg)
+    };
+    if trainer.epoch == 0 {
+        println!("epoch 0  val loss {:.6}", trainer.loss(&set.val));
+    }
+    while trainer.epoch < trainer.cfg.epochs {
+        let start = Instant::now();
+        let r = trainer.train_epoch(&set)?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "epoch {}/{}  train loss {:.6}  val loss {:.6}  lr {:.6}  {:.0} pos/s",
+            r.epoch,
+            trainer.cfg.epochs,
+            r.train_loss,
+            r.val_loss,
+            r.lr,
+            set.train.len() as f64 / secs.max(1e-9)
+        );
+        trainer.save_checkpoint(checkpoint)?;
+        write_atomically(out, &trainer.net_bytes())?;
+    }
+    println!("net written to {}", out.display());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,10 +9,16 @@
 //! The result is written back as Rust source (`params.rs`), so tuned
 //! weights are committed and reproducible.
 
-use super::eval::{PHASE_MAX, Trace, evaluate_terms};
-use super::weights::{N_PARAMS, S, SECTIONS, eg, mg};
 use crate::chess::Position;
+use crate::engine::eval::{PHASE_MAX, Trace, evaluate_terms};
+use crate::engine::params::WEIGHTS;
+use crate::engine::weights::{MATERIAL, N_PARAMS, S, SECTIONS, eg, mg};
+use crate::tools::packed;
+use anyhow::{Context, Result};
 use std::fmt::Write as _;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// One position's trace, stored compactly in `Dataset`.
 #[derive(Clone, Copy, Debug)]
@@ -352,6 +358,146 @@ pub fn params_source(w: &[[f64; 2]], header: &[String]) -> String {
     }
     out.push_str("];\n");
     out
+}
+
+/// `kaissa tune` settings beyond the optimiser's.
+pub struct TuneOptions {
+    /// Weight of the game result against the search score in the target.
+    pub lambda: f64,
+    /// Hold out a tenth of the data and keep the best weights on it.
+    pub validate: bool,
+    /// Use at most this many positions.
+    pub limit: Option<usize>,
+    /// Section name prefixes whose weights stay fixed.
+    pub freeze: Vec<String>,
+}
+
+/// `kaissa tune`: reads the training files (text lines, see [`parse_line`],
+/// or `kaissa datagen` records, `.bin`), fits the weights and writes them
+/// to `out` as `params.rs` source, with `note` and the command in its
+/// header.
+pub fn run(
+    data: &[PathBuf],
+    cfg: &TuneConfig,
+    opts: &TuneOptions,
+    out: &Path,
+    note: &[String],
+) -> Result<()> {
+    let TuneOptions {
+        lambda,
+        validate,
+        limit,
+        ..
+    } = *opts;
+    let mut ds = Dataset::default();
+    let mut valid = Dataset::default();
+    let mut skipped = 0usize;
+    let mut line_no = 0usize;
+    'files: for path in data {
+        if path.extension().is_some_and(|e| e == "bin") {
+            // `kaissa datagen` records; the validation split is by game.
+            let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+            let (records, bad) = packed::read_records(&bytes);
+            skipped += bad;
+            for r in records {
+                let set = if validate && r.game % 10 == 9 {
+                    &mut valid
+                } else {
+                    &mut ds
+                };
+                let score = Some(i32::from(r.score));
+                match r.to_position() {
+                    Some(pos) if set.push(&pos, r.result.white_score(), score, &WEIGHTS) => {}
+                    _ => skipped += 1,
+                }
+                if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
+                    break 'files;
+                }
+            }
+            continue;
+        }
+        let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+        for line in std::io::BufReader::new(f).lines() {
+            let line = line?;
+            line_no += 1;
+            let set = if validate && (line_no / 100) % 10 == 9 {
+                &mut valid
+            } else {
+                &mut ds
+            };
+            match parse_line(&line) {
+                Some((pos, r, score)) if set.push(&pos, r, score, &WEIGHTS) => {}
+                _ => skipped += 1,
+            }
+            if limit.is_some_and(|l| ds.len() + valid.len() >= l) {
+                break 'files;
+            }
+        }
+    }
+    anyhow::ensure!(!ds.is_empty(), "no usable positions");
+    eprintln!(
+        "{} training and {} validation positions ({skipped} lines skipped)",
+        ds.len(),
+        valid.len()
+    );
+    let mut w = unpack(&WEIGHTS);
+    // K is fitted on the results alone, then the targets are blended.
+    let k = fit_k(&ds, &w);
+    ds.set_targets(k, lambda);
+    valid.set_targets(k, lambda);
+    let start_err = ds.error(&w, k);
+    if valid.is_empty() {
+        eprintln!("K = {k:.6}, error {start_err:.6}");
+    } else {
+        eprintln!(
+            "K = {k:.6}, error {start_err:.6} validation {:.6}",
+            valid.error(&w, k)
+        );
+    }
+    // The king's material is a constant: keep it at zero.
+    let mut frozen = vec![false; N_PARAMS];
+    frozen[MATERIAL + 5] = true;
+    for prefix in &opts.freeze {
+        let mut matched = false;
+        for &(name, start, len) in SECTIONS {
+            if name.starts_with(prefix.as_str()) {
+                frozen[start..start + len].fill(true);
+                matched = true;
+            }
+        }
+        anyhow::ensure!(
+            matched,
+            "--freeze {prefix:?}: no section name starts with it"
+        );
+    }
+    let t0 = Instant::now();
+    optimise(&ds, &valid, &mut w, k, cfg, &frozen, &mut |e, err, verr| {
+        eprintln!(
+            "epoch {e:>5} error {err:.6} validation {verr:.6} ({:.0} s)",
+            t0.elapsed().as_secs_f64()
+        );
+    });
+    let end_err = ds.error(&w, k);
+    let cmd: Vec<String> = std::env::args().collect();
+    let mut header: Vec<String> = note.to_vec();
+    header.extend([
+        format!("Tuned by: {}", cmd.join(" ")),
+        format!(
+            "{} training + {} validation positions, K = {k:.6}, error {start_err:.6} -> {end_err:.6}",
+            ds.len(),
+            valid.len()
+        ),
+    ]);
+    let mut f = BufWriter::new(
+        std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?,
+    );
+    f.write_all(params_source(&w, &header).as_bytes())?;
+    f.flush()?;
+    println!(
+        "wrote {} (error {start_err:.6} -> {end_err:.6})",
+        out.display()
+    );
+    Ok(())
 }
 
 #[cfg(test)]

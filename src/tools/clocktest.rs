@@ -9,10 +9,10 @@
 //! each move; a side whose clock runs out loses (the harness counts it as
 //! a time loss whatever the material).
 
-use super::limits::Limits;
-use super::thread::{BestMove, Engine, EngineOptions, Event, GoRequest, SearchId};
-use super::timeman::TimeManager;
 use crate::chess::{Color, Outcome, Position};
+use crate::engine::limits::Limits;
+use crate::engine::thread::{BestMove, Engine, EngineOptions, Event, GoRequest, SearchId};
+use crate::engine::timeman::TimeManager;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -455,4 +455,50 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
         ponder_hits: hits,
         manager_score,
     }
+}
+
+/// `kaissa clocktest`: every configuration at once (each with its own
+/// `concurrency` games), a line per game when `verbose` or on a flag
+/// fall, then one summary per control; an error if any game was lost on
+/// time.
+pub fn run_controls(configs: &[ClockTestConfig], verbose: bool) -> anyhow::Result<()> {
+    // All controls at once, `concurrency` games each.
+    let reports: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = configs
+            .iter()
+            .map(|config| {
+                scope.spawn(move || {
+                    let control = config.control;
+                    run(config, &|i, g| {
+                        if verbose || g.flagged.is_some() {
+                            eprintln!(
+                                "{} game {i}: {} {} plies {} share {:.0}%/{:.0}% min left {}/{} ms ponder {}/{}",
+                                control.name(),
+                                g.result,
+                                g.reason,
+                                g.plies,
+                                g.share_used[0] * 100.0,
+                                g.share_used[1] * 100.0,
+                                g.min_left[0].as_millis(),
+                                g.min_left[1].as_millis(),
+                                g.ponder_hits,
+                                g.ponders
+                            );
+                        }
+                    })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut losses = 0;
+    for (config, report) in configs.iter().zip(reports) {
+        let report = report.map_err(|_| anyhow::anyhow!("a game thread panicked"))?;
+        losses += report.time_losses();
+        println!("{}", report.summary(&config.control));
+    }
+    if losses > 0 {
+        anyhow::bail!("{losses} game(s) lost on time");
+    }
+    Ok(())
 }

@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# kaissa under a real systemd: a Debian 12 root (debootstrap) booted with
+# systemd-nspawn, the service installed by the README's steps run
+# verbatim (the sh block after the "systemd-test: install" marker in
+# README.md), the daemon talking to the fake Lichess server
+# (examples/fake_lichess.rs) on the host's 127.0.0.1 (nspawn shares the
+# host network). Checks: the unit starts and plays a game; `systemctl
+# stop` lets a running game finish and exits 0; `systemctl restart`
+# mid-game finishes the game and starts again; a crash mid-game is
+# restarted by systemd and the game resumed; a rejected token and a bad
+# configuration fail with their exit status and no restart loop.
+#
+# Needs root, debootstrap, systemd-nspawn (systemd-container), nsenter and
+# a Rust toolchain; the first run downloads Debian (~90 MB) from
+# $DEBIAN_MIRROR. Usage:
+#   sudo scripts/systemd-test.sh
+# Environment:
+#   KAISSA_DEBROOT  cached pristine root (default /var/tmp/kaissa-debroot;
+#                   delete it to rebuild)
+#   KAISSA_RUNROOT  the booted copy, rebuilt every run
+#                   (default /var/tmp/kaissa-debroot-run)
+#   DEBIAN_MIRROR   default http://deb.debian.org/debian
+#   KAISSA_BUILT    set: target/release/kaissa and
+#                   target/release/examples/fake_lichess are already built
+#                   (the cargo test sets it: cargo holds the build lock)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+base=${KAISSA_DEBROOT:-/var/tmp/kaissa-debroot}
+root=${KAISSA_RUNROOT:-/var/tmp/kaissa-debroot-run}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+work=$(mktemp -d /tmp/kaissa-systemd-test.XXXXXX)
+nspawn_pid=
+init=
+fake_pid=
+failures=0
+
+say() { printf '%s\n' "$*"; }
+step() { printf '\n== %s\n' "$*"; }
+pass() { say "PASS: $*"; }
+fail() {
+    say "FAIL: $*"
+    failures=$((failures + 1))
+}
+die() {
+    say "FATAL: $*"
+    journal
+    exit 1
+}
+
+# A command inside the container, with a clean environment.
+in_ct() {
+    nsenter -t "$init" -a env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root LANG=C.UTF-8 "$@"
+}
+show() { in_ct systemctl show -p "$2" --value "$1"; }
+# The main process's peak and current RSS and its threads (read from
+# /proc: this host may not delegate the memory controller to the
+# container, leaving MemoryCurrent unset).
+usage() {
+    local pid
+    pid=$(show kaissa MainPID)
+    in_ct awk -v tasks="$(in_ct ls "/proc/$pid/task" | wc -l)" \
+        '/^VmHWM|^VmRSS/ {printf "%s %d MiB, ", $1, $2 / 1024} END {print "threads " tasks}' "/proc/$pid/status"
+}
+journal() {
+    [[ -n $init ]] || return 0
+    say "--- journalctl -u kaissa (last 40 lines)"
+    in_ct journalctl -u kaissa --no-pager -n 40 -o short-precise || true
+}
+
+cleanup() {
+    set +e
+    if [[ -n $init ]]; then
+        in_ct systemctl poweroff >/dev/null 2>&1
+    fi
+    if [[ -n $nspawn_pid ]]; then
+        for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+        kill "$nspawn_pid" 2>/dev/null
+        wait "$nspawn_pid" 2>/dev/null
+    fi
+    [[ -n $fake_pid ]] && kill "$fake_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+[[ $(id -u) -eq 0 ]] || die "run as root (debootstrap and systemd-nspawn need it)"
+for tool in debootstrap systemd-nspawn nsenter cargo; do
+    command -v "$tool" >/dev/null || die "$tool not found (apt-get install debootstrap systemd-container)"
+done
+
+step "Debian root ($base)"
+if [[ -x $base/lib/systemd/systemd ]]; then
+    say "cached"
+else
+    rm -rf "$base.tmp"
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm "$base.tmp" "$mirror" \
+        >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; die "debootstrap failed"; }
+    mv "$base.tmp" "$base"
+    say "built"
+fi
+rm -rf "$root"
+cp -a --reflink=auto "$base" "$root"
+
+step "Build (as a user would, on the host)"
+bin=$repo/target/release/kaissa
+fake_bin=$repo/target/release/examples/fake_lichess
+if [[ -n ${KAISSA_BUILT:-} ]]; then
+    say "built by the caller (KAISSA_BUILT)"
+else
+    (cd "$repo" && cargo build --release --bin kaissa --example fake_lichess 2>&1 | tail -1)
+fi
+[[ -x $bin && -x $fake_bin ]] || die "no $bin or $fake_bin"
+
+step "Fake Lichess on 127.0.0.1"
+coproc FAKE { exec "$fake_bin"; }
+fake_pid=$FAKE_PID
+read -r -t 30 url token <&"${FAKE[0]}" || die "the fake server did not start"
+say "$url"
+fake() {
+    local reply
+    printf '%s\n' "$*" >&"${FAKE[1]}"
+    read -r -t 900 reply <&"${FAKE[0]}" || die "no answer from the fake server to: $*"
+    printf '%s\n' "$reply"
+}
+
+step "The checkout in the container (/root/kaissa) and the user's config edits"
+co=$root/root/kaissa
+mkdir -p "$co/target/release"
+cp -a "$repo/config" "$repo/systemd" "$repo/README.md" "$co/"
+cp -a "$bin" "$co/target/release/kaissa"
+# What the README asks to edit (state_dir, pgn_dir), the server, and a
+# node limit so that the test games go quickly.
+sed -i -e "s|^url = .*|url = \"$url\"|" \
+    -e 's|^# state_dir = "/var/lib/kaissa"|state_dir = "/var/lib/kaissa"|' \
+    -e 's|^# pgn_dir = "/var/lib/kaissa/pgn"|pgn_dir = "/var/lib/kaissa/pgn"|' \
+    -e 's|^max_nodes = 0|max_nodes = 20000|' \
+    "$co/config/kaissa.toml"
+diff -u "$repo/config/kaissa.toml" "$co/config/kaissa.toml" | grep '^[-+][^-+]' || true
+
+step "Boot: systemd-nspawn --register=no --keep-unit --boot -D $root"
+systemd-nspawn --register=no --keep-unit --boot -D "$root" </dev/null >"$work/console.log" 2>&1 &
+nspawn_pid=$!
+for _ in $(seq 100); do
+    # nspawn's child execs systemd (an intermediate child comes first).
+    init=$(pgrep -P "$nspawn_pid" -x systemd || true)
+    [[ -n $init ]] && break
+    sleep 0.2
+done
+[[ -n $init ]] || { cat "$work/console.log"; die "the container did not boot"; }
+# Until the container's systemd answers on its bus and has booted.
+state=
+for _ in $(seq 120); do
+    state=$(in_ct systemctl is-system-running 2>/dev/null || true)
+    [[ $state == running || $state == degraded ]] && break
+    sleep 0.5
+done
+[[ $state == running || $state == degraded ]] || { tail -20 "$work/console.log"; die "the container's systemd is '$state'"; }
+say "container init pid $init, system $state"
+
+step "README install steps, verbatim (as root, in the checkout)"
+# The sh block after the README's marker `<!-- systemd-test: NAME`.
+readme_block() {
+    awk -v marker="<!-- systemd-test: $1" 'index($0, marker) == 1 {f=1; next}
+             f && /^```sh/ {b=1; next}
+             b && /^```/ {exit}
+             b {print}' "$repo/README.md"
+}
+block=$(readme_block install)
+[[ -n $block ]] || die "no install block in README.md"
+say "$block" | sed 's/^/    /'
+token_line=$(grep -F '/etc/kaissa/token' <<<"$block")
+# The token is typed at the prompt: here, on stdin.
+in_ct bash -euo pipefail -c "cd /root/kaissa && $block" <<<"$token" || die "the install steps failed"
+
+step "1. The unit is active and plays a game"
+[[ $(show kaissa ActiveState) == active ]] && pass "kaissa.service active after enable --now" ||
+    fail "kaissa.service is $(show kaissa ActiveState)"
+say "$(fake wait-stream 30)"
+first=$(in_ct journalctl -u kaissa -o cat --no-pager | grep -m1 'logged in' || true)
+say "journal line: $first"
+if [[ $first =~ ^[0-9]{4}- ]]; then fail "a second timestamp in the journal"; else pass "no timestamp of kaissa's own in the journal"; fi
+id=$(fake challenge 60 0 50)
+say "challenge $id (1+0): $(fake wait-plies "$id" 10 60)"
+say "during the game: $(usage)"
+over=$(fake wait-over "$id" 180)
+say "game $id: $over"
+[[ $over == "over "* && $over != *status=outoftime* && $over == *illegal=0* ]] && pass "game played to its end" ||
+    fail "game $id: $over"
+# The PGN is written once the game task has seen the end.
+for _ in $(seq 50); do in_ct test -s "/var/lib/kaissa/pgn/$id.pgn" && break; sleep 0.2; done
+in_ct test -s "/var/lib/kaissa/pgn/$id.pgn" && pass "PGN written to /var/lib/kaissa/pgn/$id.pgn" ||
+    fail "no PGN for $id"
+say "memory and threads: $(usage)"
+
+step "2. systemctl stop mid-game: the game finishes, exit 0"
+id=$(fake challenge 120 0 300)
+say "challenge $id (2+0): $(fake wait-plies "$id" 6 60)"
+in_ct systemctl stop kaissa &
+stop_pid=$!
+sleep 2
+say "while stopping: $(show kaissa ActiveState) ($(show kaissa StatusText))"
+over=$(fake wait-over "$id" 300)
+say "game $id: $over"
+wait "$stop_pid" || fail "systemctl stop failed"
+result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus)"
+say "unit: $result"
+[[ $over != *status=outoftime* && $over != *status=aborted* && $over == *illegal=0* ]] &&
+    pass "the game went on to its end after SIGTERM" || fail "game $id: $over"
+[[ $result == "inactive success status=0" ]] && pass "stopped cleanly, exit 0" || fail "stop: $result"
+
+step "3. systemctl restart mid-game: the game finishes, then the unit is back"
+in_ct systemctl start kaissa
+say "$(fake wait-stream 30)"
+pid_before=$(show kaissa MainPID)
+id=$(fake challenge 120 0 300)
+say "challenge $id (2+0): $(fake wait-plies "$id" 6 60)"
+in_ct systemctl restart kaissa
+say "game $id: $(fake game "$id")"
+pid_after=$(show kaissa MainPID)
+[[ $(fake game "$id") != *status=started* && $(show kaissa ActiveState) == active && $pid_after != "$pid_before" ]] &&
+    pass "restart waited for the game, then started again (pid $pid_before -> $pid_after)" ||
+    fail "restart: game $(fake game "$id"), unit $(show kaissa ActiveState)"
+
+step "4. A crash mid-game: systemd restarts kaissa, the game is resumed"
+say "$(fake wait-stream 30)"
+restarts_before=$(show kaissa NRestarts)
+id=$(fake challenge 180 0 300)
+# 10 plies: the bot has moved 5 times, its hash file is saved (every 4).
+say "challenge $id (3+0): $(fake wait-plies "$id" 10 60)"
+say "hash files: $(in_ct ls /var/lib/kaissa/hash)"
+in_ct systemctl kill -s KILL kaissa
+sleep 1
+say "after SIGKILL: $(show kaissa ActiveState)/$(show kaissa SubState)"
+over=$(fake wait-over "$id" 300)
+say "game $id: $over"
+say "memory and threads: $(usage)"
+restarts=$(show kaissa NRestarts)
+[[ $restarts -eq $((restarts_before + 1)) && $over != *status=outoftime* && $over == *illegal=0* && $over != *streams=1 ]] &&
+    pass "restarted once by systemd (NRestarts $restarts), game resumed on a new stream and finished" ||
+    fail "crash restart: NRestarts $restarts_before -> $restarts, game $over"
+in_ct journalctl -u kaissa -o cat --no-pager | grep -E 'resum|hash|Main process exited|Scheduled restart' | tail -6 | sed 's/^/    /'
+
+step "5. A rejected token: exit status 77, no restart loop"
+in_ct systemctl stop kaissa
+in_ct bash -euo pipefail -c "cd /root/kaissa && $token_line" <<<"lip_not_the_right_token"
+in_ct systemctl start kaissa && fail "start succeeded with a rejected token" || true
+sleep 8
+result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
+say "unit: $result"
+in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
+[[ $result == "failed exit-code status=77 restarts=0" ]] && pass "failed with status 77, not restarted" ||
+    fail "rejected token: $result"
+
+step "6. A bad configuration: exit status 78, no restart loop"
+in_ct bash -euo pipefail -c "cd /root/kaissa && $token_line" <<<"$token"
+sed -i 's/^concurrency = 1/concurrency = 0/' "$root/etc/kaissa/kaissa.toml"
+in_ct systemctl reset-failed kaissa
+in_ct systemctl start kaissa && fail "start succeeded with a bad configuration" || true
+sleep 8
+result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
+say "unit: $result"
+in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
+[[ $result == "failed exit-code status=78 restarts=0" ]] && pass "failed with status 78, not restarted" ||
+    fail "bad configuration: $result"
+
+step "7. The token encrypted with systemd-creds (README steps, verbatim)"
+sed -i 's/^concurrency = 0/concurrency = 1/' "$root/etc/kaissa/kaissa.toml"
+in_ct systemctl reset-failed kaissa
+encrypted=$(readme_block encrypted)
+[[ -n $encrypted ]] || die "no encrypted-token block in README.md"
+say "$encrypted" | sed 's/^/    /'
+in_ct bash -euo pipefail -c "cd /root/kaissa && $encrypted" <<<"$token" || fail "the encrypted-token steps failed"
+say "$(fake wait-stream 30)"
+in_ct test ! -e /etc/kaissa/token && ! in_ct grep -qF "$token" /etc/kaissa/token.cred && [[ $(show kaissa ActiveState) == active ]] &&
+    pass "active with the token only in /etc/kaissa/token.cred" || fail "encrypted token: $(show kaissa ActiveState)"
+id=$(fake challenge 60 0 50)
+over=$(fake wait-over "$id" 180)
+say "game $id: $over"
+[[ $over == "over "* && $over != *status=outoftime* && $over == *illegal=0* ]] && pass "game played to its end" ||
+    fail "game $id: $over"
+
+step "Result"
+if [[ $failures -eq 0 ]]; then
+    say "all checks passed"
+else
+    journal
+    say "$failures check(s) failed"
+    exit 1
+fi

@@ -1,0 +1,334 @@
+//! The command line's definitions (clap): the subcommands and their
+//! flags, and how the flags of each tool become its settings. `main.rs`
+//! parses them and dispatches.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::nnue::{NetworkLoadError, load_eval_file};
+use crate::engine::timeman::TimeManager;
+use crate::tools::clocktest::{self, ClockTestConfig};
+use crate::tools::{datagen, train, tune};
+
+#[derive(Parser)]
+#[command(
+    name = "kaissa",
+    version,
+    about = "A Lichess bot with its own chess engine"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Count the leaf nodes of the legal move tree (move generator check
+    /// and speed test).
+    Perft {
+        /// Depth in plies.
+        depth: u32,
+        /// Position to start from (default: the start position).
+        #[arg(long)]
+        fen: Option<String>,
+        /// Print the count below each root move.
+        #[arg(long)]
+        divide: bool,
+        /// Write castling moves king-takes-rook (Chess960 style).
+        #[arg(long)]
+        chess960: bool,
+    },
+    /// Speak UCI on stdin/stdout (for chess GUIs and engine matches).
+    Uci,
+    /// Search a fixed set of positions to a fixed depth and print the
+    /// total node count (the search signature) and speed.
+    Bench {
+        /// Depth in plies.
+        depth: Option<u32>,
+        /// Evaluation: `<embedded>` (the default net), `classical` (the
+        /// hand-crafted evaluation) or the path of a net file.
+        #[arg(long, default_value = "<embedded>")]
+        eval_file: String,
+    },
+    /// Play complete engine-against-engine games on clocks kept by the
+    /// harness, with simulated lag; report time losses and clock use.
+    Clocktest(ClocktestArgs),
+    /// Generate training data by self-play (32-byte records, resumable:
+    /// run it again with the same seed and threads to continue).
+    Datagen(DatagenArgs),
+    /// Texel-tune the evaluation weights on labelled positions and write
+    /// them as Rust source.
+    Tune(TuneArgs),
+    /// Train the NNUE on datagen records and write the quantized net
+    /// (and a checkpoint) after every epoch.
+    Train(TrainArgs),
+    /// Check the configuration, the token and the Lichess account, then
+    /// exit (non-zero when something is wrong).
+    Check {
+        /// Configuration file (TOML); default: built-in defaults and the
+        /// `KAISSA_*` environment.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
+    Run {
+        /// Configuration file (TOML); default: built-in defaults and the
+        /// `KAISSA_*` environment.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+// The flags of `kaissa clocktest` (the variant's doc comment is its help;
+// these structs have plain comments so that clap does not take theirs).
+#[derive(Args)]
+pub struct ClocktestArgs {
+    /// Time controls, minutes+seconds (e.g. 1+0 0+1 3+2 10+5).
+    #[arg(required = true)]
+    pub controls: Vec<String>,
+    /// Games per time control.
+    #[arg(long, default_value_t = 10)]
+    pub games: usize,
+    /// Games played at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Simulated lag per move, milliseconds (uniform in min..=max).
+    #[arg(long, default_value_t = 50)]
+    pub lag_min: u64,
+    #[arg(long, default_value_t = 150)]
+    pub lag_max: u64,
+    /// Move overhead given to the engines, milliseconds.
+    #[arg(long, default_value_t = 150)]
+    pub overhead: u64,
+    /// Think on the opponent's time.
+    #[arg(long)]
+    pub ponder: bool,
+    /// Hash per engine, MiB.
+    #[arg(long, default_value_t = 16)]
+    pub hash: usize,
+    /// Time manager of one side (White in even games): adaptive|fixed.
+    #[arg(long, default_value = "adaptive")]
+    pub manager: String,
+    /// Time manager of the other side.
+    #[arg(long, default_value = "adaptive")]
+    pub opponent: String,
+    #[arg(long, default_value_t = 6)]
+    pub random_plies: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print every game.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+impl ClocktestArgs {
+    /// One configuration per control; bad time managers, lag bounds or
+    /// controls are errors.
+    pub fn configs(&self) -> anyhow::Result<Vec<ClockTestConfig>> {
+        let tm = |s: &str| {
+            TimeManager::parse(s)
+                .ok_or_else(|| anyhow::anyhow!("time manager {s:?}: expected adaptive or fixed"))
+        };
+        let (manager, opponent) = (tm(&self.manager)?, tm(&self.opponent)?);
+        let (lag_min, lag_max) = (self.lag_min, self.lag_max);
+        if lag_min > lag_max {
+            anyhow::bail!("--lag-min {lag_min} is above --lag-max {lag_max}");
+        }
+        let mut configs = Vec::new();
+        for c in &self.controls {
+            let control = clocktest::TimeControl::parse(c).map_err(anyhow::Error::msg)?;
+            configs.push(ClockTestConfig {
+                control,
+                games: self.games,
+                concurrency: self.concurrency,
+                lag_min: Duration::from_millis(lag_min),
+                lag_max: Duration::from_millis(lag_max),
+                overhead: Duration::from_millis(self.overhead),
+                ponder: self.ponder,
+                hash_mb: self.hash.clamp(1, 65536),
+                manager,
+                opponent_manager: opponent,
+                random_plies: self.random_plies,
+                max_plies: 600,
+                seed: self.seed,
+            });
+        }
+        Ok(configs)
+    }
+}
+
+// The flags of `kaissa datagen`.
+#[derive(Args)]
+pub struct DatagenArgs {
+    /// Games per thread (games already in the files count).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub games: u64,
+    /// Soft node limit per move (whole iterations; hard limit 10x).
+    #[arg(long, default_value_t = 5000)]
+    pub nodes: u64,
+    /// Random plies after the opening: N or MIN-MAX.
+    #[arg(long, default_value = "8-9", value_parser = parse_ply_range)]
+    pub random_plies: (usize, usize),
+    /// Opening book (EPD/FEN lines); default: the start position.
+    #[arg(long)]
+    pub openings: Option<PathBuf>,
+    /// Output directory (one file per thread).
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Transposition table per thread, MiB.
+    #[arg(long, default_value_t = 16)]
+    pub hash: usize,
+    /// Evaluation of the players: `<embedded>` (the default net),
+    /// `classical` (hand-crafted) or the path of a net file.
+    #[arg(long, default_value = "<embedded>")]
+    pub eval_file: String,
+}
+
+impl DatagenArgs {
+    /// The generator's settings (threads and hash clamped to sane ranges),
+    /// with the evaluation loaded.
+    pub fn config(&self) -> Result<datagen::DatagenConfig, NetworkLoadError> {
+        Ok(datagen::DatagenConfig {
+            games: self.games,
+            nodes: self.nodes,
+            random_plies: self.random_plies,
+            seed: self.seed,
+            threads: self.threads.clamp(1, 256),
+            hash_mb: self.hash.clamp(1, 4096),
+            net: load_eval_file(&self.eval_file)?,
+        })
+    }
+}
+
+// The flags of `kaissa train`.
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Record files (`*.bin`) or directories of them.
+    #[arg(required = true)]
+    pub data: Vec<PathBuf>,
+    /// Where the net file goes.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Checkpoint file (f32 weights and optimizer state).
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    /// Continue from the checkpoint instead of starting afresh.
+    #[arg(long)]
+    pub resume: bool,
+    #[arg(long, default_value_t = 10)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = 16_384)]
+    pub batch: usize,
+    /// Peak learning rate (cosine decay to 1%).
+    #[arg(long, default_value_t = 0.001)]
+    pub lr: f32,
+    #[arg(long, default_value_t = 0.01)]
+    pub weight_decay: f32,
+    /// Weight of the game result in the target (0: score only).
+    #[arg(long, default_value_t = 0.25)]
+    pub lambda: f32,
+    /// Score scale of the target sigmoid, centipawns.
+    #[arg(long, default_value_t = 400.0)]
+    pub k: f32,
+    /// Games held out for validation, per mille.
+    #[arg(long, default_value_t = 50)]
+    pub val_permille: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+impl TrainArgs {
+    /// The trainer's settings (clamped to sane ranges).
+    pub fn config(&self) -> train::TrainConfig {
+        train::TrainConfig {
+            epochs: self.epochs,
+            batch_size: self.batch.max(1),
+            lr: self.lr,
+            weight_decay: self.weight_decay,
+            lambda: self.lambda.clamp(0.0, 1.0),
+            k: self.k.max(1.0),
+            val_permille: self.val_permille.min(1000),
+            seed: self.seed,
+            threads: self.threads.clamp(1, 256),
+        }
+    }
+}
+
+// The flags of `kaissa tune`.
+#[derive(Args)]
+pub struct TuneArgs {
+    /// Training files (`FEN [1.0]` or EPD with `c9 "1-0"`).
+    #[arg(required = true)]
+    pub data: Vec<PathBuf>,
+    /// Adam epochs (full passes).
+    #[arg(long, default_value_t = 2000)]
+    pub epochs: usize,
+    /// Adam step size, in centipawns.
+    #[arg(long, default_value_t = 1.0)]
+    pub lr: f64,
+    /// Use at most this many positions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Where to write the weights (Rust source).
+    #[arg(long, default_value = "src/engine/params.rs")]
+    pub out: PathBuf,
+    /// Extra header lines for the weights file (e.g. how the data
+    /// was made).
+    #[arg(long)]
+    pub note: Vec<String>,
+    /// L2 pull towards the starting weights.
+    #[arg(long, default_value_t = 0.0)]
+    pub l2: f64,
+    /// Weight of the game result against the search score in the
+    /// target (1 = result only).
+    #[arg(long, default_value_t = 1.0)]
+    pub lambda: f64,
+    /// Hold out every tenth block of 100 lines for validation and
+    /// keep the weights that predict it best.
+    #[arg(long)]
+    pub validate: bool,
+    /// Keep the weights of every section whose name starts with this
+    /// (e.g. "piece-square") at their current values.
+    #[arg(long)]
+    pub freeze: Vec<String>,
+}
+
+impl TuneArgs {
+    /// The optimiser's settings and the rest.
+    pub fn config(&self) -> (tune::TuneConfig, tune::TuneOptions) {
+        let cfg = tune::TuneConfig {
+            epochs: self.epochs,
+            lr: self.lr,
+            l2: self.l2,
+        };
+        let opts = tune::TuneOptions {
+            lambda: self.lambda,
+            validate: self.validate,
+            limit: self.limit,
+            freeze: self.freeze.clone(),
+        };
+        (cfg, opts)
+    }
+}
+
+/// `N` or `MIN-MAX`.
+pub fn parse_ply_range(s: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("expected N or MIN-MAX, got {s:?}");
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let (a, b): (usize, usize) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a > b || b > 64 {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
