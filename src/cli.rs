@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::engine::nnue::{NetworkLoadError, load_eval_file};
 use crate::engine::timeman::TimeManager;
 use crate::tools::clocktest::{self, ClockTestConfig};
-use crate::tools::{datagen, tune};
+use crate::tools::{datagen, train, tune};
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +47,10 @@ pub enum Command {
     Bench {
         /// Depth in plies.
         depth: Option<u32>,
+        /// Evaluation: `<embedded>` (the default net), `classical` (the
+        /// hand-crafted evaluation) or the path of a net file.
+        #[arg(long, default_value = "<embedded>")]
+        eval_file: String,
     },
     /// Play complete engine-against-engine games on clocks kept by the
     /// harness, with simulated lag; report time losses and clock use.
@@ -56,6 +61,9 @@ pub enum Command {
     /// Texel-tune the evaluation weights on labelled positions and write
     /// them as Rust source.
     Tune(TuneArgs),
+    /// Train the NNUE on datagen records and write the quantized net
+    /// (and a checkpoint) after every epoch.
+    Train(TrainArgs),
     /// Check the configuration, the token and the Lichess account, then
     /// exit (non-zero when something is wrong).
     Check {
@@ -176,18 +184,80 @@ pub struct DatagenArgs {
     /// Transposition table per thread, MiB.
     #[arg(long, default_value_t = 16)]
     pub hash: usize,
+    /// Evaluation of the players: `<embedded>` (the default net),
+    /// `classical` (hand-crafted) or the path of a net file.
+    #[arg(long, default_value = "<embedded>")]
+    pub eval_file: String,
 }
 
 impl DatagenArgs {
-    /// The generator's settings (threads and hash clamped to sane ranges).
-    pub fn config(&self) -> datagen::DatagenConfig {
-        datagen::DatagenConfig {
+    /// The generator's settings (threads and hash clamped to sane ranges),
+    /// with the evaluation loaded.
+    pub fn config(&self) -> Result<datagen::DatagenConfig, NetworkLoadError> {
+        Ok(datagen::DatagenConfig {
             games: self.games,
             nodes: self.nodes,
             random_plies: self.random_plies,
             seed: self.seed,
             threads: self.threads.clamp(1, 256),
             hash_mb: self.hash.clamp(1, 4096),
+            net: load_eval_file(&self.eval_file)?,
+        })
+    }
+}
+
+// The flags of `kaissa train`.
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Record files (`*.bin`) or directories of them.
+    #[arg(required = true)]
+    pub data: Vec<PathBuf>,
+    /// Where the net file goes.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Checkpoint file (f32 weights and optimizer state).
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    /// Continue from the checkpoint instead of starting afresh.
+    #[arg(long)]
+    pub resume: bool,
+    #[arg(long, default_value_t = 10)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = 16_384)]
+    pub batch: usize,
+    /// Peak learning rate (cosine decay to 1%).
+    #[arg(long, default_value_t = 0.001)]
+    pub lr: f32,
+    #[arg(long, default_value_t = 0.01)]
+    pub weight_decay: f32,
+    /// Weight of the game result in the target (0: score only).
+    #[arg(long, default_value_t = 0.25)]
+    pub lambda: f32,
+    /// Score scale of the target sigmoid, centipawns.
+    #[arg(long, default_value_t = 400.0)]
+    pub k: f32,
+    /// Games held out for validation, per mille.
+    #[arg(long, default_value_t = 50)]
+    pub val_permille: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
+
+impl TrainArgs {
+    /// The trainer's settings (clamped to sane ranges).
+    pub fn config(&self) -> train::TrainConfig {
+        train::TrainConfig {
+            epochs: self.epochs,
+            batch_size: self.batch.max(1),
+            lr: self.lr,
+            weight_decay: self.weight_decay,
+            lambda: self.lambda.clamp(0.0, 1.0),
+            k: self.k.max(1.0),
+            val_permille: self.val_permille.min(1000),
+            seed: self.seed,
+            threads: self.threads.clamp(1, 256),
         }
     }
 }

@@ -14,7 +14,7 @@ use kaissa::engine::bench;
 use kaissa::exit::Status;
 use kaissa::lichess::client::{Client, Error as LichessError};
 use kaissa::shutdown;
-use kaissa::tools::{clocktest, datagen, tune};
+use kaissa::tools::{clocktest, datagen, train, tune};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::ExitCode;
@@ -46,8 +46,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { depth } => run_bench(depth).map(|()| ExitCode::SUCCESS),
-        Command::Datagen(args) => run_datagen(&args.config(), args.openings.as_deref(), &args.out)
+        Command::Bench { depth, eval_file } => {
+            run_bench(depth, &eval_file).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Train(args) => {
+            let cfg = args.config();
+            train::run(&args.data, cfg, &args.out, &args.checkpoint, args.resume)
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Command::Datagen(args) => run_datagen(&args.config()?, args.openings.as_deref(), &args.out)
             .map(|()| ExitCode::SUCCESS),
         Command::Tune(args) => {
             let (cfg, opts) = args.config();
@@ -135,9 +142,10 @@ fn run_perft(depth: u32, fen: Option<&str>, divide: bool, chess960: bool) -> Res
     Ok(())
 }
 
-fn run_bench(depth: Option<u32>) -> Result<()> {
+fn run_bench(depth: Option<u32>, eval_file: &str) -> Result<()> {
     let depth = depth.unwrap_or(bench::DEFAULT_DEPTH).clamp(1, 64);
-    let r = bench::run(depth, &mut |i, fen, nodes| {
+    let net = kaissa::engine::nnue::load_eval_file(eval_file)?;
+    let r = bench::run(depth, net, &mut |i, fen, nodes| {
         println!("position {:>2} nodes {:>10}  {fen}", i + 1, nodes);
     });
     println!();
@@ -153,6 +161,16 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
     if let Some(path) = config_path {
         warn_if_others_can_read(path);
+    }
+    match kaissa::engine::nnue::load_eval_file(&config.engine.eval_file) {
+        Ok(net) => {
+            let what = net
+                .as_ref()
+                .map_or("classical".to_owned(), |n| format!("{n:?}"));
+            tracing::info!("evaluation: {what}");
+            kaissa::engine::nnue::set_default(net);
+        }
+        Err(e) => tracing::error!("engine.eval_file: {e}; playing with the embedded net"),
     }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())

@@ -9,6 +9,7 @@
 
 use crate::chess::{CastlingNotation, Move, Position};
 use crate::engine::eval::evaluate;
+use crate::engine::nnue::{self, Network};
 use crate::engine::timeman::TimeManager;
 use crate::engine::{Engine, EngineOptions, Event, GoRequest, Limits};
 use std::io::{BufRead, Write};
@@ -84,6 +85,8 @@ struct Session {
     move_overhead: Duration,
     /// Where `Save Hash` / `Load Hash` write and read the table.
     hash_file: Option<std::path::PathBuf>,
+    /// The evaluation the engine uses (`None`: hand-crafted).
+    net: Option<Arc<Network>>,
 }
 
 /// Runs the UCI protocol on `input`/`output` until `quit` or end of input.
@@ -108,6 +111,7 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
         history: Vec::new(),
         move_overhead: Duration::from_millis(DEFAULT_OVERHEAD_MS),
         hash_file: None,
+        net: Some(nnue::embedded()),
     };
     for line in input.lines() {
         let Ok(line) = line else {
@@ -156,6 +160,7 @@ impl Session {
                     "option name HashFile type string default <empty>",
                     "option name Save Hash type button",
                     "option name Load Hash type button",
+                    "option name EvalFile type string default <embedded>",
                 ] {
                     say(&self.out, opt);
                 }
@@ -183,8 +188,16 @@ impl Session {
             "eval" => say(
                 &self.out,
                 &format!(
-                    "info string static eval {} cp (side to move)",
-                    evaluate(&self.position)
+                    "info string static eval {} cp (side to move, {})",
+                    match &self.net {
+                        Some(net) => nnue::evaluate_position(net, &self.position),
+                        None => evaluate(&self.position),
+                    },
+                    if self.net.is_some() {
+                        "nnue"
+                    } else {
+                        "classical"
+                    }
                 ),
             ),
             "debug" | "register" => {}
@@ -349,6 +362,18 @@ impl Session {
                 None => self.error("TimeManager: expected adaptive or fixed"),
             },
             "clear hash" => self.engine.clear_hash(),
+            "evalfile" => match nnue::load_eval_file(value.as_deref().unwrap_or("")) {
+                Ok(net) => {
+                    let what = match &net {
+                        Some(n) => format!("nnue net {:016x}", n.checksum),
+                        None => nnue::CLASSICAL.to_string(),
+                    };
+                    self.engine.set_net(net.clone());
+                    self.net = net;
+                    say(&self.out, &format!("info string evaluation: {what}"));
+                }
+                Err(e) => self.error(&format!("{e}; evaluation unchanged")),
+            },
             "hashfile" => {
                 self.hash_file = value
                     .as_deref()

@@ -271,3 +271,41 @@ fn hash_file_options() {
     e.send("quit");
     e.close();
 }
+
+#[test]
+fn eval_file_option() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.nnue");
+    std::fs::write(&bad, b"KAISSANN but not a net").expect("write");
+    let mut e = Uci::start();
+    e.send("uci");
+    let l = e.until("uciok");
+    assert!(
+        l.iter()
+            .any(|x| x == "option name EvalFile type string default <embedded>"),
+        "{l:?}"
+    );
+    e.send("eval");
+    let nnue = e.until("info string static eval").pop().unwrap();
+    assert!(nnue.ends_with("nnue)"), "{nnue}");
+    // A bad file: a clear error, the net in use stays.
+    e.send(&format!("setoption name EvalFile value {}", bad.display()));
+    let l = e.until("info string error");
+    assert!(l.last().unwrap().contains("bad.nnue"), "{l:?}");
+    assert!(l.last().unwrap().contains("evaluation unchanged"), "{l:?}");
+    e.send("eval");
+    assert_eq!(e.until("info string static eval").pop().unwrap(), nnue);
+    e.send("setoption name EvalFile value classical");
+    e.until("info string evaluation: classical");
+    e.send("eval");
+    let classical = e.until("info string static eval").pop().unwrap();
+    assert!(classical.ends_with("classical)"), "{classical}");
+    e.send("go depth 5");
+    e.until("bestmove");
+    e.send("setoption name EvalFile value <embedded>");
+    e.until("info string evaluation: nnue");
+    e.send("eval");
+    assert_eq!(e.until("info string static eval").pop().unwrap(), nnue);
+    e.send("quit");
+    e.close();
+}

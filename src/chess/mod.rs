@@ -22,6 +22,6 @@ pub use fen::{CastlingNotation, FenError, STARTPOS, chess960_start_fen};
 pub use moves::{MAX_MOVES, Move, MoveKind, MoveList};
 pub use notation::{SanError, UciMoveError};
 pub use perft::{divide, perft};
-pub use position::{CastleSide, Position};
+pub use position::{CastleSide, Position, castle_destinations};
 pub use status::Outcome;
 pub use types::{Color, ParseSquareError, Piece, Role, Square};

@@ -49,6 +49,20 @@ impl CastleSide {
     }
 }
 
+/// Where `color`'s king and rook end up when the king on `king` castles
+/// with the rook on `rook` (standard chess and Chess960 alike).
+#[inline(always)]
+pub fn castle_destinations(color: Color, king: Square, rook: Square) -> (Square, Square) {
+    let side = if rook.file() > king.file() {
+        CastleSide::King
+    } else {
+        CastleSide::Queen
+    };
+    let (kf, rf) = side.destination_files();
+    let rank = color.back_rank();
+    (Square::from_coords(kf, rank), Square::from_coords(rf, rank))
+}
+
 impl Position {
     /// An empty board: only for the FEN parser, which fills and validates it.
     pub(crate) fn empty() -> Position {
@@ -346,17 +360,11 @@ impl Position {
                     color: us,
                     role: Role::Rook,
                 };
-                let side = if to.file() > from.file() {
-                    CastleSide::King
-                } else {
-                    CastleSide::Queen
-                };
-                let (kf, rf) = side.destination_files();
-                let rank = us.back_rank();
+                let (king_to, rook_to) = castle_destinations(us, from, to);
                 self.remove(from, moving);
                 self.remove(to, rook);
-                self.put(Square::from_coords(kf, rank), moving);
-                self.put(Square::from_coords(rf, rank), rook);
+                self.put(king_to, moving);
+                self.put(rook_to, rook);
             }
             MoveKind::EnPassant => {
                 let captured_sq = Square::from_coords(to.file(), from.rank());
@@ -463,15 +471,7 @@ impl Position {
             return false;
         }
         let king = self.king(us);
-        let side = if rook.file() > king.file() {
-            CastleSide::King
-        } else {
-            CastleSide::Queen
-        };
-        let (kf, rf) = side.destination_files();
-        let rank = us.back_rank();
-        let king_to = Square::from_coords(kf, rank);
-        let rook_to = Square::from_coords(rf, rank);
+        let (king_to, rook_to) = castle_destinations(us, king, rook);
         let occ = self.occupied() ^ Bitboard::from_square(king) ^ Bitboard::from_square(rook);
         let king_path = between(king, king_to) | Bitboard::from_square(king_to);
         let must_be_empty = king_path | between(rook, rook_to) | Bitboard::from_square(rook_to);

@@ -89,6 +89,9 @@ pub struct EngineConfig {
     pub max_depth: u32,
     /// Stop each search after about this many nodes (0: no limit).
     pub max_nodes: u64,
+    /// The evaluation: `<embedded>` (the net built in), `classical` (the
+    /// hand-crafted evaluation) or the path of a net file.
+    pub eval_file: String,
 }
 
 impl Default for EngineConfig {
@@ -101,6 +104,7 @@ impl Default for EngineConfig {
             state_dir: None,
             max_depth: 0,
             max_nodes: 0,
+            eval_file: crate::engine::nnue::EMBEDDED.to_owned(),
         }
     }
 }

@@ -4,9 +4,11 @@
 //! search changes it, and a change that should not, must not.
 
 use super::limits::Limits;
+use super::nnue::Network;
 use super::search::{Searcher, search_blocking};
 use super::tt::TranspositionTable;
 use crate::chess::Position;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Default depth: about ten seconds on the development machine.
@@ -65,11 +67,17 @@ impl BenchResult {
     }
 }
 
-/// Searches every bench position to `depth`; `progress` is called after
-/// each with (index, FEN, nodes).
-pub fn run(depth: u32, progress: &mut dyn FnMut(usize, &str, u64)) -> BenchResult {
+/// Searches every bench position to `depth`, evaluating with `net` (or
+/// the hand-crafted evaluation); `progress` is called after each with
+/// (index, FEN, nodes).
+pub fn run(
+    depth: u32,
+    net: Option<Arc<Network>>,
+    progress: &mut dyn FnMut(usize, &str, u64),
+) -> BenchResult {
     let mut tt = TranspositionTable::new(16);
     let mut searcher = Searcher::new();
+    searcher.set_net(net);
     let limits = Limits::depth(depth);
     let mut nodes = 0;
     let start = Instant::now();

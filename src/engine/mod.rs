@@ -7,10 +7,12 @@
 //! (transposition table), `see` (static exchange), `history` (move
 //! ordering statistics), `movepick` (staged move ordering), `eval`,
 //! `weights` and `params` (the evaluation, the layout of its weights and
-//! the tuned weights), `search` (iterative deepening and alpha-beta),
-//! `limits` and `timeman` (what the caller asked for and how much time to
-//! use), `thread` (the engine thread and its handle), `hashfile` (the
-//! table on disk), `bench` (the search signature).
+//! the tuned weights; the hand-crafted evaluation), `nnue` (the neural
+//! evaluation the search uses by default, and its net file), `search`
+//! (iterative deepening and alpha-beta), `limits` and `timeman` (what the
+//! caller asked for and how much time to use), `thread` (the engine
+//! thread and its handle), `hashfile` (the table on disk), `bench` (the
+//! search signature).
 
 pub mod bench;
 pub mod eval;
@@ -18,6 +20,7 @@ pub mod hashfile;
 pub mod history;
 pub mod limits;
 pub mod movepick;
+pub mod nnue;
 pub mod params;
 pub mod score;
 pub mod search;

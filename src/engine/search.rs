@@ -14,13 +14,14 @@ use super::limits::Limits;
 use super::movepick::{
     MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
 };
+use super::nnue::{self, AccumulatorStack, Network};
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
 use super::see::{SEE_VALUE, see_ge};
 use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
 use crate::chess::{Move, Position};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// One line of search output (UCI `info`), reported after each completed
@@ -190,6 +191,10 @@ pub struct Searcher {
     clock: SearchClock,
     max_nodes: u64,
     check_clock: bool,
+    /// The network (shared by the engine's threads); `None`: the
+    /// hand-crafted evaluation.
+    net: Option<Arc<Network>>,
+    accumulators: AccumulatorStack,
 }
 
 impl Default for Searcher {
@@ -220,6 +225,22 @@ impl Searcher {
             clock: SearchClock::new(Instant::now(), false),
             max_nodes: u64::MAX,
             check_clock: false,
+            net: nnue::default_net(),
+            accumulators: AccumulatorStack::new(),
+        }
+    }
+
+    /// Evaluates with `net`, or with the hand-crafted evaluation if `None`.
+    pub fn set_net(&mut self, net: Option<Arc<Network>>) {
+        self.net = net;
+    }
+
+    /// The static evaluation of `pos`, the node at `ply` of the line.
+    #[inline(always)]
+    fn evaluate(&mut self, pos: &Position, ply: usize) -> i32 {
+        match &self.net {
+            Some(net) => self.accumulators.evaluate(net, pos, ply),
+            None => evaluate(pos),
         }
     }
 
@@ -282,6 +303,9 @@ impl Searcher {
         self.keys.extend_from_slice(history);
         self.stack = [EMPTY_FRAME; MAX_PLY + STACK_OFFSET + 2];
         self.frame_mut(0).plies_from_null = pos.halfmove_clock() as usize;
+        if let Some(net) = &self.net {
+            self.accumulators.reset(net, pos);
+        }
 
         // Root moves: all legal moves (or the requested subset), in move
         // picker order so that the fallback move is a sensible one.
@@ -517,8 +541,11 @@ impl Searcher {
     }
 
     #[inline(always)]
-    fn enter_child(&mut self, ply: usize, parent_key: u64, m: Move, cont: ContKey) {
-        self.keys.push(parent_key);
+    fn enter_child(&mut self, ply: usize, parent: &Position, m: Move, cont: ContKey) {
+        self.keys.push(parent.key());
+        if self.net.is_some() {
+            self.accumulators.push(ply + 1, parent, m);
+        }
         let f = self.frame_mut(ply);
         f.current = m;
         f.cont = cont;
@@ -556,7 +583,7 @@ impl Searcher {
             let cont = pos
                 .piece_at(m.from())
                 .map_or(ContKey::NONE, |p| ContKey::new(p, m.to()));
-            self.enter_child(0, pos.key(), m, cont);
+            self.enter_child(0, pos, m, cont);
             self.nodes += 1;
             self.pv_len[1] = 1;
             let new_depth = depth - 1 + child.in_check() as i32;
@@ -670,7 +697,11 @@ impl Searcher {
             return DRAW;
         }
         if ply >= MAX_PLY - 1 {
-            return if in_check { DRAW } else { evaluate(pos) };
+            return if in_check {
+                DRAW
+            } else {
+                self.evaluate(pos, ply)
+            };
         }
 
         // Mate-distance pruning: a mate found nearer the root cannot be
@@ -721,7 +752,7 @@ impl Searcher {
             raw_eval = if h.eval > -INFINITE {
                 h.eval
             } else {
-                evaluate(pos)
+                self.evaluate(pos, ply)
             };
             static_eval = self.corrected(pos, raw_eval);
             eval = static_eval;
@@ -736,7 +767,7 @@ impl Searcher {
                 eval = h.score;
             }
         } else {
-            raw_eval = evaluate(pos);
+            raw_eval = self.evaluate(pos, ply);
             static_eval = self.corrected(pos, raw_eval);
             eval = static_eval;
             if excluded.is_none() {
@@ -782,7 +813,7 @@ impl Searcher {
             {
                 let r = 3 + depth / 4 + ((eval - beta) / 200).min(3);
                 let child = pos.play_null();
-                self.enter_child(ply, key, Move::NONE, ContKey::NONE);
+                self.enter_child(ply, pos, Move::NONE, ContKey::NONE);
                 self.nodes += 1;
                 let v = -self.negamax::<false>(
                     &child,
@@ -936,7 +967,7 @@ impl Searcher {
             let new_depth = depth - 1 + extension;
 
             let child = pos.play(m);
-            self.enter_child(ply, key, m, cont);
+            self.enter_child(ply, pos, m, cont);
             self.nodes += 1;
             if PV {
                 // The child's line is rebuilt from scratch.
@@ -1179,7 +1210,11 @@ impl Searcher {
             return DRAW;
         }
         if ply >= MAX_PLY - 1 {
-            return if in_check { DRAW } else { evaluate(pos) };
+            return if in_check {
+                DRAW
+            } else {
+                self.evaluate(pos, ply)
+            };
         }
 
         let key = pos.key();
@@ -1208,7 +1243,7 @@ impl Searcher {
         } else {
             raw_eval = match tt_hit {
                 Some(h) if h.eval > -INFINITE => h.eval,
-                _ => evaluate(pos),
+                _ => self.evaluate(pos, ply),
             };
             static_eval = self.corrected(pos, raw_eval);
             best = static_eval;
@@ -1267,7 +1302,7 @@ impl Searcher {
             let cont = pos
                 .piece_at(m.from())
                 .map_or(ContKey::NONE, |p| ContKey::new(p, m.to()));
-            self.enter_child(ply, key, m, cont);
+            self.enter_child(ply, pos, m, cont);
             self.nodes += 1;
             if PV {
                 self.pv_len[ply + 1] = ply + 1;

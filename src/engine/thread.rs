@@ -21,6 +21,7 @@
 
 use super::hashfile::{self, HashFileError, HashFileInfo};
 use super::limits::Limits;
+use super::nnue::{self, Network};
 use super::search::{SearchControl, SearchInfo, Searcher};
 use super::timeman::TimeManager;
 use super::tt::TranspositionTable;
@@ -130,6 +131,7 @@ enum Command {
     SetMultiPv(usize),
     SetPonder(bool),
     SetTimeManager(TimeManager),
+    SetNet(Option<Arc<Network>>),
     SaveHash(
         PathBuf,
         oneshot::Sender<Result<HashFileInfo, HashFileError>>,
@@ -288,6 +290,12 @@ impl Engine {
         rx
     }
 
+    /// Evaluates with `net` from the next search on (`None`: the
+    /// hand-crafted evaluation). All search threads share it.
+    pub fn set_net(&mut self, net: Option<Arc<Network>>) {
+        self.send(Command::SetNet(net));
+    }
+
     fn send(&self, c: Command) {
         // The thread only ends when the handle is dropped (or it could
         // not be spawned); a failed send has nobody to tell.
@@ -334,6 +342,7 @@ fn engine_loop(
     let mut helpers: Vec<Searcher> = Vec::new();
     let mut ponder_enabled = false;
     let mut time_manager = TimeManager::default();
+    let mut net = nnue::default_net();
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Command::Go(id, req, flags) => {
@@ -346,6 +355,10 @@ fn engine_loop(
                     ..SearchControl::new(&flags.stop, &flags.pondering)
                 };
                 helpers.resize_with(options.threads.saturating_sub(1), Searcher::new);
+                searcher.set_net(net.clone());
+                for h in &mut helpers {
+                    h.set_net(net.clone());
+                }
                 let helper_stop = AtomicBool::new(false);
                 let never = AtomicBool::new(false);
                 // Helpers run until the main search ends, to the same depth
@@ -428,6 +441,7 @@ fn engine_loop(
             Command::SetMultiPv(n) => options.multipv = n,
             Command::SetPonder(on) => ponder_enabled = on,
             Command::SetTimeManager(m) => time_manager = m,
+            Command::SetNet(n) => net = n,
             Command::SaveHash(path, reply) => {
                 let _ = reply.send(hashfile::save(&tt, &path));
             }

@@ -20,12 +20,14 @@ use super::packed::{GameResult, PackedBoard, RECORD_BYTES};
 use crate::chess::{Color, Outcome, Position};
 use crate::engine::Limits;
 use crate::engine::movepick::is_noisy;
+use crate::engine::nnue::{self, Network};
 use crate::engine::score::{MATE_BOUND, is_mate};
 use crate::engine::search::{Searcher, search_blocking};
 use crate::engine::tt::TranspositionTable;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,8 @@ pub struct DatagenConfig {
     pub threads: usize,
     /// Transposition table per worker, MiB.
     pub hash_mb: usize,
+    /// The evaluation of the players (`None`: hand-crafted).
+    pub net: Option<Arc<Network>>,
 }
 
 impl Default for DatagenConfig {
@@ -53,6 +57,7 @@ impl Default for DatagenConfig {
             seed: 1,
             threads: 1,
             hash_mb: 16,
+            net: Some(nnue::embedded()),
         }
     }
 }
@@ -313,6 +318,7 @@ pub fn run(
                 let (file, mut game) = open_resumable(&path, k as u64, n as u64)?;
                 let mut out = BufWriter::new(file);
                 let mut player = Player::new(cfg.nodes, cfg.hash_mb);
+                player.searcher.set_net(cfg.net.clone());
                 let end = (cfg.games.saturating_mul(n as u64)).min(u64::from(u32::MAX));
                 while game < end {
                     let recs = player.play(openings, cfg.random_plies, cfg.seed, game as u32);
@@ -357,6 +363,7 @@ mod tests {
             seed: 7,
             threads: 2,
             hash_mb: 1,
+            net: None,
         }
     }
 

@@ -1,0 +1,228 @@
+//! Accumulators: the feature layer's output for both perspectives, and
+//! the per-ply stack the searcher keeps. Entering a child records only
+//! the move's feature changes (`Delta`); the accumulator is brought up to
+//! date when the node is evaluated, from the nearest computed ancestor,
+//! so nodes cut off before their evaluation cost nothing. Nothing here
+//! allocates after the stack is built.
+
+use super::features::feature_index;
+use super::network::{Network, Row};
+use super::simd;
+use crate::chess::{Color, Move, MoveKind, Piece, Position, Role, Square, castle_destinations};
+use crate::engine::score::MAX_PLY;
+
+/// The feature layer's output, one row per perspective (indexed by
+/// `Color`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Accumulator {
+    pub rows: [Row; 2],
+}
+
+impl Accumulator {
+    /// Computes both perspectives from scratch.
+    pub fn refresh(net: &Network, pos: &Position) -> Accumulator {
+        let mut acc = Accumulator {
+            rows: [net.feature_bias; 2],
+        };
+        for sq in pos.occupied() {
+            if let Some(piece) = pos.piece_at(sq) {
+                for c in Color::ALL {
+                    let w = &net.feature_weights[feature_index(c, piece, sq)];
+                    for (o, w) in acc.rows[c.index()].0.iter_mut().zip(&w.0) {
+                        *o = o.wrapping_add(*w);
+                    }
+                }
+            }
+        }
+        acc
+    }
+
+    /// Evaluation in centipawns for `stm`, the side to move.
+    #[inline(always)]
+    pub fn evaluate(&self, net: &Network, stm: Color) -> i32 {
+        net.output(&self.rows[stm.index()], &self.rows[(!stm).index()])
+    }
+}
+
+/// The pieces a move takes off and puts on squares (at most two each:
+/// a capture removes two, castling moves two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delta {
+    add: [(Piece, Square); 2],
+    sub: [(Piece, Square); 2],
+    n_add: u8,
+    n_sub: u8,
+}
+
+const NO_PIECE: (Piece, Square) = (
+    Piece {
+        color: Color::White,
+        role: Role::Pawn,
+    },
+    Square::new(0),
+);
+
+impl Delta {
+    /// No change (a null move).
+    pub const NONE: Delta = Delta {
+        add: [NO_PIECE; 2],
+        sub: [NO_PIECE; 2],
+        n_add: 0,
+        n_sub: 0,
+    };
+
+    #[inline(always)]
+    fn add(&mut self, p: Piece, sq: Square) {
+        self.add[self.n_add as usize & 1] = (p, sq);
+        self.n_add += 1;
+    }
+
+    #[inline(always)]
+    fn sub(&mut self, p: Piece, sq: Square) {
+        self.sub[self.n_sub as usize & 1] = (p, sq);
+        self.n_sub += 1;
+    }
+
+    /// The changes of `m`, legal in `pos` (which is the position before
+    /// it). `Move::NONE` is the null move.
+    pub fn of_move(pos: &Position, m: Move) -> Delta {
+        let mut d = Delta::NONE;
+        if m.is_none() {
+            return d;
+        }
+        let (from, to) = (m.from(), m.to());
+        let Some(moving) = pos.piece_at(from) else {
+            return d;
+        };
+        let us = moving.color;
+        match m.kind() {
+            MoveKind::Castle => {
+                // King takes own rook; in Chess960 the destinations may
+                // be the other piece's start square (or its own).
+                let rook = Piece {
+                    color: us,
+                    role: Role::Rook,
+                };
+                let (king_to, rook_to) = castle_destinations(us, from, to);
+                d.sub(moving, from);
+                d.sub(rook, to);
+                d.add(moving, king_to);
+                d.add(rook, rook_to);
+            }
+            MoveKind::EnPassant => {
+                let captured = Piece {
+                    color: !us,
+                    role: Role::Pawn,
+                };
+                d.sub(moving, from);
+                d.sub(captured, Square::from_coords(to.file(), from.rank()));
+                d.add(moving, to);
+            }
+            kind => {
+                d.sub(moving, from);
+                if let Some(captured) = pos.piece_at(to) {
+                    d.sub(captured, to);
+                }
+                let placed = match kind {
+                    MoveKind::Promotion(role) => Piece { color: us, role },
+                    _ => moving,
+                };
+                d.add(placed, to);
+            }
+        }
+        d
+    }
+
+    /// `out = inp` changed by this delta, for both perspectives.
+    #[inline(always)]
+    pub fn apply(&self, net: &Network, inp: &Accumulator, out: &mut Accumulator) {
+        let (na, ns) = (self.n_add as usize, self.n_sub as usize);
+        for c in Color::ALL {
+            let row = |(p, sq): (Piece, Square)| &net.feature_weights[feature_index(c, p, sq)];
+            let add = [row(self.add[0]), row(self.add[1])];
+            let sub = [row(self.sub[0]), row(self.sub[1])];
+            simd::update(
+                net.simd,
+                &mut out.rows[c.index()],
+                &inp.rows[c.index()],
+                &add[..na],
+                &sub[..ns],
+            );
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    acc: Accumulator,
+    delta: Delta,
+    computed: bool,
+}
+
+/// One accumulator per ply of the current line.
+pub struct AccumulatorStack {
+    entries: Box<[Entry]>,
+}
+
+impl Default for AccumulatorStack {
+    fn default() -> Self {
+        AccumulatorStack::new()
+    }
+}
+
+impl AccumulatorStack {
+    pub fn new() -> AccumulatorStack {
+        let entry = Entry {
+            acc: Accumulator {
+                rows: [Row::ZERO; 2],
+            },
+            delta: Delta::NONE,
+            computed: false,
+        };
+        AccumulatorStack {
+            entries: vec![entry; MAX_PLY + 2].into_boxed_slice(),
+        }
+    }
+
+    /// The search starts at `pos` (ply 0).
+    pub fn reset(&mut self, net: &Network, pos: &Position) {
+        self.entries[0].acc = Accumulator::refresh(net, pos);
+        self.entries[0].computed = true;
+    }
+
+    /// The node at `ply` is entered by `m` from `parent` (`Move::NONE`: a
+    /// null move). Only records the change.
+    #[inline(always)]
+    pub fn push(&mut self, ply: usize, parent: &Position, m: Move) {
+        if let Some(e) = self.entries.get_mut(ply) {
+            e.delta = Delta::of_move(parent, m);
+            e.computed = false;
+        }
+    }
+
+    /// The evaluation of `pos`, the node at `ply` of the current line.
+    #[inline]
+    pub fn evaluate(&mut self, net: &Network, pos: &Position, ply: usize) -> i32 {
+        if ply >= self.entries.len() {
+            return Accumulator::refresh(net, pos).evaluate(net, pos.turn());
+        }
+        let Some(mut base) = (0..=ply).rev().find(|&j| self.entries[j].computed) else {
+            // Nothing to start from (no `reset`): compute it whole.
+            return Accumulator::refresh(net, pos).evaluate(net, pos.turn());
+        };
+        while base < ply {
+            let (done, rest) = self.entries.split_at_mut(base + 1);
+            let next = &mut rest[0];
+            next.delta.apply(net, &done[base].acc, &mut next.acc);
+            next.computed = true;
+            base += 1;
+        }
+        self.entries[ply].acc.evaluate(net, pos.turn())
+    }
+
+    /// The accumulator of `ply` as `evaluate` last left it (tests).
+    pub fn accumulator(&self, ply: usize) -> Option<&Accumulator> {
+        self.entries.get(ply).filter(|e| e.computed).map(|e| &e.acc)
+    }
+}

@@ -1,0 +1,186 @@
+//! The net file: a 56-byte header, then the quantized weights, all
+//! little-endian.
+//!
+//! Header: magic `KAISSANN` (8 bytes), version (u32), inputs (u32),
+//! hidden size N (u32), activation (u32, 1 = SCReLU), QA, QB, SCALE (u32
+//! each), reserved (u32, 0), payload length in bytes (u64), checksum (u64:
+//! FNV-1a 64 of header bytes 0..48 followed by the payload).
+//!
+//! Payload: feature weights (i16, inputs x N, one row of N per input),
+//! feature biases (i16, N), output weights (i16, 2N: the side to move's
+//! half first), output bias (i32). A file that does not match this build
+//! (magic, version, architecture, quantization, length, checksum, output
+//! weights above `MAX_OUTPUT_WEIGHT`) is refused with a `FormatError`.
+
+use super::{ACTIVATION_SCRELU, HIDDEN, INPUTS, MAX_OUTPUT_WEIGHT, QA, QB, SCALE};
+
+pub const MAGIC: [u8; 8] = *b"KAISSANN";
+pub const VERSION: u32 = 1;
+pub const HEADER_BYTES: usize = 56;
+/// Payload bytes of a net of this build's architecture.
+pub const PAYLOAD_BYTES: usize = 2 * (INPUTS * HIDDEN + HIDDEN + 2 * HIDDEN) + 4;
+
+/// Why a net file was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("net file too short: {len} bytes, the header alone is {HEADER_BYTES}")]
+    TooShort { len: usize },
+    #[error("not a kaissa net file (bad magic)")]
+    BadMagic,
+    #[error("net file version {found}, this build reads version {VERSION}")]
+    Version { found: u32 },
+    #[error(
+        "net architecture {inputs} -> {hidden}x2 -> 1 (activation {activation}), this build needs \
+         {INPUTS} -> {HIDDEN}x2 -> 1 (activation {ACTIVATION_SCRELU} = SCReLU)"
+    )]
+    Architecture {
+        inputs: u32,
+        hidden: u32,
+        activation: u32,
+    },
+    #[error(
+        "net quantization QA={qa} QB={qb} SCALE={scale}, this build uses QA={QA} QB={QB} SCALE={SCALE}"
+    )]
+    Quantization { qa: u32, qb: u32, scale: u32 },
+    #[error("net payload is {found} bytes, expected {PAYLOAD_BYTES} (truncated or padded file)")]
+    Length { found: u64 },
+    #[error(
+        "net checksum mismatch: stored {stored:016x}, computed {computed:016x} (corrupted file)"
+    )]
+    Checksum { stored: u64, computed: u64 },
+    #[error("net output weight {value} (index {index}) is outside ±{MAX_OUTPUT_WEIGHT}")]
+    OutputWeight { index: usize, value: i16 },
+}
+
+/// FNV-1a, 64-bit, continued from `hash` (start with `FNV_OFFSET`).
+pub fn fnv1a64(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash ^= b as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The parts of a checked payload, as little-endian bytes.
+pub(super) struct Payload<'a> {
+    pub feature_weights: &'a [u8],
+    pub feature_bias: &'a [u8],
+    pub output_weights: &'a [u8],
+    pub output_bias: i32,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    (u32_at(b, at) as u64) | (u32_at(b, at + 4) as u64) << 32
+}
+
+/// Checks the header and the checksum and splits the payload.
+pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(FormatError::TooShort { len: bytes.len() });
+    }
+    if bytes[..8] != MAGIC {
+        return Err(FormatError::BadMagic);
+    }
+    let version = u32_at(bytes, 8);
+    if version != VERSION {
+        return Err(FormatError::Version { found: version });
+    }
+    let (inputs, hidden, activation) = (u32_at(bytes, 12), u32_at(bytes, 16), u32_at(bytes, 20));
+    if (inputs, hidden, activation) != (INPUTS as u32, HIDDEN as u32, ACTIVATION_SCRELU) {
+        return Err(FormatError::Architecture {
+            inputs,
+            hidden,
+            activation,
+        });
+    }
+    let (qa, qb, scale) = (u32_at(bytes, 24), u32_at(bytes, 28), u32_at(bytes, 32));
+    if (qa, qb, scale) != (QA as u32, QB as u32, SCALE as u32) {
+        return Err(FormatError::Quantization { qa, qb, scale });
+    }
+    let declared = u64_at(bytes, 40);
+    let actual = (bytes.len() - HEADER_BYTES) as u64;
+    if declared != PAYLOAD_BYTES as u64 || actual != declared {
+        return Err(FormatError::Length { found: actual });
+    }
+    let payload = &bytes[HEADER_BYTES..];
+    let stored = u64_at(bytes, 48);
+    let computed = fnv1a64(fnv1a64(FNV_OFFSET, &bytes[..48]), payload);
+    if stored != computed {
+        return Err(FormatError::Checksum { stored, computed });
+    }
+    let (feature_weights, rest) = payload.split_at(2 * INPUTS * HIDDEN);
+    let (feature_bias, rest) = rest.split_at(2 * HIDDEN);
+    let (output_weights, rest) = rest.split_at(4 * HIDDEN);
+    let output_bias = u32_at(rest, 0) as i32;
+    for (index, w) in output_weights.chunks_exact(2).enumerate() {
+        let value = i16::from_le_bytes([w[0], w[1]]);
+        if value.unsigned_abs() > MAX_OUTPUT_WEIGHT as u16 {
+            return Err(FormatError::OutputWeight { index, value });
+        }
+    }
+    Ok(Payload {
+        feature_weights,
+        feature_bias,
+        output_weights,
+        output_bias,
+    })
+}
+
+/// Writes a net file of this build's architecture. The slices must have
+/// the payload's lengths (`INPUTS * HIDDEN`, `HIDDEN`, `2 * HIDDEN`).
+pub fn encode_net(
+    feature_weights: &[i16],
+    feature_bias: &[i16],
+    output_weights: &[i16],
+    output_bias: i32,
+) -> Vec<u8> {
+    assert_eq!(feature_weights.len(), INPUTS * HIDDEN);
+    assert_eq!(feature_bias.len(), HIDDEN);
+    assert_eq!(output_weights.len(), 2 * HIDDEN);
+    let mut out = Vec::with_capacity(HEADER_BYTES + PAYLOAD_BYTES);
+    out.extend_from_slice(&MAGIC);
+    for v in [
+        VERSION,
+        INPUTS as u32,
+        HIDDEN as u32,
+        ACTIVATION_SCRELU,
+        QA as u32,
+        QB as u32,
+        SCALE as u32,
+        0,
+    ] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&(PAYLOAD_BYTES as u64).to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    for w in feature_weights
+        .iter()
+        .chain(feature_bias)
+        .chain(output_weights)
+    {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    out.extend_from_slice(&output_bias.to_le_bytes());
+    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &out[..48]), &out[HEADER_BYTES..]);
+    out[48..56].copy_from_slice(&sum.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_reference_values() {
+        // Published FNV-1a 64 test vectors.
+        assert_eq!(fnv1a64(FNV_OFFSET, b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(FNV_OFFSET, b"foobar"), 0x8594_4171_f739_67e8);
+    }
+}

@@ -1,0 +1,599 @@
+//! The NNUE trainer: `kaissa train`. Fits the 768 -> N x 2 -> 1 SCReLU
+//! net of `engine::nnue` to `datagen` records in f32 and writes it
+//! quantized in the net file format.
+//!
+//! Target: a blend of the search score and the game result, both from
+//! the side to move's view, `(1 - lambda) * sigmoid(score / K) + lambda *
+//! result`; loss: the squared error of `sigmoid(net * SCALE / K)` against
+//! it. AdamW with a cosine learning-rate decay, weights clipped to
+//! `WEIGHT_CLIP` after each step so quantization cannot overflow.
+//!
+//! The first layer is sparse: a position's gradient touches only the rows
+//! of its (at most 32 x 2) active features. A batch is split into one
+//! contiguous chunk per thread, each with its own gradient buffer, summed
+//! in thread order: the result is deterministic for a seed and a thread
+//! count. Validation holds out whole games, by a hash of (file, game).
+//! A checkpoint (f32 weights, Adam moments, epoch) resumes a run.
+
+use super::datagen::Rng;
+use super::packed::{PackedBoard, read_records};
+use crate::chess::Color;
+use crate::engine::nnue::{HIDDEN, INPUTS, QA, QB, SCALE, WEIGHT_CLIP, encode_net, feature_index};
+use anyhow::{Context, Result};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const H: usize = HIDDEN;
+/// Offsets in the flat parameter vector.
+const FW: usize = 0;
+const FB: usize = FW + INPUTS * H;
+const OW: usize = FB + H;
+const OB: usize = OW + 2 * H;
+/// Number of parameters.
+pub const PARAMS: usize = OB + 1;
+
+const CHECKPOINT_MAGIC: &[u8; 8] = b"KAISSACK";
+const CHECKPOINT_VERSION: u32 = 1;
+
+/// Settings of a training run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainConfig {
+    pub epochs: usize,
+    pub batch_size: usize,
+    /// Peak AdamW learning rate (decays to 1% of it, cosine).
+    pub lr: f32,
+    pub weight_decay: f32,
+    /// Weight of the game result in the target (0: score only).
+    pub lambda: f32,
+    /// Centipawns per unit of the sigmoid's argument.
+    pub k: f32,
+    /// Games held out for validation, per mille.
+    pub val_permille: u64,
+    pub seed: u64,
+    pub threads: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            epochs: 10,
+            batch_size: 16_384,
+            lr: 0.001,
+            weight_decay: 0.01,
+            lambda: 0.25,
+            k: 400.0,
+            val_permille: 50,
+            seed: 1,
+            threads: 1,
+        }
+    }
+}
+
+/// Why training could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: io::Error },
+    #[error("checkpoint {path}: {why}")]
+    Checkpoint { path: String, why: &'static str },
+    #[error("no training positions (after holding out the validation games)")]
+    NoData,
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> TrainError + '_ {
+    move |source| TrainError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Training and validation positions.
+#[derive(Default)]
+pub struct Data {
+    pub train: Vec<PackedBoard>,
+    pub val: Vec<PackedBoard>,
+}
+
+impl Data {
+    /// Adds the records of file number `file`, holding out the games
+    /// whose hash of (seed, file, game) falls below `val_permille`.
+    pub fn add_file(&mut self, file: u64, records: Vec<PackedBoard>, cfg: &TrainConfig) {
+        for r in records {
+            let h = Rng::new(cfg.seed ^ file.rotate_left(32) ^ r.game as u64).next_u64();
+            if h % 1000 < cfg.val_permille {
+                self.val.push(r);
+            } else {
+                self.train.push(r);
+            }
+        }
+    }
+}
+
+/// What an epoch did.
+#[derive(Clone, Copy, Debug)]
+pub struct EpochReport {
+    pub epoch: usize,
+    pub train_loss: f64,
+    pub val_loss: f64,
+    pub lr: f32,
+}
+
+/// A record as the net sees it: active features of both perspectives
+/// (side to move first) and the target.
+struct Sample {
+    us: [u16; 32],
+    them: [u16; 32],
+    n: usize,
+    target: f32,
+}
+
+fn sample(r: &PackedBoard, cfg: &TrainConfig) -> Sample {
+    let stm = r.side_to_move();
+    let mut s = Sample {
+        us: [0; 32],
+        them: [0; 32],
+        n: 0,
+        target: 0.0,
+    };
+    for (sq, piece) in r.pieces().take(32) {
+        s.us[s.n] = feature_index(stm, piece, sq) as u16;
+        s.them[s.n] = feature_index(!stm, piece, sq) as u16;
+        s.n += 1;
+    }
+    let (score, result) = match stm {
+        Color::White => (r.score as f32, r.result.white_score()),
+        Color::Black => (-(r.score as f32), 1.0 - r.result.white_score()),
+    };
+    s.target = (1.0 - cfg.lambda) * sigmoid(score / cfg.k) + cfg.lambda * result;
+    s
+}
+
+#[inline(always)]
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// The accumulator of one perspective, before the activation.
+#[inline(always)]
+fn accumulate(p: &[f32], features: &[u16], acc: &mut [f32; H]) {
+    acc.copy_from_slice(&p[FB..FB + H]);
+    for &f in features {
+        let row = &p[FW + f as usize * H..FW + (f as usize + 1) * H];
+        for (a, w) in acc.iter_mut().zip(row) {
+            *a += w;
+        }
+    }
+}
+
+/// Forward (and, with `grad`, backward) pass of one sample; returns its
+/// squared error.
+fn step_sample(p: &[f32], s: &Sample, cfg: &TrainConfig, grad: Option<&mut [f32]>) -> f32 {
+    let mut acc = [[0f32; H]; 2];
+    accumulate(p, &s.us[..s.n], &mut acc[0]);
+    accumulate(p, &s.them[..s.n], &mut acc[1]);
+    let mut out = p[OB];
+    for (half, a) in acc.iter().enumerate() {
+        let w = &p[OW + half * H..OW + (half + 1) * H];
+        for (x, w) in a.iter().zip(w) {
+            let c = x.clamp(0.0, 1.0);
+            out += c * c * w;
+        }
+    }
+    let scale = SCALE as f32 / cfg.k;
+    let pred = sigmoid(out * scale);
+    let err = pred - s.target;
+    if let Some(g) = grad {
+        let d_out = 2.0 * err * pred * (1.0 - pred) * scale;
+        g[OB] += d_out;
+        for (half, a) in acc.iter().enumerate() {
+            let features = if half == 0 {
+                &s.us[..s.n]
+            } else {
+                &s.them[..s.n]
+            };
+            let mut d_acc = [0f32; H];
+            for j in 0..H {
+                let c = a[j].clamp(0.0, 1.0);
+                g[OW + half * H + j] += d_out * c * c;
+                if a[j] > 0.0 && a[j] < 1.0 {
+                    d_acc[j] = d_out * p[OW + half * H + j] * 2.0 * a[j];
+                }
+            }
+            for (gb, d) in g[FB..FB + H].iter_mut().zip(&d_acc) {
+                *gb += d;
+            }
+            for &f in features {
+                let row = &mut g[FW + f as usize * H..FW + (f as usize + 1) * H];
+                for (gw, d) in row.iter_mut().zip(&d_acc) {
+                    *gw += d;
+                }
+            }
+        }
+    }
+    err * err
+}
+
+/// The f32 net and its optimizer state.
+pub struct Trainer {
+    pub cfg: TrainConfig,
+    params: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+    /// Adam steps taken.
+    steps: u64,
+    /// Epochs completed.
+    pub epoch: usize,
+    grads: Vec<Vec<f32>>,
+}
+
+impl Trainer {
+    /// A fresh net, initialised from the seed.
+    pub fn new(cfg: TrainConfig) -> Trainer {
+        let mut rng = Rng::new(cfg.seed);
+        let mut uniform = |a: f32| {
+            let u = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+            (2.0 * u - 1.0) * a
+        };
+        let mut params = vec![0f32; PARAMS];
+        for w in &mut params[FW..FB] {
+            *w = uniform(1.0 / (INPUTS as f32).sqrt());
+        }
+        for w in &mut params[OW..OB] {
+            *w = uniform(1.0 / ((2 * H) as f32).sqrt());
+        }
+        Trainer {
+            params,
+            m: vec![0.0; PARAMS],
+            v: vec![0.0; PARAMS],
+            steps: 0,
+            epoch: 0,
+            grads: Vec::new(),
+            cfg,
+        }
+    }
+
+    fn threads(&self) -> usize {
+        self.cfg.threads.clamp(1, 256)
+    }
+
+    /// Learning rate of epoch `e` (0-based): cosine from `lr` to `lr/100`.
+    pub fn lr_at(&self, e: usize) -> f32 {
+        let t = e as f32 / self.cfg.epochs.max(1) as f32;
+        let lo = self.cfg.lr * 0.01;
+        lo + (self.cfg.lr - lo) * 0.5 * (1.0 + (std::f32::consts::PI * t).cos())
+    }
+
+    /// Mean loss over `set` (no training).
+    pub fn loss(&self, set: &[PackedBoard]) -> f64 {
+        if set.is_empty() {
+            return f64::NAN;
+        }
+        let chunk = set.len().div_ceil(self.threads());
+        let (p, cfg) = (&self.params, &self.cfg);
+        let jobs = set.chunks(chunk).map(|c| {
+            move || {
+                c.iter()
+                    .map(|r| step_sample(p, &sample(r, cfg), cfg, None) as f64)
+                    .sum::<f64>()
+            }
+        });
+        in_threads(jobs) / set.len() as f64
+    }
+
+    /// One pass over `data.train` in a seeded shuffled order; returns the
+    /// mean training loss (measured during the pass) and the validation
+    /// loss after it.
+    pub fn train_epoch(&mut self, data: &Data) -> Result<EpochReport, TrainError> {
+        if data.train.is_empty() {
+            return Err(TrainError::NoData);
+        }
+        let n = data.train.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut rng = Rng::new(self.cfg.seed ^ (self.epoch as u64 + 1).wrapping_mul(0x9E37_79B9));
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let threads = self.threads();
+        self.grads.resize_with(threads, || vec![0.0; PARAMS]);
+        let lr = self.lr_at(self.epoch);
+        let mut total = 0f64;
+        for batch in order.chunks(self.cfg.batch_size.max(1)) {
+            total += self.train_batch(batch, &data.train, lr);
+        }
+        self.epoch += 1;
+        Ok(EpochReport {
+            epoch: self.epoch,
+            train_loss: total / n as f64,
+            val_loss: self.loss(&data.val),
+            lr,
+        })
+    }
+
+    /// Gradient of one batch, then one AdamW step; returns the summed loss.
+    fn train_batch(&mut self, batch: &[u32], set: &[PackedBoard], lr: f32) -> f64 {
+        let chunk = batch.len().div_ceil(self.grads.len());
+        let (p, cfg) = (&self.params, &self.cfg);
+        let jobs = self
+            .grads
+            .iter_mut()
+            .zip(batch.chunks(chunk))
+            .map(|(g, idx)| {
+                move || {
+                    g.fill(0.0);
+                    idx.iter()
+                        .map(|&i| {
+                            step_sample(p, &sample(&set[i as usize], cfg), cfg, Some(g)) as f64
+                        })
+                        .sum::<f64>()
+                }
+            });
+        let loss = in_threads(jobs);
+        // Threads beyond the batch's chunks kept last batch's gradient.
+        let used = batch.chunks(chunk).count();
+        let (first, rest) = self.grads.split_at_mut(1);
+        for g in &rest[..used - 1] {
+            for (a, b) in first[0].iter_mut().zip(g) {
+                *a += b;
+            }
+        }
+        self.adamw(lr, 1.0 / batch.len() as f32);
+        loss
+    }
+
+    fn adamw(&mut self, lr: f32, grad_scale: f32) {
+        const B1: f32 = 0.9;
+        const B2: f32 = 0.999;
+        const EPS: f32 = 1e-8;
+        self.steps += 1;
+        let c1 = 1.0 - B1.powi(self.steps.min(1 << 20) as i32);
+        let c2 = 1.0 - B2.powi(self.steps.min(1 << 20) as i32);
+        let wd = self.cfg.weight_decay;
+        let moments = self.m.iter_mut().zip(self.v.iter_mut());
+        for ((p, (m, v)), g) in self.params.iter_mut().zip(moments).zip(&self.grads[0]) {
+            let g = g * grad_scale;
+            *m = B1 * *m + (1.0 - B1) * g;
+            *v = B2 * *v + (1.0 - B2) * g * g;
+            let update = (*m / c1) / ((*v / c2).sqrt() + EPS);
+            *p = (*p - lr * (update + wd * *p)).clamp(-WEIGHT_CLIP, WEIGHT_CLIP);
+        }
+    }
+
+    /// The net, quantized, as a net file.
+    pub fn net_bytes(&self) -> Vec<u8> {
+        let q = |x: f32, s: i32| (x * s as f32).round();
+        let fw: Vec<i16> = self.params[FW..FB]
+            .iter()
+            .map(|&x| q(x, QA) as i16)
+            .collect();
+        let fb: Vec<i16> = self.params[FB..OW]
+            .iter()
+            .map(|&x| q(x, QA) as i16)
+            .collect();
+        let ow: Vec<i16> = self.params[OW..OB]
+            .iter()
+            .map(|&x| q(x, QB).clamp(-127.0, 127.0) as i16)
+            .collect();
+        let ob = q(self.params[OB], QA * QB) as i32;
+        encode_net(&fw, &fb, &ow, ob)
+    }
+
+    /// The float net's evaluation of a record's position, in centipawns
+    /// for the side to move (tests compare it with the quantized net).
+    pub fn eval_cp(&self, r: &PackedBoard) -> f32 {
+        let s = sample(r, &self.cfg);
+        let mut acc = [[0f32; H]; 2];
+        accumulate(&self.params, &s.us[..s.n], &mut acc[0]);
+        accumulate(&self.params, &s.them[..s.n], &mut acc[1]);
+        let mut out = self.params[OB];
+        for (half, a) in acc.iter().enumerate() {
+            for (j, x) in a.iter().enumerate() {
+                let c = x.clamp(0.0, 1.0);
+                out += c * c * self.params[OW + half * H + j];
+            }
+        }
+        out * SCALE as f32
+    }
+
+    /// Writes the weights, Adam moments and epoch (atomically).
+    pub fn save_checkpoint(&self, path: &Path) -> Result<(), TrainError> {
+        let mut b = Vec::with_capacity(32 + 12 * PARAMS);
+        b.extend_from_slice(CHECKPOINT_MAGIC);
+        b.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
+        b.extend_from_slice(&(PARAMS as u32).to_le_bytes());
+        b.extend_from_slice(&(self.epoch as u64).to_le_bytes());
+        b.extend_from_slice(&self.steps.to_le_bytes());
+        for x in self.params.iter().chain(&self.m).chain(&self.v) {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        write_atomically(path, &b)
+    }
+
+    /// Resumes from a checkpoint written with `save_checkpoint`.
+    pub fn load_checkpoint(cfg: TrainConfig, path: &Path) -> Result<Trainer, TrainError> {
+        let b = std::fs::read(path).map_err(io_error(path))?;
+        let bad = |why| TrainError::Checkpoint {
+            path: path.display().to_string(),
+            why,
+        };
+        if b.len() != 32 + 12 * PARAMS || &b[..8] != CHECKPOINT_MAGIC {
+            return Err(bad("not a checkpoint of this net's architecture"));
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        if u32_at(8) != CHECKPOINT_VERSION || u32_at(12) as usize != PARAMS {
+            return Err(bad("wrong checkpoint version or size"));
+        }
+        let u64_at = |i: usize| u32_at(i) as u64 | (u32_at(i + 4) as u64) << 32;
+        let floats: Vec<f32> = b[32..]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut t = Trainer::new(cfg);
+        t.epoch = u64_at(16) as usize;
+        t.steps = u64_at(24);
+        t.params.copy_from_slice(&floats[..PARAMS]);
+        t.m.copy_from_slice(&floats[PARAMS..2 * PARAMS]);
+        t.v.copy_from_slice(&floats[2 * PARAMS..]);
+        Ok(t)
+    }
+}
+
+/// Runs each job on its own thread and sums the results in job order
+/// (so the sum does not depend on which thread finishes first).
+fn in_threads<F: FnOnce() -> f64 + Send>(jobs: impl Iterator<Item = F>) -> f64 {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs.map(|job| scope.spawn(job)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(f64::NAN))
+            .sum()
+    })
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(io_error(&tmp))?;
+    f.write_all(bytes).map_err(io_error(&tmp))?;
+    f.sync_all().map_err(io_error(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_error(path))
+}
+
+/// `kaissa train`: loads the records (files in the order given,
+/// directories' `*.bin` sorted), trains, writes the net every epoch.
+pub fn run(
+    data: &[PathBuf],
+    cfg: TrainConfig,
+    out: &Path,
+    checkpoint: &Path,
+    resume: bool,
+) -> Result<()> {
+    let mut files = Vec::new();
+    for p in data {
+        if p.is_dir() {
+            let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("reading {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .collect();
+            in_dir.sort();
+            files.extend(in_dir);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    let mut set = Data::default();
+    let mut bad = 0;
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
+        let (records, b) = read_records(&bytes);
+        bad += b;
+        set.add_file(i as u64, records, &cfg);
+    }
+    println!(
+        "{} files: {} training positions, {} validation positions, {bad} bad records skipped",
+        files.len(),
+        set.train.len(),
+        set.val.len()
+    );
+    let mut trainer = if resume {
+        Trainer::load_checkpoint(cfg, checkpoint)?
+    } else {
+        Trainer::new(cfg)
+    };
+    if trainer.epoch == 0 {
+        println!("epoch 0  val loss {:.6}", trainer.loss(&set.val));
+    }
+    while trainer.epoch < trainer.cfg.epochs {
+        let start = Instant::now();
+        let r = trainer.train_epoch(&set)?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "epoch {}/{}  train loss {:.6}  val loss {:.6}  lr {:.6}  {:.0} pos/s",
+            r.epoch,
+            trainer.cfg.epochs,
+            r.train_loss,
+            r.val_loss,
+            r.lr,
+            set.train.len() as f64 / secs.max(1e-9)
+        );
+        trainer.save_checkpoint(checkpoint)?;
+        write_atomically(out, &trainer.net_bytes())?;
+    }
+    println!("net written to {}", out.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::Position;
+    use crate::tools::packed::GameResult;
+
+    fn record(fen: &str, score: i16, result: GameResult) -> PackedBoard {
+        PackedBoard::from_position(&Position::from_fen(fen).unwrap(), score, result, 0)
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let cfg = TrainConfig::default();
+        let mut t = Trainer::new(cfg.clone());
+        // Push some accumulators into the SCReLU's curved range.
+        for (i, b) in t.params[FB..OW].iter_mut().enumerate() {
+            *b = (i % 7) as f32 * 0.1;
+        }
+        let r = record(
+            "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 2 3",
+            150,
+            GameResult::WhiteWon,
+        );
+        let s = sample(&r, &cfg);
+        let mut g = vec![0f32; PARAMS];
+        step_sample(&t.params, &s, &cfg, Some(&mut g));
+        let active = FW + s.us[3] as usize * H + 5;
+        let checked = [active, FB + 3, FB + 10, OW + 4, OW + H + 9, OB];
+        for i in checked {
+            let e = 1e-2;
+            let keep = t.params[i];
+            t.params[i] = keep + e;
+            let up = step_sample(&t.params, &s, &cfg, None) as f64;
+            t.params[i] = keep - e;
+            let down = step_sample(&t.params, &s, &cfg, None) as f64;
+            t.params[i] = keep;
+            let numeric = (up - down) / (2.0 * e as f64);
+            let analytic = g[i] as f64;
+            assert!(
+                (numeric - analytic).abs() <= 1e-3 * numeric.abs().max(1e-3) + 1e-6,
+                "param {i}: numeric {numeric} analytic {analytic}"
+            );
+        }
+        // Inactive feature rows get no gradient.
+        let inactive = (0..INPUTS)
+            .find(|f| !s.us[..s.n].contains(&(*f as u16)) && !s.them[..s.n].contains(&(*f as u16)))
+            .unwrap();
+        assert!(
+            g[FW + inactive * H..FW + (inactive + 1) * H]
+                .iter()
+                .all(|&x| x == 0.0)
+        );
+    }
+
+    #[test]
+    fn the_quantized_net_evaluates_like_the_float_net() {
+        let mut t = Trainer::new(TrainConfig::default());
+        for (i, b) in t.params[FB..OW].iter_mut().enumerate() {
+            *b = (i % 5) as f32 * 0.1;
+        }
+        let net = crate::engine::nnue::Network::from_bytes(&t.net_bytes()).unwrap();
+        for fen in [
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",
+        ] {
+            let pos = Position::from_fen(fen).unwrap();
+            let float = t.eval_cp(&record(fen, 0, GameResult::Draw));
+            let quant = crate::engine::nnue::evaluate_position(&net, &pos) as f32;
+            // Rounding the weights costs a few centipawns, not more.
+            assert!((float - quant).abs() <= 10.0, "{fen}: {float} vs {quant}");
+        }
+    }
+}

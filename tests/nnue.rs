@@ -1,0 +1,393 @@
+//! NNUE: the incrementally updated accumulators equal a full refresh
+//! along random games (standard chess and Chess960: castling with
+//! overlapping squares, en passant, promotions, captures, null moves);
+//! every SIMD path gives the scalar path's results; the net loader refuses
+//! bad files with a typed error; the trainer lowers the validation loss on
+//! a small generated set, deterministically and resumably.
+
+use kaissa::chess::{Color, Move, MoveKind, Position, chess960_start_fen};
+use kaissa::engine::eval::evaluate;
+use kaissa::engine::nnue::{
+    Accumulator, AccumulatorStack, FormatError, HEADER_BYTES, HIDDEN, INPUTS, Network, Row,
+    SimdLevel, encode_net, evaluate_position, load_eval_file, output, update,
+};
+use kaissa::tools::packed::{GameResult, PackedBoard, read_records};
+use kaissa::tools::train::{Data, TrainConfig, Trainer};
+
+mod support;
+
+use support::rng::Rng;
+
+/// A net with random weights in the ranges a trained net uses.
+fn random_net_bytes(seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed | 1);
+    let mut small = |range: i64| (rng.next() % (2 * range as u64 + 1)) as i64 - range;
+    let fw: Vec<i16> = (0..INPUTS * HIDDEN).map(|_| small(120) as i16).collect();
+    let fb: Vec<i16> = (0..HIDDEN).map(|_| (small(100) + 80) as i16).collect();
+    let ow: Vec<i16> = (0..2 * HIDDEN).map(|_| small(127) as i16).collect();
+    encode_net(&fw, &fb, &ow, small(5000) as i32)
+}
+
+fn random_net(seed: u64) -> Network {
+    Network::from_bytes(&random_net_bytes(seed)).unwrap()
+}
+
+#[derive(Default, Debug)]
+struct Seen {
+    castles: usize,
+    /// Chess960 castles where a destination is the other piece's (or its
+    /// own) start square.
+    overlapping_castles: usize,
+    en_passant: usize,
+    promotions: usize,
+    captures: usize,
+    null_moves: usize,
+}
+
+/// Plays a random game from `fen`, pushing each move on the stack and
+/// evaluating at irregular plies (so several pending updates are applied
+/// at once), comparing with a full refresh.
+fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
+    let mut pos = Position::from_fen(fen).unwrap();
+    let mut stack = AccumulatorStack::new();
+    stack.reset(net, &pos);
+    for ply in 1..120 {
+        let moves = pos.legal_moves();
+        if moves.is_empty() || pos.halfmove_clock() >= 100 {
+            break;
+        }
+        // Prefer the rare kinds so each game exercises them.
+        let special: Vec<Move> = moves
+            .iter()
+            .copied()
+            .filter(|m| !matches!(m.kind(), MoveKind::Normal))
+            .collect();
+        let null = !pos.in_check() && rng.below(20) == 0;
+        let m = if null {
+            Move::NONE
+        } else if !special.is_empty() && rng.below(2) == 0 {
+            special[rng.below(special.len())]
+        } else {
+            moves[rng.below(moves.len())]
+        };
+        stack.push(ply, &pos, m);
+        let next = if null {
+            seen.null_moves += 1;
+            pos.play_null()
+        } else {
+            match m.kind() {
+                MoveKind::Castle => {
+                    seen.castles += 1;
+                    let us = pos.turn();
+                    let (k, r) = kaissa::chess::castle_destinations(us, m.from(), m.to());
+                    if k == m.to() || r == m.from() || k == m.from() || r == m.to() {
+                        seen.overlapping_castles += 1;
+                    }
+                }
+                MoveKind::EnPassant => seen.en_passant += 1,
+                MoveKind::Promotion(_) => seen.promotions += 1,
+                MoveKind::Normal => {}
+            }
+            if pos.piece_at(m.to()).is_some() && !m.is_castle() {
+                seen.captures += 1;
+            }
+            pos.play(m)
+        };
+        pos = next;
+        if rng.below(3) == 0 || ply % 7 == 0 {
+            let incremental = stack.evaluate(net, &pos, ply);
+            let full = Accumulator::refresh(net, &pos);
+            assert_eq!(stack.accumulator(ply), Some(&full), "{fen} ply {ply}");
+            assert_eq!(incremental, full.evaluate(net, pos.turn()));
+            assert_eq!(incremental, evaluate_position(net, &pos));
+        }
+    }
+}
+
+#[test]
+fn incremental_accumulators_equal_a_full_refresh() {
+    let net = random_net(11);
+    let mut rng = Rng(0x5eed_1234);
+    let mut seen = Seen::default();
+    let starts = [
+        kaissa::chess::STARTPOS.to_string(),
+        // Kiwipete: castling both ways, en passant, captures at once.
+        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1".to_string(),
+        // Promotions with and without capture.
+        "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1".to_string(),
+        "n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1".to_string(),
+    ];
+    for fen in &starts {
+        for _ in 0..20 {
+            check_playout(&net, fen, &mut rng, &mut seen);
+        }
+    }
+    for n in (0..960).step_by(7) {
+        check_playout(&net, &chess960_start_fen(n), &mut rng, &mut seen);
+    }
+    assert!(seen.castles > 20, "{seen:?}");
+    assert!(seen.overlapping_castles > 5, "{seen:?}");
+    assert!(seen.en_passant > 5, "{seen:?}");
+    assert!(seen.promotions > 20, "{seen:?}");
+    assert!(seen.captures > 100, "{seen:?}");
+    assert!(seen.null_moves > 20, "{seen:?}");
+}
+
+#[test]
+fn simd_paths_equal_the_scalar_path() {
+    let scalar = SimdLevel::scalar();
+    let levels: Vec<SimdLevel> = SimdLevel::available().collect();
+    let mut rng = Rng(77);
+    let row = |rng: &mut Rng, range: u64| {
+        let mut r = Row::ZERO;
+        for v in &mut r.0 {
+            *v = (rng.next() % (2 * range + 1)) as i64 as i16 - range as i16;
+        }
+        r
+    };
+    for round in 0..200 {
+        // Wide ranges, so wrapping and clipping are exercised too.
+        let range = if round % 2 == 0 { 600 } else { 32767 };
+        let inp = row(&mut rng, range);
+        let rows: Vec<Row> = (0..4).map(|_| row(&mut rng, range)).collect();
+        let (na, ns) = (rng.below(3), rng.below(3));
+        let add: Vec<&Row> = rows[..na].iter().collect();
+        let sub: Vec<&Row> = rows[2..2 + ns].iter().collect();
+        let mut expected = Row::ZERO;
+        update(scalar, &mut expected, &inp, &add, &sub);
+        let weights = [row(&mut rng, 127), row(&mut rng, 127)];
+        let bias = rng.below(20_000) as i32 - 10_000;
+        let out = output(scalar, &inp, &expected, &weights, bias);
+        for &level in &levels {
+            let mut got = Row::ZERO;
+            update(level, &mut got, &inp, &add, &sub);
+            assert_eq!(got, expected, "{} update, round {round}", level.name());
+            let o = output(level, &inp, &expected, &weights, bias);
+            assert_eq!(o, out, "{} output, round {round}", level.name());
+        }
+    }
+    // Whole positions through each level.
+    let mut net = random_net(5);
+    let positions: Vec<Position> = (0..40)
+        .map(|n| Position::from_fen(&chess960_start_fen(n * 23)).unwrap())
+        .chain([Position::startpos()])
+        .collect();
+    net.simd = scalar;
+    let expected: Vec<i32> = positions
+        .iter()
+        .map(|p| evaluate_position(&net, p))
+        .collect();
+    for &level in &levels {
+        net.simd = level;
+        let got: Vec<i32> = positions
+            .iter()
+            .map(|p| evaluate_position(&net, p))
+            .collect();
+        assert_eq!(got, expected, "{}", level.name());
+    }
+    println!(
+        "levels: {:?}",
+        levels.iter().map(|l| l.name()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn the_loader_refuses_bad_files() {
+    let good = random_net_bytes(3);
+    assert!(Network::from_bytes(&good).is_ok());
+
+    for len in [
+        0,
+        7,
+        HEADER_BYTES - 1,
+        HEADER_BYTES,
+        good.len() / 2,
+        good.len() - 1,
+    ] {
+        let err = Network::from_bytes(&good[..len]).err();
+        assert!(
+            matches!(
+                err,
+                Some(FormatError::TooShort { .. } | FormatError::Length { .. })
+            ),
+            "truncated to {len}: {err:?}"
+        );
+    }
+    let mut padded = good.clone();
+    padded.push(0);
+    assert!(matches!(
+        Network::from_bytes(&padded),
+        Err(FormatError::Length { .. })
+    ));
+
+    // One flipped bit anywhere in the weights: the checksum catches it.
+    for at in [
+        HEADER_BYTES,
+        HEADER_BYTES + 1000,
+        good.len() / 2,
+        good.len() - 1,
+    ] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            matches!(Network::from_bytes(&bad), Err(FormatError::Checksum { .. })),
+            "flip at {at}"
+        );
+    }
+
+    let mut bad = good.clone();
+    bad[0] = b'X';
+    assert_eq!(Network::from_bytes(&bad).err(), Some(FormatError::BadMagic));
+
+    let mut bad = good.clone();
+    bad[8..12].copy_from_slice(&2u32.to_le_bytes());
+    assert_eq!(
+        Network::from_bytes(&bad).err(),
+        Some(FormatError::Version { found: 2 })
+    );
+
+    let mut bad = good.clone();
+    bad[16..20].copy_from_slice(&128u32.to_le_bytes());
+    let err = Network::from_bytes(&bad).err();
+    assert!(
+        matches!(err, Some(FormatError::Architecture { hidden: 128, .. })),
+        "{err:?}"
+    );
+    assert!(err.unwrap().to_string().contains("256"));
+
+    let mut bad = good.clone();
+    bad[20..24].copy_from_slice(&0u32.to_le_bytes());
+    assert!(matches!(
+        Network::from_bytes(&bad),
+        Err(FormatError::Architecture { activation: 0, .. })
+    ));
+
+    // Output weights out of range, with a valid checksum.
+    let fw = vec![0i16; INPUTS * HIDDEN];
+    let fb = vec![0i16; HIDDEN];
+    let mut ow = vec![0i16; 2 * HIDDEN];
+    ow[7] = 300;
+    assert!(matches!(
+        Network::from_bytes(&encode_net(&fw, &fb, &ow, 0)),
+        Err(FormatError::OutputWeight {
+            index: 7,
+            value: 300
+        })
+    ));
+
+    // Through the EvalFile path: a clear error naming the file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.nnue");
+    std::fs::write(&path, &good[..1000]).unwrap();
+    let msg = load_eval_file(path.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("bad.nnue") && msg.contains("truncated"),
+        "{msg}"
+    );
+    let missing = dir.path().join("missing.nnue");
+    let msg = load_eval_file(missing.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("missing.nnue"), "{msg}");
+    std::fs::write(&path, &good).unwrap();
+    assert!(load_eval_file(path.to_str().unwrap()).unwrap().is_some());
+    assert!(load_eval_file("classical").unwrap().is_none());
+    assert!(load_eval_file("<embedded>").unwrap().is_some());
+}
+
+/// Records fabricated from random playouts, scored by the hand-crafted
+/// evaluation (White's view) with the result its sign: diverse positions
+/// whose labels are mostly material, which even a tiny set teaches.
+fn small_data(cfg: &TrainConfig) -> Data {
+    let mut rng = Rng(0xda7a);
+    let mut data = Data::default();
+    for file in 0..2u64 {
+        let mut records = Vec::new();
+        for game in 0..150u32 {
+            let mut pos = Position::startpos();
+            let plies = 20 + rng.below(60);
+            for _ in 0..plies {
+                let moves = pos.legal_moves();
+                if moves.is_empty() {
+                    break;
+                }
+                pos = pos.play(moves[rng.below(moves.len())]);
+                if pos.in_check() || rng.below(4) != 0 {
+                    continue;
+                }
+                let stm = evaluate(&pos).clamp(-3000, 3000);
+                let white = if pos.turn() == Color::White {
+                    stm
+                } else {
+                    -stm
+                };
+                let result = match white {
+                    w if w > 150 => GameResult::WhiteWon,
+                    w if w < -150 => GameResult::BlackWon,
+                    _ => GameResult::Draw,
+                };
+                records.push(PackedBoard::from_position(&pos, white as i16, result, game));
+            }
+        }
+        // Through the file format, as `kaissa train` reads it.
+        let bytes: Vec<u8> = records.iter().flat_map(|r| r.to_bytes()).collect();
+        let (records, bad) = read_records(&bytes);
+        assert_eq!(bad, 0);
+        data.add_file(file, records, cfg);
+    }
+    data
+}
+
+#[test]
+fn training_lowers_the_validation_loss_deterministically() {
+    let cfg = TrainConfig {
+        epochs: 6,
+        batch_size: 64,
+        lr: 0.002,
+        val_permille: 250,
+        threads: 2,
+        ..TrainConfig::default()
+    };
+    let data = small_data(&cfg);
+    assert!(data.train.len() > 200, "{}", data.train.len());
+    assert!(!data.val.is_empty());
+
+    let mut t = Trainer::new(cfg.clone());
+    let before = t.loss(&data.val);
+    let first = t.train_epoch(&data).unwrap();
+    let ckpt_dir = tempfile::tempdir().unwrap();
+    let ckpt = ckpt_dir.path().join("t.ck");
+    t.save_checkpoint(&ckpt).unwrap();
+    let mut last = first;
+    while t.epoch < cfg.epochs {
+        last = t.train_epoch(&data).unwrap();
+    }
+    assert!(
+        last.val_loss < before * 0.9,
+        "validation loss {before} -> {}",
+        last.val_loss
+    );
+    assert!(last.train_loss < first.train_loss);
+    println!("validation loss {before:.5} -> {:.5}", last.val_loss);
+
+    // Same seed and threads: the same net, also when resumed.
+    let mut again = Trainer::new(cfg.clone());
+    while again.epoch < cfg.epochs {
+        again.train_epoch(&data).unwrap();
+    }
+    assert_eq!(again.net_bytes(), t.net_bytes());
+    let mut resumed = Trainer::load_checkpoint(cfg.clone(), &ckpt).unwrap();
+    assert_eq!(resumed.epoch, 1);
+    while resumed.epoch < cfg.epochs {
+        resumed.train_epoch(&data).unwrap();
+    }
+    assert_eq!(resumed.net_bytes(), t.net_bytes());
+
+    // The written net loads, and it has learned which side is ahead.
+    let net = Network::from_bytes(&t.net_bytes()).unwrap();
+    let up = Position::from_fen("4k3/8/8/8/8/8/8/QQQ1K3 w - - 0 1").unwrap();
+    let down = Position::from_fen("4k3/8/8/8/8/8/8/qqq1K3 w - - 0 1").unwrap();
+    assert!(evaluate_position(&net, &up) > evaluate_position(&net, &down));
+}
