@@ -49,7 +49,7 @@ pub enum Command {
         depth: Option<u32>,
         /// Evaluation: `<embedded>` (the default net), `classical` (the
         /// hand-crafted evaluation) or the path of a net file.
-        #[arg(long, default_value = "<embedded>")]
+        #[arg(long, default_value = "classical")]
         eval_file: String,
     },
     /// Play complete engine-against-engine games on clocks kept by the
@@ -186,7 +186,7 @@ pub struct DatagenArgs {
     pub hash: usize,
     /// Evaluation of the players: `<embedded>` (the default net),
     /// `classical` (hand-crafted) or the path of a net file.
-    #[arg(long, default_value = "<embedded>")]
+    #[arg(long, default_value = "classical")]
     pub eval_file: String,
 }
 

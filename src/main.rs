@@ -170,7 +170,9 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
             tracing::info!("evaluation: {what}");
             kaissa::engine::nnue::set_default(net);
         }
-        Err(e) => tracing::error!("engine.eval_file: {e}; playing with the embedded net"),
+        Err(e) => {
+            tracing::error!("engine.eval_file: {e}; playing with the hand-crafted evaluation")
+        }
     }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())

@@ -160,7 +160,7 @@ impl Session {
                     "option name HashFile type string default <empty>",
                     "option name Save Hash type button",
                     "option name Load Hash type button",
-                    "option name EvalFile type string default <embedded>",
+                    "option name EvalFile type string default classical",
                 ] {
                     say(&self.out, opt);
                 }

@@ -104,7 +104,7 @@ impl Default for EngineConfig {
             state_dir: None,
             max_depth: 0,
             max_nodes: 0,
-            eval_file: crate::engine::nnue::EMBEDDED.to_owned(),
+            eval_file: "classical".to_owned(),
         }
     }
 }
