@@ -197,7 +197,7 @@ fn validation_names_the_key() {
             "lichess.rate_limit_pause_secs:",
         ),
         (
-            "[bot]\nabort_time_secs = 18446744073709551615\n",
+            "[bot]\nabort_time_secs = 9223372036854775807\n",
             "bot.abort_time_secs:",
         ),
         (
