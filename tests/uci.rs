@@ -282,7 +282,7 @@ fn eval_file_option() {
     let l = e.until("uciok");
     assert!(
         l.iter()
-            .any(|x| x == "option name EvalFile type string default <embedded>"),
+            .any(|x| x == "option name EvalFile type string default classical"),
         "{l:?}"
     );
     e.send("eval");
