@@ -40,8 +40,9 @@
 //! - **An offline tool** (data generation, tuning, clock tests): a module
 //!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in
 //!   the dispatch of `src/main.rs`.
-//! - **What a signal does**: `src/shutdown.rs` counts SIGTERM/SIGINT, the
-//!   daemon (`src/bot/daemon.rs`) decides what a count means.
+//! - **What a signal does**: `src/shutdown.rs` turns SIGTERM/SIGINT/SIGUSR1
+//!   (and whether systemd is restarting the unit) into a `Stop` request;
+//!   the daemon (`src/bot/daemon.rs`) carries it out.
 
 pub mod bot;
 pub mod chess;

@@ -156,7 +156,8 @@ fn run_bench(depth: Option<u32>, eval_file: &str) -> Result<()> {
 }
 
 /// `kaissa run`: the daemon. The first SIGTERM or Ctrl-C lets the running
-/// games finish, the second resigns them.
+/// games finish (or hands them over when systemd restarts the unit), the
+/// second resigns them; SIGUSR1 hands them over (see `shutdown`).
 fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
     if let Some(path) = config_path {

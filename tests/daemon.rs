@@ -53,7 +53,7 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     config.challenge.max_base = 1200;
     config.challenge.rated = false;
     config.challenge.accept_bots = false;
-    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let (tx, rx) = tokio::sync::watch::channel(kaissa::bot::daemon::Stop::No);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -80,7 +80,7 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     let c = fake.send_challenge(ChallengeSpec::default().autoplay(None));
     assert_eq!(outcome(&fake, &c).await, declined("later"));
 
-    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tx.send(kaissa::bot::daemon::Stop::Resign).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .expect("the daemon stops on shutdown")
@@ -233,7 +233,7 @@ async fn the_other_decline_reasons() {
     config.challenge.only_bots = true;
     config.challenge.casual = false;
     config.challenge.block_list = vec!["Mallory".into()];
-    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let (tx, rx) = tokio::sync::watch::channel(kaissa::bot::daemon::Stop::No);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -252,7 +252,7 @@ async fn the_other_decline_reasons() {
     );
     assert_eq!(outcome(&fake, &c).await, declined("casual"));
 
-    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tx.send(kaissa::bot::daemon::Stop::Resign).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .unwrap()
@@ -266,7 +266,7 @@ async fn an_accepted_challenge_whose_game_never_starts_gives_its_slot_back() {
     let mut config = fast_config();
     config.bot.concurrency = 1;
     config.bot.game_start_timeout_secs = 1;
-    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let (tx, rx) = tokio::sync::watch::channel(kaissa::bot::daemon::Stop::No);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -297,7 +297,7 @@ async fn an_accepted_challenge_whose_game_never_starts_gives_its_slot_back() {
         record.illegal_moves
     );
 
-    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tx.send(kaissa::bot::daemon::Stop::Resign).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .unwrap()
@@ -311,7 +311,7 @@ async fn an_accept_that_failed_on_our_side_but_not_on_the_server_is_played_withi
     let mut config = fast_config();
     config.bot.concurrency = 1;
     config.bot.game_start_timeout_secs = 30;
-    let (tx, rx) = tokio::sync::watch::channel(0u32);
+    let (tx, rx) = tokio::sync::watch::channel(kaissa::bot::daemon::Stop::No);
     let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
     fake.wait_event_stream(WAIT).await.unwrap();
 
@@ -348,7 +348,7 @@ async fn an_accept_that_failed_on_our_side_but_not_on_the_server_is_played_withi
     assert!(accepted, "the slot was released after the game");
     assert_eq!(fake.max_simultaneous_games(), 1);
 
-    tx.send(kaissa::bot::daemon::IMMEDIATE).unwrap();
+    tx.send(kaissa::bot::daemon::Stop::Resign).unwrap();
     tokio::time::timeout(WAIT, daemon)
         .await
         .unwrap()

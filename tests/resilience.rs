@@ -246,6 +246,47 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
     assert!(!hash_file.exists(), "the finished game's hash file is left");
 }
 
+/// SIGUSR1 (what `systemctl restart` amounts to, see src/shutdown.rs):
+/// the game is left on the server, its table saved, and the next run
+/// resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_hands_the_game_over_to_the_next_run() {
+    let fake = FakeLichess::start().await;
+    // Only /api/account/playing tells the new daemon about the game.
+    fake.replay_games_on_connect(false);
+    let mut bot = Bot::start(&fake, "").await;
+    // A slow opponent: the game cannot end during the hand-over.
+    let id = challenge(&fake, 300);
+    wait_moves(&fake, &id, 6).await;
+    bot.signal("USR1");
+    let status = bot.wait_exit(WAIT).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    check_log(&log, &bot.token);
+    assert!(log.contains("game handed over to the next run"), "{log}");
+    let game = fake.game(&id).unwrap();
+    assert!(
+        !game.is_over(),
+        "the game did not wait for the next run: {game:?}"
+    );
+    for action in ["resign", "abort"] {
+        assert_eq!(
+            requests_to(&fake, &format!("/api/bot/game/{id}/{action}")),
+            0
+        );
+    }
+    let hash_file = bot.dir.path().join("state/hash").join(format!("{id}.hash"));
+    assert!(hash_file.exists(), "no hash file for the next run: {log}");
+    assert!(!bot.pgn_dir().join(format!("{id}.pgn")).exists());
+
+    bot.spawn();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    assert!(log.contains("resuming a game nobody watched"), "{log}");
+    assert!(log.contains("hash table loaded"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_game_lets_it_finish_then_exits_cleanly() {
     let fake = FakeLichess::start().await;

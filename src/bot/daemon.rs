@@ -34,13 +34,17 @@
 //! game task rebuilding position and clocks from its game stream. The
 //! registry guarantees one task per game id whichever source comes first.
 //!
-//! **Shutdown** is counted in signals (see [`Signals`]). The first one
-//! stops accepting challenges (new ones are declined with `later`), keeps
-//! the event stream open for `gameFinish`, and waits for the running games
-//! to end; `bot.shutdown_deadline_secs` bounds that wait. The second
-//! signal, or the deadline, asks every remaining game to resign (or abort,
-//! where it still can) and exits once they ended or after
-//! [`RESIGN_GRACE`].
+//! **Shutdown** comes as a [`Stop`] request (see `crate::shutdown` for
+//! the signals). [`Stop::Finish`] stops accepting challenges (new ones
+//! are declined with `later`), keeps the event stream open for
+//! `gameFinish`, and waits for the running games to end;
+//! `bot.shutdown_deadline_secs` bounds that wait. [`Stop::Resign`], or
+//! the deadline, asks every remaining game to resign (or abort, where it
+//! still can) and exits once they ended or after [`RESIGN_GRACE`].
+//! [`Stop::HandOver`] (a restart) asks every game task to save its hash
+//! table and stop without a word to Lichess; the daemon exits once they
+//! stopped or after [`HANDOVER_GRACE`], and the next run resumes the
+//! games (reconciling, above).
 //!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
 //! while the event stream is open or was within the last 5 minutes,
@@ -92,18 +96,31 @@ const HOUSEKEEPING: Duration = Duration::from_millis(500);
 /// After asking the remaining games to resign, how long they get to do it
 /// (and write their PGN) before the daemon exits regardless.
 pub const RESIGN_GRACE: Duration = Duration::from_secs(10);
+/// After asking the games to stop for the next run, how long they get to
+/// save their hash tables (a save is bounded at 10 s) before the daemon
+/// exits regardless.
+pub const HANDOVER_GRACE: Duration = Duration::from_secs(12);
 /// The event stream may be down this long before the watchdog pings stop
 /// (systemd then restarts the daemon, which is all it can do).
 const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
 
-/// Shutdown requests, counted: the sender increments the value on every
-/// SIGTERM/SIGINT. [`GRACEFUL`]: finish the running games, then exit;
-/// [`IMMEDIATE`] or more: resign (or abort) them and exit.
-pub type Signals = watch::Receiver<u32>;
-/// The first signal.
-pub const GRACEFUL: u32 = 1;
-/// The second signal.
-pub const IMMEDIATE: u32 = 2;
+/// What the daemon is asked to do about stopping; the daemon reads it
+/// from a watch channel ([`Signals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Keep playing.
+    No,
+    /// Decline new challenges, let the running games finish, then exit.
+    Finish,
+    /// Leave the running games to the next run (a restart): each saves its
+    /// hash table and stops, without resigning; then exit.
+    HandOver,
+    /// Resign (or abort) the running games, then exit.
+    Resign,
+}
+
+/// The stop requests; a dropped sender counts as [`Stop::Resign`].
+pub type Signals = watch::Receiver<Stop>;
 
 /// One game the daemon knows of.
 #[derive(Debug)]
@@ -126,6 +143,11 @@ enum Phase {
     },
     /// Games were asked to resign; the daemon exits at `exit_by`.
     Resigning {
+        exit_by: Instant,
+    },
+    /// Games were asked to stop for the next run; the daemon exits at
+    /// `exit_by`.
+    HandingOver {
         exit_by: Instant,
     },
 }
@@ -254,8 +276,7 @@ impl Daemon {
         self.games.values().filter(|g| g.task.is_some()).count()
     }
 
-    /// Runs until shutdown is complete (see [`Signals`]; a dropped sender
-    /// counts as [`IMMEDIATE`]). Errors only on a fatal problem (the token
+    /// Runs until shutdown is complete (see [`Stop`]). Errors only on a fatal problem (the token
     /// is rejected).
     pub async fn run(mut self, mut signals: Signals) -> Result<(), ClientError> {
         let result = self.run_inner(&mut signals).await;
@@ -278,7 +299,7 @@ impl Daemon {
         }
         self.me = Some(tokio::select! {
             me = self.whoami() => me?,
-            _ = wait_for(signals, GRACEFUL) => return Ok(()),
+            _ = stop_requested(signals) => return Ok(()),
         });
         let (reconcile_tx, mut reconcile_rx) = mpsc::unbounded_channel::<Vec<GameInfo>>();
         let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
@@ -352,13 +373,13 @@ impl Daemon {
                     self.housekeeping();
                 }
                 changed = signals.changed(), if signals_open => {
-                    let count = if changed.is_ok() {
+                    let stop = if changed.is_ok() {
                         *signals.borrow_and_update()
                     } else {
                         signals_open = false;
-                        IMMEDIATE
+                        Stop::Resign
                     };
-                    self.on_signal(count);
+                    self.on_stop(stop);
                 }
             }
             self.send_answers();
@@ -475,27 +496,54 @@ impl Daemon {
         match self.phase {
             Phase::Running => false,
             Phase::Draining { .. } => self.games.is_empty(),
-            Phase::Resigning { exit_by } => self.running_games() == 0 || Instant::now() >= exit_by,
+            Phase::Resigning { exit_by } | Phase::HandingOver { exit_by } => {
+                self.running_games() == 0 || Instant::now() >= exit_by
+            }
         }
     }
 
-    fn on_signal(&mut self, count: u32) {
-        if count >= IMMEDIATE {
-            if !matches!(self.phase, Phase::Resigning { .. }) {
+    fn on_stop(&mut self, stop: Stop) {
+        match (stop, self.phase) {
+            (Stop::No, _) | (_, Phase::Resigning { .. }) => {}
+            (Stop::Resign, _) => {
                 tracing::info!("second signal: resigning the games in progress");
                 self.resign_all();
             }
-        } else if count >= GRACEFUL && self.phase == Phase::Running {
-            let deadline = Instant::now() + self.config.bot.shutdown_deadline();
-            tracing::info!(
-                games = self.running_games(),
-                deadline_s = self.config.bot.shutdown_deadline().as_secs(),
-                "shutting down: new challenges declined, running games finish (a second signal resigns them)"
-            );
-            let _ = self.notifier.stopping();
-            self.phase = Phase::Draining { deadline };
+            (Stop::HandOver, Phase::HandingOver { .. }) => {}
+            (Stop::HandOver, _) => self.hand_over_all(),
+            (Stop::Finish, Phase::Running) => {
+                let deadline = Instant::now() + self.config.bot.shutdown_deadline();
+                tracing::info!(
+                    games = self.running_games(),
+                    deadline_s = self.config.bot.shutdown_deadline().as_secs(),
+                    "shutting down: new challenges declined, running games finish (a second signal resigns them)"
+                );
+                let _ = self.notifier.stopping();
+                self.phase = Phase::Draining { deadline };
+            }
+            (Stop::Finish, _) => {}
         }
         self.update_status();
+    }
+
+    /// Asks every game task to stop for the next run.
+    fn hand_over_all(&mut self) {
+        let _ = self.notifier.stopping();
+        tracing::info!(
+            games = self.running_games(),
+            "restarting: the games in progress are left for the next run"
+        );
+        // Accepted challenges that have not started yet start in the next
+        // run (Lichess replays them as gameStart).
+        self.games.retain(|_, entry| entry.task.is_some());
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.send(GameCommand::HandOver);
+            }
+        }
+        self.phase = Phase::HandingOver {
+            exit_by: Instant::now() + HANDOVER_GRACE,
+        };
     }
 
     fn resign_all(&mut self) {
@@ -539,6 +587,9 @@ impl Daemon {
             Phase::Running => format!("playing {games} game(s); event stream reconnecting"),
             Phase::Draining { .. } => format!("shutting down: {games} game(s) finishing"),
             Phase::Resigning { .. } => format!("shutting down: resigning {games} game(s)"),
+            Phase::HandingOver { .. } => {
+                format!("restarting: handing over {games} game(s)")
+            }
         };
         if status != self.last_status {
             if let Err(e) = self.notifier.status(&status) {
@@ -611,6 +662,10 @@ impl Daemon {
             && entry.task.is_some()
         {
             tracing::debug!(game = %id, "game already being played");
+            return;
+        }
+        if matches!(self.phase, Phase::HandingOver { .. }) {
+            tracing::info!(game = %id, "game left for the next run");
             return;
         }
         // A game we accepted has its slot already; any other counts
@@ -869,9 +924,9 @@ impl Daemon {
     }
 }
 
-/// Waits until `signals` reaches `count` (or its sender is gone).
-async fn wait_for(signals: &mut Signals, count: u32) {
-    while *signals.borrow_and_update() < count {
+/// Waits until a stop is requested (or the sender is gone).
+async fn stop_requested(signals: &mut Signals) {
+    while *signals.borrow_and_update() == Stop::No {
         if signals.changed().await.is_err() {
             return;
         }

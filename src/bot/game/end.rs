@@ -1,5 +1,6 @@
-//! The end of a game: stop the engine, keep or delete the game's hash
-//! file, say goodbye, write the PGN, and log the result.
+//! The end of a game task: stop the engine, keep or delete the game's
+//! hash file, say goodbye, write the PGN, and log the result; or, for a
+//! game handed over to the next run, only save the hash file.
 
 use super::super::chat;
 use super::super::hashstore;
@@ -81,6 +82,10 @@ impl Game {
             }
         }
         let ply = self.record.as_ref().map_or(0, GameRecord::ply);
+        if self.handed_over && self.status.is_ongoing() {
+            tracing::info!(game = %self.id, plies = ply, "game handed over to the next run");
+            return self.join_engine().await;
+        }
         let (result, termination) = result_of(self.status, self.winner);
         tracing::info!(
             game = %self.id,
@@ -126,7 +131,11 @@ impl Game {
                 tracing::info!(game = %self.id, "goodbye not sent: requests are paused");
             }
         }
-        // Joining the engine thread blocks until its search has stopped.
+        self.join_engine().await;
+    }
+
+    /// Joining the engine thread blocks until its search has stopped.
+    async fn join_engine(self) {
         let engine = self.engine;
         let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
     }

@@ -97,6 +97,9 @@ pub enum GameCommand {
     Finished(Box<GameInfo>),
     /// Resign now (abort if the game cannot be resigned yet).
     Resign,
+    /// Stop for the next run of the daemon: save the hash table, say
+    /// nothing to Lichess.
+    HandOver,
 }
 
 /// The daemon's handle on a game task.
@@ -215,6 +218,9 @@ struct Game {
     hash_file: Option<PathBuf>,
     /// Our moves posted in this run (the table is saved every few).
     moves_posted: usize,
+    /// Stopped for the next run of the daemon (a restart), which resumes
+    /// the game: no goodbye, no PGN.
+    handed_over: bool,
 }
 
 /// The other side's colour in the Lichess model.
@@ -315,6 +321,7 @@ impl Game {
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
             hash_file,
             moves_posted: 0,
+            handed_over: false,
         };
         Ok((game, events))
     }
@@ -364,6 +371,10 @@ impl Game {
                 command = commands.recv() => match command {
                     Some(GameCommand::Finished(info)) => self.on_finished(*info),
                     Some(GameCommand::Resign) => self.resign_now(),
+                    Some(GameCommand::HandOver) => {
+                        self.handed_over = true;
+                        Flow::Over
+                    }
                     // The daemon is gone: nobody will read our result.
                     None => Flow::Over,
                 },
