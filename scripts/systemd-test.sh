@@ -6,9 +6,9 @@
 # (examples/fake_lichess.rs) on the host's 127.0.0.1 (nspawn shares the
 # host network). Checks: the unit starts and plays a game; `systemctl
 # stop` lets a running game finish and exits 0; `systemctl restart`
-# mid-game finishes the game and starts again; a crash mid-game is
-# restarted by systemd and the game resumed; a rejected token and a bad
-# configuration fail with their exit status and no restart loop.
+# mid-game hands the game over to the new run, which finishes it; a crash
+# mid-game is restarted by systemd and the game resumed; a rejected token
+# and a bad configuration fail with their exit status and no restart loop.
 #
 # Needs root, debootstrap, systemd-nspawn (systemd-container), nsenter and
 # a Rust toolchain; the first run downloads Debian (~90 MB) from
@@ -209,18 +209,30 @@ say "unit: $result"
     pass "the game went on to its end after SIGTERM" || fail "game $id: $over"
 [[ $result == "inactive success status=0" ]] && pass "stopped cleanly, exit 0" || fail "stop: $result"
 
-step "3. systemctl restart mid-game: the game finishes, then the unit is back"
+step "3. systemctl restart mid-game: the game is handed over, the new run finishes it"
 in_ct systemctl start kaissa
 say "$(fake wait-stream 30)"
 pid_before=$(show kaissa MainPID)
-id=$(fake challenge 120 0 300)
-say "challenge $id (2+0): $(fake wait-plies "$id" 6 60)"
+# A slow opponent (2 s a move): the game cannot end during the restart.
+id=$(fake challenge 300 0 2000)
+# 6 plies: the bot has moved 3 times.
+say "challenge $id (5+0): $(fake wait-plies "$id" 6 60)"
+started=$(date +%s)
 in_ct systemctl restart kaissa
-say "game $id: $(fake game "$id")"
+took=$(($(date +%s) - started))
+during=$(fake game "$id")
 pid_after=$(show kaissa MainPID)
-[[ $(fake game "$id") != *status=started* && $(show kaissa ActiveState) == active && $pid_after != "$pid_before" ]] &&
-    pass "restart waited for the game, then started again (pid $pid_before -> $pid_after)" ||
-    fail "restart: game $(fake game "$id"), unit $(show kaissa ActiveState)"
+say "restart returned after ${took} s; game $id then: $during"
+[[ $during == *status=started* && $(show kaissa ActiveState) == active && $pid_after != "$pid_before" ]] &&
+    pass "restart did not wait for the game (pid $pid_before -> $pid_after, ${took} s)" ||
+    fail "restart: game $during, unit $(show kaissa ActiveState)"
+over=$(fake wait-over "$id" 300)
+say "game $id: $over"
+[[ $over != *status=outoftime* && $over != *status=aborted* && $over == *illegal=0* && $over != *streams=1 ]] &&
+    pass "the new run resumed the game on a new stream and finished it" ||
+    fail "restart resume: game $over"
+in_ct journalctl -u kaissa -o cat --no-pager |
+    grep -E 'systemd is restarting|systemctl|shutting down|handed over|resum|hash table|Stopping|Started' | tail -12 | sed 's/^/    /'
 
 step "4. A crash mid-game: systemd restarts kaissa, the game is resumed"
 say "$(fake wait-stream 30)"

@@ -506,6 +506,48 @@ async fn a_429_on_a_decline_does_not_delay_reopening_a_bullet_game() {
     check_log(&log, &fake.token());
 }
 
+/// The event stream used to be opened through the request queue and the
+/// rate-limit gate: after a 429 to a decline (Retry-After 60), a cut event
+/// stream came back 60 s later, and a game started meanwhile waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_on_a_decline_does_not_delay_reopening_the_event_stream() {
+    let fake = FakeLichess::start().await;
+    // Only the reopened event stream tells the bot about the new game
+    // (account/playing waits at the gate).
+    let bot = Bot::start(&fake, "").await;
+    decline_rate_limited(&fake, 60, 1).await;
+    let connections = fake.view(|v| v.event_stream_connections());
+    let cut = Instant::now();
+    fake.cut_event_stream();
+    let id = fake
+        .start_game(
+            ChallengeSpec::default()
+                .clock(60, 0)
+                .autoplay(Some(opponent(20))),
+            shakmaty::Color::White,
+        )
+        .unwrap();
+    fake.wait_until("the event stream reopened", WAIT, |v| {
+        v.event_stream_connections() > connections
+    })
+    .await
+    .unwrap();
+    fake.wait_until("the game stream opened", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.stream_connections >= 1)
+    })
+    .await
+    .unwrap();
+    let handled = cut.elapsed();
+    assert!(
+        handled < Duration::from_secs(5),
+        "the game was seen after {handled:?}"
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+}
+
 /// The event loop used to await each decline behind the 60 s pause: a
 /// `gameStart` queued behind 50 of them waited for minutes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -337,6 +337,12 @@ impl Daemon {
                     Step::Opened(Err(e)) => {
                         tracing::warn!("cannot open the event stream: {e}");
                         conn = self.wait_to_reopen(&mut backoff);
+                        // A 429 to the open itself: wait as Lichess asks.
+                        if let (ClientError::RateLimited { .. }, Some(pause), Conn::Waiting(at)) =
+                            (&e, self.client.rate_limited_for(), &mut conn)
+                        {
+                            *at = (*at).max(Instant::now() + pause);
+                        }
                     }
                     Step::Next(next) => {
                         self.mark_open();

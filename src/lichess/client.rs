@@ -11,6 +11,8 @@
 //!   one at a time, as Lichess asks, and wait at the rate-limit gate. The
 //!   *game* lane (game-stream opens, resign, abort, claims) and *move*
 //!   posts skip the gate and the queue and have their own quick backoff.
+//!   The event stream's open skips them too, with one attempt per call:
+//!   its caller's reconnect loop is its backoff (and waits out a 429).
 //! - **Rate limits**: an HTTP 429 closes the gate shared by all clones of
 //!   the client: every queued request then waits `rate_limit_pause` (60 s
 //!   by default) or the `Retry-After` delay if longer, clamped to
@@ -452,6 +454,8 @@ enum Lane {
     Game,
     /// A move post, retried until its deadline.
     Move { deadline: Instant },
+    /// The event stream's open: no gate, no queue, one attempt.
+    Events,
 }
 
 /// One request, described before it is sent (possibly several times).
@@ -668,7 +672,9 @@ impl Client {
     /// connect Lichess replays open challenges and ongoing games. Opening
     /// it closes any other event stream of the same token.
     pub async fn stream_events(&self) -> Result<EventStream, Error> {
-        self.stream(Call::get("/api/stream/event".to_owned())).await
+        let mut call = Call::get("/api/stream/event".to_owned());
+        call.lane = Lane::Events;
+        self.stream(call).await
     }
 
     /// `GET /api/bot/game/stream/{id}`: `gameFull`, then `gameState` on
@@ -904,7 +910,7 @@ impl Client {
                 .max(MIN_URGENT_ATTEMPT)
                 .min(timeout)
                 .min(MOVE_ATTEMPT_TIMEOUT),
-            Lane::Queued | Lane::Game => timeout,
+            Lane::Queued | Lane::Game | Lane::Events => timeout,
         }
     }
 
@@ -916,6 +922,10 @@ impl Client {
             Lane::Queued => inner.options.retry,
             Lane::Game => inner.options.game_retry,
             Lane::Move { .. } => inner.options.urgent_retry,
+            Lane::Events => RetryPolicy {
+                max_attempts: 1,
+                ..inner.options.game_retry
+            },
         };
         let mut attempt = 0;
         loop {
@@ -930,7 +940,7 @@ impl Client {
                     inner.gate.wait().await;
                     permit
                 }
-                Lane::Game | Lane::Move { .. } => None,
+                Lane::Game | Lane::Move { .. } | Lane::Events => None,
             };
             let timeout = self.attempt_timeout(call);
             let started = Instant::now();

@@ -62,6 +62,11 @@ impl Game {
             self.engine.stop();
         }
         self.stop_pondering("game over");
+        // A periodic save still writing would bring back a file deleted
+        // now (the save after the last move, say).
+        if let Some(saving) = self.saving.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), saving).await;
+        }
         if let (Some(dir), Some(path)) = (&self.ctx.config.engine.state_dir, &self.hash_file) {
             if self.status.is_ongoing() && self.moves_posted > 0 {
                 // Not over (shutdown, or Lichess lost track of it) and we

@@ -216,6 +216,9 @@ struct Game {
     reader: Reader,
     /// Where this game's table is kept (`engine.state_dir` set).
     hash_file: Option<PathBuf>,
+    /// The last periodic save of the table, while it may still be writing
+    /// (the game's end waits for it before deleting or rewriting the file).
+    saving: Option<JoinHandle<()>>,
     /// Our moves posted in this run (the table is saved every few).
     moves_posted: usize,
     /// Stopped for the next run of the daemon (a restart), which resumes
@@ -320,6 +323,7 @@ impl Game {
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
             hash_file,
+            saving: None,
             moves_posted: 0,
             handed_over: false,
         };

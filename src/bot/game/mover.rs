@@ -525,7 +525,7 @@ impl Game {
         };
         let reply = self.engine.save_hash(path);
         let game = self.id.clone();
-        tokio::spawn(async move {
+        self.saving = Some(tokio::spawn(async move {
             match reply.await {
                 Ok(Ok(saved)) => {
                     tracing::debug!(game = %game, entries = saved.used, "hash table saved")
@@ -533,7 +533,7 @@ impl Game {
                 Ok(Err(e)) => tracing::warn!(game = %game, "hash table not saved: {e}"),
                 Err(_) => {}
             }
-        });
+        }));
     }
 }
 
