@@ -860,11 +860,20 @@ async fn soak() {
                 }
                 "100 gameStarts for unknown games"
             }
-            _ if !second_half => {
+            _ if !second_half && rng.bool() => {
                 bot.kill().await;
                 bot.spawn();
                 restarts += 1;
                 "SIGKILL and restart"
+            }
+            _ if !second_half => {
+                // What `systemctl restart` sends: the games are handed over.
+                bot.signal("USR1");
+                let status = bot.wait_exit(WAIT).await;
+                assert!(status.success(), "hand-over exit {status}");
+                bot.spawn();
+                restarts += 1;
+                "SIGUSR1 hand-over and restart"
             }
             _ => "none",
         };
