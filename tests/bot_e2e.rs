@@ -22,7 +22,8 @@ const WAIT: Duration = Duration::from_secs(20);
 const GAME: Duration = Duration::from_secs(90);
 
 /// This file's settings: depth 4, an 8 MiB hash, PGNs in the bot's
-/// directory.
+/// directory, and many games per opponent allowed (the tests send their
+/// challenges from one fake user; the cap is tested in tests/queue.rs).
 impl Bot {
     /// Starts the daemon against `fake` with the base settings of these
     /// tests plus `extra` (TOML lines, as `[section]\nkey = value`).
@@ -34,6 +35,7 @@ impl Bot {
         let mut bot = Bot::configured(fake, |dir| {
             format!(
                 "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+                 [challenge]\nmax_games_per_opponent = 100\n\
                  [bot]\npgn_dir = \"{}\"\n{extra}\n",
                 fake.url(),
                 dir.join("pgn").display()
@@ -198,7 +200,8 @@ async fn plays_chess960_from_position_and_correspondence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    // No queue: beyond the slots, declined (the queue: tests/queue.rs).
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2\n[challenge]\nqueue_size = 0").await;
     let ids: Vec<String> = (0..20)
         .map(|i| {
             fake.send_challenge(
