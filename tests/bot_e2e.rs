@@ -694,3 +694,45 @@ async fn ponders_on_the_opponents_time() {
         assert_eq!(plies.len(), n, "a ply answered twice: {moves:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takebacks_are_accepted_up_to_max_takebacks() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nmax_takebacks = 1").await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 1)
+    })
+    .await
+    .unwrap();
+    fake.opponent_move(&id, "g8f6").unwrap();
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    for expected in [vec![true], vec![true, false]] {
+        fake.opponent_proposes_takeback(&id).unwrap();
+        let n = expected.len();
+        fake.wait_until("the takeback answer", WAIT, |v| {
+            v.game(&id).is_some_and(|g| g.takeback_answers.len() == n)
+        })
+        .await
+        .unwrap();
+        assert_eq!(fake.game(&id).unwrap().takeback_answers, expected);
+        // Taken back or not, it is the opponent's move with the bot's reply
+        // on the board again.
+        fake.wait_until("the bot to move again", WAIT, |v| {
+            v.game(&id).is_some_and(|g| g.moves.len() % 2 == 1)
+        })
+        .await
+        .unwrap();
+    }
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_game_over(&id, GAME).await.unwrap();
+    bot.stop().await;
+}
