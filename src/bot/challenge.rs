@@ -1,6 +1,8 @@
 //! The challenge policy: whether to accept a challenge, and if not, the
 //! reason Lichess shows the challenger. Pure; the daemon calls [`decide`]
-//! for each incoming challenge and reserves a game slot with [`Slots`].
+//! for each incoming challenge (its own merits), then [`fair`] (the fair
+//! limits and the free slots: play, wait in the queue, or decline), and
+//! reserves a game slot with [`Slots`].
 
 use crate::config::ChallengeConfig;
 use crate::lichess::model::{Challenge, DeclineReason, Speed, TimeControl, VariantKey};

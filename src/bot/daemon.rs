@@ -1030,10 +1030,12 @@ impl Daemon {
     /// hold, and the games and queued challenges of its challenger.
     fn load_for(&self, challenge: &Challenge) -> Load {
         let who = challenge.challenger.id.to_lowercase();
+        // Games that still hold a slot: a finished game whose task writes
+        // its PGN does not count (a rematch is not refused).
         let games = self
             .games
             .values()
-            .filter(|e| e.opponent.as_deref() == Some(who.as_str()))
+            .filter(|e| e.slot.is_some() && e.opponent.as_deref() == Some(who.as_str()))
             .count();
         let queued = self
             .queue
@@ -1145,7 +1147,7 @@ impl Daemon {
         while !self.queue.is_empty() && self.slots.in_use() < self.slots.capacity() {
             let policy = &self.config.challenge;
             let mut per_opponent: HashMap<String, usize> = HashMap::new();
-            for e in self.games.values() {
+            for e in self.games.values().filter(|e| e.slot.is_some()) {
                 if let Some(o) = &e.opponent {
                     *per_opponent.entry(o.clone()).or_default() += 1;
                 }
