@@ -1274,6 +1274,12 @@ impl Daemon {
             self.matchmaker.failed();
             return;
         }
+        if self.phase != Phase::Running {
+            // Created while shutting down: withdrawn at once.
+            self.matchmaker.failed();
+            matchmaking::spawn_cancel(&self.client, id);
+            return;
+        }
         // Our challenge holds a slot until it is answered; an
         // incoming challenge that needs it cancels ours.
         let slot = if self.games.contains_key(&id) {
