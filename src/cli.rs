@@ -72,6 +72,18 @@ pub enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Turn the Lichess account into a BOT account. This cannot be undone,
+    /// and Lichess allows it only for an account that never played a
+    /// game: pass --yes-i-understand to confirm.
+    Upgrade {
+        /// Configuration file (TOML); default: built-in defaults and the
+        /// `KAISSA_*` environment.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Confirm: the account becomes a BOT account for good.
+        #[arg(long)]
+        yes_i_understand: bool,
+    },
     /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
     Run {
         /// Configuration file (TOML); default: built-in defaults and the

@@ -17,6 +17,11 @@
 //!   `decide` (the rules in order, each with the reason Lichess shows)
 //!   and the per-setting checks beside it. A new setting: see "a
 //!   configuration key".
+//! - **A fair limit** (who gets a slot, who waits): `fair` in
+//!   `src/bot/challenge.rs`; the queue's order in `src/bot/queue.rs`; the
+//!   daily bot quota in `src/bot/quota.rs`; whom matchmaking challenges in
+//!   `pick`/`offer` of `src/bot/matchmaking.rs`. The daemon
+//!   (`src/bot/daemon.rs`) only applies them.
 //! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
 //!   and its `!help` line; the game task (`src/bot/game.rs`) posts the
 //!   answer.

@@ -64,6 +64,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::logging::init();
             run_check(config.as_deref())
         }
+        Command::Upgrade {
+            config,
+            yes_i_understand,
+        } => {
+            kaissa::logging::init();
+            run_upgrade(config.as_deref(), yes_i_understand)
+        }
         Command::Run { config } => {
             kaissa::logging::init();
             run_daemon(config.as_deref())
@@ -84,6 +91,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
     println!("configuration: ok");
+    for line in config.summary() {
+        println!("  {line}");
+    }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
@@ -116,6 +126,41 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
         }
         Err(e) => Err(anyhow::Error::new(e).context(format!("GET {url}/api/account"))),
     }
+}
+
+/// `kaissa upgrade`: turns the account into a BOT account, only with the
+/// explicit confirmation flag (Lichess cannot undo it).
+fn run_upgrade(config_path: Option<&Path>, confirmed: bool) -> Result<ExitCode> {
+    let config = Config::load(config_path).context("configuration")?;
+    let token = config.token().context("token")?;
+    let client = Client::new(token, config.lichess.client_options())
+        .context("cannot create the Lichess client")?;
+    let url = config.lichess.url.clone();
+    let runtime = runtime()?;
+    let account = runtime
+        .block_on(client.account())
+        .with_context(|| format!("GET {url}/api/account"))?;
+    let name = if account.username.is_empty() {
+        account.id.clone()
+    } else {
+        account.username.clone()
+    };
+    if account.is_bot() {
+        println!("{name} is a BOT account already: nothing to do");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !confirmed {
+        eprintln!(
+            "error: upgrading {name} ({url}) to a BOT account cannot be undone, and works only \
+             for an account that never played a game; run again with --yes-i-understand"
+        );
+        return Ok(Status::Usage.into());
+    }
+    runtime
+        .block_on(client.upgrade_to_bot())
+        .with_context(|| format!("POST {url}/api/bot/account/upgrade"))?;
+    println!("{name} is now a BOT account");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_perft(depth: u32, fen: Option<&str>, divide: bool, chess960: bool) -> Result<()> {

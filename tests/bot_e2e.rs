@@ -22,7 +22,8 @@ const WAIT: Duration = Duration::from_secs(20);
 const GAME: Duration = Duration::from_secs(90);
 
 /// This file's settings: depth 4, an 8 MiB hash, PGNs in the bot's
-/// directory.
+/// directory, and many games per opponent allowed (the tests send their
+/// challenges from one fake user; the cap is tested in tests/queue.rs).
 impl Bot {
     /// Starts the daemon against `fake` with the base settings of these
     /// tests plus `extra` (TOML lines, as `[section]\nkey = value`).
@@ -34,6 +35,7 @@ impl Bot {
         let mut bot = Bot::configured(fake, |dir| {
             format!(
                 "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+                 [challenge]\nmax_games_per_opponent = 100\n\
                  [bot]\npgn_dir = \"{}\"\n{extra}\n",
                 fake.url(),
                 dir.join("pgn").display()
@@ -198,7 +200,8 @@ async fn plays_chess960_from_position_and_correspondence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    // No queue: beyond the slots, declined (the queue: tests/queue.rs).
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2\n[challenge]\nqueue_size = 0").await;
     let ids: Vec<String> = (0..20)
         .map(|i| {
             fake.send_challenge(
@@ -690,4 +693,46 @@ async fn ponders_on_the_opponents_time() {
         plies.dedup();
         assert_eq!(plies.len(), n, "a ply answered twice: {moves:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takebacks_are_accepted_up_to_max_takebacks() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nmax_takebacks = 1").await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 1)
+    })
+    .await
+    .unwrap();
+    fake.opponent_move(&id, "g8f6").unwrap();
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    for expected in [vec![true], vec![true, false]] {
+        fake.opponent_proposes_takeback(&id).unwrap();
+        let n = expected.len();
+        fake.wait_until("the takeback answer", WAIT, |v| {
+            v.game(&id).is_some_and(|g| g.takeback_answers.len() == n)
+        })
+        .await
+        .unwrap();
+        assert_eq!(fake.game(&id).unwrap().takeback_answers, expected);
+        // Taken back or not, it is the opponent's move with the bot's reply
+        // on the board again.
+        fake.wait_until("the bot to move again", WAIT, |v| {
+            v.game(&id).is_some_and(|g| g.moves.len() % 2 == 1)
+        })
+        .await
+        .unwrap();
+    }
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_game_over(&id, GAME).await.unwrap();
+    bot.stop().await;
 }

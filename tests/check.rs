@@ -7,8 +7,12 @@ use std::process::Output;
 use support::fake_lichess::{FakeConfig, FakeLichess};
 
 async fn check(fake: &FakeLichess, token: &str, extra: &[&str]) -> Output {
+    kaissa(fake, token, "check", extra).await
+}
+
+async fn kaissa(fake: &FakeLichess, token: &str, command: &str, extra: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
-        .arg("check")
+        .arg(command)
         .args(extra)
         .env_remove("CREDENTIALS_DIRECTORY")
         .env("LICHESS_BOT_TOKEN", token)
@@ -17,6 +21,15 @@ async fn check(fake: &FakeLichess, token: &str, extra: &[&str]) -> Output {
         .output()
         .await
         .expect("run kaissa check")
+}
+
+/// A fake whose account is not a BOT account.
+async fn human_account() -> FakeLichess {
+    FakeLichess::start_with(FakeConfig {
+        is_bot: false,
+        ..FakeConfig::default()
+    })
+    .await
 }
 
 fn text(out: &Output) -> (String, String) {
@@ -39,11 +52,7 @@ async fn good_token_prints_the_account() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn human_account_is_warned_about() {
-    let fake = FakeLichess::start_with(FakeConfig {
-        is_bot: false,
-        ..FakeConfig::default()
-    })
-    .await;
+    let fake = human_account().await;
     let out = check(&fake, &fake.token(), &[]).await;
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
@@ -99,4 +108,94 @@ async fn invalid_config_value_is_named() {
         "stdout: {stdout}\nstderr: {stderr}"
     );
     assert!(stderr.contains("concurrency"), "stderr: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_the_queue_fair_limits_and_matchmaking() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kaissa.toml");
+    std::fs::write(
+        &path,
+        "[bot]\nconcurrency = 3\n[challenge]\nreserved_for_humans = 1\nqueue_order = \"rating\"\n\
+         [matchmaking]\nenabled = true\ntime_controls = [\"1+1\"]\n",
+    )
+    .unwrap();
+    let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    for line in [
+        "games at once: 3 (kept for humans: 1, per opponent: 1)",
+        "challenge queue: up to 10, by rating",
+        "bot games per day: 100",
+        "takebacks per game: 0",
+        "matchmaking: on: after 300 s idle, rating window 300, 1+1 standard, casual",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in: {stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_matchmaking_and_limit_keys_are_named() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kaissa.toml");
+    for (config, key) in [
+        (
+            "[matchmaking]\ntime_controls = [\"fast\"]\n",
+            "matchmaking.time_controls",
+        ),
+        (
+            "[challenge]\nreserved_for_humans = 1\n",
+            "challenge.reserved_for_humans",
+        ),
+        (
+            "[challenge]\nmax_days_per_turn = 30\n",
+            "challenge.max_days_per_turn",
+        ),
+        ("[bot]\nbot_games_per_day = 101\n", "bot.bot_games_per_day"),
+    ] {
+        std::fs::write(&path, config).unwrap();
+        let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(78),
+            "stdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(stderr.contains(key), "{key} not in: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrade_needs_the_confirmation_flag() {
+    let fake = human_account().await;
+    let out = kaissa(&fake, &fake.token(), "upgrade", &[]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(stderr.contains("--yes-i-understand"), "stderr: {stderr}");
+    assert!(!fake.view(|v| v.is_bot()));
+    assert!(
+        !fake
+            .requests()
+            .iter()
+            .any(|r| r.path == "/api/bot/account/upgrade")
+    );
+    let out = kaissa(&fake, &fake.token(), "upgrade", &["--yes-i-understand"]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("KaissaBot is now a BOT account"),
+        "{stdout}"
+    );
+    assert!(fake.view(|v| v.is_bot()));
+    // Once more: nothing to do.
+    let out = kaissa(&fake, &fake.token(), "upgrade", &["--yes-i-understand"]).await;
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(stdout.contains("already"), "{stdout}");
 }

@@ -523,6 +523,11 @@ async fn bot_vs_bot_daily_cap_is_recognised() {
         Some(Duration::from_secs(86398))
     );
     assert!(error.to_string().contains("bot.vsBot.day"), "{error}");
+    // A quota on games, not a request rate: nothing else waits.
+    assert_eq!(client.rate_limited_for(), None);
+    let start = std::time::Instant::now();
+    client.account().await.unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]

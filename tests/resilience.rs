@@ -37,6 +37,7 @@ impl Bot {
             format!(
                 "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
                  [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
+                 [challenge]\nmax_games_per_opponent = 100\n\
                  [bot]\npgn_dir = \"{}\"\n{extra}\n",
                 url,
                 dir.join("state").display(),

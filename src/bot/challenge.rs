@@ -1,6 +1,8 @@
 //! The challenge policy: whether to accept a challenge, and if not, the
 //! reason Lichess shows the challenger. Pure; the daemon calls [`decide`]
-//! for each incoming challenge and reserves a game slot with [`Slots`].
+//! for each incoming challenge (its own merits), then [`fair`] (the fair
+//! limits and the free slots: play, wait in the queue, or decline), and
+//! reserves a game slot with [`Slots`].
 
 use crate::config::ChallengeConfig;
 use crate::lichess::model::{Challenge, DeclineReason, Speed, TimeControl, VariantKey};
@@ -14,46 +16,35 @@ pub enum Decision {
     Decline(DeclineReason),
 }
 
-/// Decides a challenge. Rules, in order (the first that fails gives the
-/// reason):
+/// Decides a challenge on its own merits (the fair limits and the free
+/// slots come after, see [`fair`]). Rules, in order (the first that fails
+/// gives the reason):
 ///
-/// 1. shutting down, or `active_games >= concurrency`: `later`;
-/// 2. challenger blocked, or not on a non-empty allow list: `generic`;
-/// 3. a bot when `accept_bots = false`: `noBot`; a human when
+/// 1. challenger blocked, or not on a non-empty allow list: `generic`;
+/// 2. a bot when `accept_bots = false`: `noBot`; a human when
 ///    `only_bots`: `onlyBot`;
-/// 4. variant not accepted: `standard` if the challenge is standard (the
+/// 3. variant not accepted: `standard` if the challenge is standard (the
 ///    policy wants other variants), else `variant`;
-/// 5. correspondence/unlimited (or an unknown time control) when not
-///    allowed: `timeControl`; a clock whose base or increment is below the
-///    minimum: `tooFast`, above the maximum: `tooSlow`; a speed not in the
-///    list: `tooFast`/`tooSlow` when every accepted real-time speed is
+/// 4. correspondence/unlimited (or an unknown time control) when not
+///    allowed: `timeControl`; fewer days per move than
+///    `min_days_per_turn`: `tooFast`, more than `max_days_per_turn`:
+///    `tooSlow`; a clock whose base or increment is below the minimum:
+///    `tooFast`, above the maximum: `tooSlow`; a speed not in the list:
+///    `tooFast`/`tooSlow` when every accepted real-time speed is
 ///    slower/faster, else `timeControl`;
-/// 6. rated not accepted: `rated`; casual not accepted: `casual`;
-/// 7. challenger rating outside the range: `generic` (no rating passes).
-pub fn decide(
-    challenge: &Challenge,
-    policy: &ChallengeConfig,
-    active_games: usize,
-    concurrency: usize,
-    shutting_down: bool,
-) -> Decision {
-    match check(challenge, policy, active_games, concurrency, shutting_down) {
+/// 5. rated not accepted: `rated`; casual not accepted: `casual`;
+/// 6. challenger rating outside the range: `generic` (no rating passes);
+/// 7. more than `max_rating_diff` between the challenger's rating and
+///    ours (`destUser.rating`): `generic`.
+pub fn decide(challenge: &Challenge, policy: &ChallengeConfig) -> Decision {
+    match check(challenge, policy) {
         Ok(()) => Decision::Accept,
         Err(reason) => Decision::Decline(reason),
     }
 }
 
-fn check(
-    challenge: &Challenge,
-    policy: &ChallengeConfig,
-    active_games: usize,
-    concurrency: usize,
-    shutting_down: bool,
-) -> Result<(), DeclineReason> {
+fn check(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), DeclineReason> {
     use DeclineReason::*;
-    if shutting_down || active_games >= concurrency {
-        return Err(Later);
-    }
     let user = &challenge.challenger;
     if is_blocked(policy, &user.id) || !is_allowed(policy, &user.id) {
         return Err(Generic);
@@ -81,7 +72,71 @@ fn check(
     {
         return Err(Generic);
     }
+    if let (Some(theirs), Some(ours)) = (
+        user.rating,
+        challenge.dest_user.as_ref().and_then(|u| u.rating),
+    ) && policy.max_rating_diff > 0
+        && theirs.abs_diff(ours) > policy.max_rating_diff
+    {
+        return Err(Generic);
+    }
     Ok(())
+}
+
+/// Where the games stand when a challenge that passed [`decide`] asks for
+/// a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Load {
+    /// `bot.concurrency`.
+    pub concurrency: usize,
+    /// Slots taken (games, accepted challenges, our pending challenge).
+    pub in_use: usize,
+    /// Of those, the slots bots hold.
+    pub bots: usize,
+    /// Games and queued challenges of this challenger.
+    pub with_challenger: usize,
+    /// The daily bot-game quota is reached.
+    pub bot_quota_reached: bool,
+}
+
+/// What the fair limits say about a challenge that [`decide`] accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fair {
+    /// A slot is free for it: accept.
+    Play,
+    /// It may play, but not now: it waits in the queue.
+    Wait,
+    /// Declined for this reason, by the rule named.
+    Decline(DeclineReason, &'static str),
+}
+
+/// The fair limits, in order: at most `max_games_per_opponent` games (and
+/// queued challenges) per challenger (`later`, "per-opponent cap"); a bot
+/// when the daily bot quota is reached (`later`, "daily bot quota"); then
+/// a free slot, which a bot may take only beyond the
+/// `reserved_for_humans` ones, else it waits.
+pub fn fair(challenge: &Challenge, policy: &ChallengeConfig, load: Load) -> Fair {
+    let bot = challenge.challenger.is_bot();
+    if load.with_challenger >= policy.max_games_per_opponent as usize {
+        return Fair::Decline(DeclineReason::Later, "per-opponent cap");
+    }
+    if bot && load.bot_quota_reached {
+        return Fair::Decline(DeclineReason::Later, "daily bot quota");
+    }
+    if may_take_slot(bot, policy, load) {
+        Fair::Play
+    } else {
+        Fair::Wait
+    }
+}
+
+/// Whether a slot is free for a human (`bot = false`) or a bot.
+pub fn may_take_slot(bot: bool, policy: &ChallengeConfig, load: Load) -> bool {
+    let free = load.in_use < load.concurrency;
+    let bot_slots = load
+        .concurrency
+        .saturating_sub(policy.reserved_for_humans as usize);
+    free && (!bot || load.bots < bot_slots)
 }
 
 fn check_time(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), DeclineReason> {
@@ -99,6 +154,17 @@ fn check_time(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), Dec
         TimeControl::Correspondence { .. } | TimeControl::Unlimited | TimeControl::Unknown => {
             if !accepts_time_control(policy, &challenge.time_control) {
                 return Err(DeclineReason::TimeControl);
+            }
+            if let TimeControl::Correspondence {
+                days_per_turn: Some(days),
+            } = challenge.time_control
+            {
+                if days < policy.min_days_per_turn {
+                    return Err(DeclineReason::TooFast);
+                }
+                if days > policy.max_days_per_turn {
+                    return Err(DeclineReason::TooSlow);
+                }
             }
         }
     }
@@ -263,24 +329,81 @@ mod tests {
     }
 
     fn d(c: &Challenge, p: &ChallengeConfig) -> Decision {
-        decide(c, p, 0, 1, false)
+        decide(c, p)
     }
 
     #[test]
     fn accepts_a_plain_challenge() {
         assert_eq!(d(&std_challenge(), &policy()), Decision::Accept);
-        assert_eq!(
-            decide(&std_challenge(), &policy(), 1, 2, false),
-            Decision::Accept
-        );
+    }
+
+    fn load(in_use: usize, bots: usize, with_challenger: usize) -> Load {
+        Load {
+            concurrency: 2,
+            in_use,
+            bots,
+            with_challenger,
+            bot_quota_reached: false,
+        }
     }
 
     #[test]
-    fn later_when_full_or_shutting_down() {
-        let c = std_challenge();
-        assert_eq!(decide(&c, &policy(), 1, 1, false), Decision::Decline(Later));
-        assert_eq!(decide(&c, &policy(), 0, 0, false), Decision::Decline(Later));
-        assert_eq!(decide(&c, &policy(), 0, 4, true), Decision::Decline(Later));
+    fn fair_limits() {
+        let human = std_challenge();
+        let from_bot = challenge(serde_json::json!({"challenger": bot()}));
+        let mut p = policy();
+        assert_eq!(fair(&human, &p, load(1, 0, 0)), Fair::Play);
+        assert_eq!(fair(&human, &p, load(2, 0, 0)), Fair::Wait);
+        assert_eq!(
+            fair(&human, &p, load(1, 0, 1)),
+            Fair::Decline(Later, "per-opponent cap")
+        );
+        p.max_games_per_opponent = 2;
+        assert_eq!(fair(&human, &p, load(1, 0, 1)), Fair::Play);
+        // One slot kept for humans: a bot waits for the other.
+        p.reserved_for_humans = 1;
+        assert_eq!(fair(&from_bot, &p, load(0, 0, 0)), Fair::Play);
+        assert_eq!(fair(&from_bot, &p, load(1, 1, 0)), Fair::Wait);
+        assert_eq!(fair(&human, &p, load(1, 1, 0)), Fair::Play);
+        assert_eq!(fair(&from_bot, &p, load(1, 0, 0)), Fair::Play);
+        let quota = Load {
+            bot_quota_reached: true,
+            ..load(0, 0, 0)
+        };
+        assert_eq!(
+            fair(&from_bot, &p, quota),
+            Fair::Decline(Later, "daily bot quota")
+        );
+        assert_eq!(fair(&human, &p, quota), Fair::Play);
+    }
+
+    #[test]
+    fn days_per_turn_and_rating_difference() {
+        let mut p = policy();
+        p.correspondence = true;
+        p.min_days_per_turn = 2;
+        p.max_days_per_turn = 5;
+        let days = |n: u32| {
+            challenge(serde_json::json!({
+                "speed": "correspondence",
+                "timeControl": {"type": "correspondence", "daysPerTurn": n},
+            }))
+        };
+        assert_eq!(d(&days(1), &p), Decision::Decline(TooFast));
+        assert_eq!(d(&days(2), &p), Decision::Accept);
+        assert_eq!(d(&days(7), &p), Decision::Decline(TooSlow));
+        let mut p = policy();
+        p.max_rating_diff = 300;
+        let vs = |ours: u32| {
+            challenge(serde_json::json!({
+                "destUser": {"id": "kaissa", "name": "kaissa", "rating": ours},
+            }))
+        };
+        assert_eq!(d(&vs(1700), &p), Decision::Accept);
+        assert_eq!(d(&vs(1900), &p), Decision::Decline(Generic));
+        assert_eq!(d(&std_challenge(), &p), Decision::Accept);
+        p.max_rating_diff = 0;
+        assert_eq!(d(&vs(3900), &p), Decision::Accept);
     }
 
     #[test]

@@ -52,10 +52,22 @@ pub struct EngineView {
 
 /// The reply to a chat line, if it is a command we answer. `!eval` is
 /// answered only in the spectator room, so the opponent gets no help.
-pub fn reply(text: &str, room: Room, me: &str, engine: &EngineView) -> Option<String> {
+/// `waiting`: challenges in the queue, for `!queue`.
+pub fn reply(
+    text: &str,
+    room: Room,
+    me: &str,
+    engine: &EngineView,
+    waiting: usize,
+) -> Option<String> {
     let command = text.split_whitespace().next()?.to_ascii_lowercase();
     let answer = match command.as_str() {
-        "!help" => "Commands: !name, !eval (spectators), !help".to_string(),
+        "!help" => "Commands: !name, !eval (spectators), !queue, !help".to_string(),
+        "!queue" => match waiting {
+            0 => "No challenge is waiting: challenge me!".to_string(),
+            1 => "1 challenge is waiting for a free slot.".to_string(),
+            n => format!("{n} challenges are waiting for a free slot."),
+        },
         "!name" => format!(
             "{me} plays with kaissa {}, a Rust engine.",
             env!("CARGO_PKG_VERSION")
@@ -99,30 +111,40 @@ mod tests {
             pv: Some("e4 e5 Nf3".into()),
         };
         assert!(
-            reply("!help", Room::Player, "k", &view)
+            reply("!help", Room::Player, "k", &view, 0)
                 .unwrap()
                 .contains("!eval")
         );
         assert!(
-            reply("  !NAME please", Room::Player, "kbot", &view)
+            reply("  !NAME please", Room::Player, "kbot", &view, 0)
                 .unwrap()
                 .starts_with("kbot")
         );
         assert_eq!(
-            reply("!eval", Room::Spectator, "k", &view).unwrap(),
+            reply("!eval", Room::Spectator, "k", &view, 0).unwrap(),
             "Eval +0.35 at depth 14, line e4 e5 Nf3"
         );
         assert!(
-            !reply("!eval", Room::Player, "k", &view)
+            !reply("!eval", Room::Player, "k", &view, 0)
                 .unwrap()
                 .contains("0.35")
         );
         assert_eq!(
-            reply("!eval", Room::Spectator, "k", &EngineView::default()).unwrap(),
+            reply("!eval", Room::Spectator, "k", &EngineView::default(), 0).unwrap(),
             "No evaluation yet."
         );
-        assert_eq!(reply("hello", Room::Player, "k", &view), None);
-        assert_eq!(reply("", Room::Player, "k", &view), None);
+        assert_eq!(reply("hello", Room::Player, "k", &view, 0), None);
+        assert!(
+            reply("!queue", Room::Player, "k", &view, 3)
+                .unwrap()
+                .starts_with("3 challenges are waiting")
+        );
+        assert!(
+            reply("!queue", Room::Spectator, "k", &view, 0)
+                .unwrap()
+                .starts_with("No challenge")
+        );
+        assert_eq!(reply("", Room::Player, "k", &view, 0), None);
         assert_eq!(Room::parse("spectator"), Some(Room::Spectator));
         assert_eq!(Room::parse("lobby"), None);
     }

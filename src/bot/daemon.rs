@@ -46,23 +46,49 @@
 //! stopped or after [`HANDOVER_GRACE`], and the next run resumes the
 //! games (reconciling, above).
 //!
+//! **The queue and the fair limits.** A challenge the policy accepts
+//! ([`decide`]) then meets the fair limits ([`fair`]): a per-opponent cap,
+//! the daily bot quota, and the slots (some kept for humans). One that may
+//! play but finds no slot waits in the [`ChallengeQueue`], and is accepted
+//! when a slot frees ([`Daemon::drain_queue`]); withdrawn meanwhile
+//! (`challengeCanceled`), it leaves the queue.
+//!
+//! **The daily bot quota** ([`BotQuota`]): a `bot.vsBot.day` 429 (or our
+//! own count) stops bot games until it resets; everything else goes on.
+//!
+//! **Matchmaking** ([`Matchmaker`]): idle long enough, the daemon
+//! challenges an online bot; our pending challenge holds a slot, and is
+//! cancelled when an incoming challenge needs it or after its timeout.
+//!
+//! **Correspondence**: a game without a clock waiting for the opponent is
+//! parked (no task, no slot); `gameStart` with `isMyTurn`, or the periodic
+//! `/api/account/playing` check, takes it up again. The same check starts
+//! a task for any other ongoing game that has none.
+//!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
 //! while the event stream is open or was within the last 5 minutes,
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
-use super::challenge::{Decision, SlotGuard, Slots, decide};
-use super::game::{self, GameCommand, GameContext, GameHandle, Me};
+use super::challenge::{Decision, Fair, Load, SlotGuard, Slots, decide, fair, may_take_slot};
+use super::game::{self, Exit, GameCommand, GameContext, GameHandle, Me};
 use super::hashstore;
+use super::matchmaking::{self, MatchEvent, Matchmaker};
+use super::queue::{ChallengeQueue, Pushed};
+use super::quota::BotQuota;
+use super::state::unix_now;
 use crate::config::Config;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::client::{Client, Error as ClientError, EventStream, is_valid_id};
-use crate::lichess::model::{Challenge, DeclineReason, Direction, Event, GameInfo};
+use crate::lichess::model::{
+    Account, Challenge, DeclineReason, Direction, Event, GameInfo, OnlineBot, Speed,
+};
 use crate::lichess::stream::StreamEvent;
 use crate::systemd::Notifier;
 use futures::StreamExt;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -131,6 +157,40 @@ pub struct GameEntry {
     task: Option<GameHandle>,
     /// When the challenge was accepted, while the game has not started.
     accepted_at: Option<Instant>,
+    /// The opponent's user id, when known (for the per-opponent cap).
+    opponent: Option<String>,
+    /// The opponent is a bot (for the slots kept for humans, the quota).
+    bot: bool,
+    /// Our own challenge (matchmaking), not answered yet.
+    outgoing: bool,
+    /// A correspondence game whose turn came while its task was parking:
+    /// take it up again at once.
+    recheck: bool,
+    /// The game as `gameStart` gave it (to take a parked game up again).
+    info: Option<GameInfo>,
+}
+
+impl GameEntry {
+    fn new(slot: Option<SlotGuard>) -> GameEntry {
+        GameEntry {
+            slot,
+            task: None,
+            accepted_at: None,
+            opponent: None,
+            bot: false,
+            outgoing: false,
+            recheck: false,
+            info: None,
+        }
+    }
+}
+
+/// A correspondence game waiting for the opponent, without a task.
+#[derive(Debug)]
+struct Parked {
+    info: GameInfo,
+    /// Our turn came, but no slot was free yet.
+    due: bool,
 }
 
 /// Where shutdown stands.
@@ -194,8 +254,8 @@ pub struct Daemon {
     slots: Slots,
     games: HashMap<String, GameEntry>,
     search_permits: Arc<Semaphore>,
-    done_tx: mpsc::UnboundedSender<String>,
-    done_rx: mpsc::UnboundedReceiver<String>,
+    done_tx: mpsc::UnboundedSender<(String, Exit)>,
+    done_rx: mpsc::UnboundedReceiver<(String, Exit)>,
     me: Option<Me>,
     notifier: Arc<Notifier>,
     phase: Phase,
@@ -216,6 +276,23 @@ pub struct Daemon {
     /// A `/api/account/playing` call is under way; another was asked.
     reconciling: bool,
     reconcile_again: bool,
+    reconcile_tx: mpsc::UnboundedSender<Option<Vec<GameInfo>>>,
+    reconcile_rx: mpsc::UnboundedReceiver<Option<Vec<GameInfo>>>,
+    /// When `/api/account/playing` was last asked.
+    last_playing_check: Instant,
+    /// Challenges waiting for a slot, and their count for `!queue`.
+    queue: ChallengeQueue,
+    queue_len: Arc<AtomicUsize>,
+    quota: BotQuota,
+    matchmaker: Matchmaker,
+    match_tx: mpsc::UnboundedSender<MatchEvent>,
+    match_rx: mpsc::UnboundedReceiver<MatchEvent>,
+    /// Since when nothing was under way (no game, nothing queued).
+    idle_since: Instant,
+    /// Correspondence games waiting for the opponent.
+    parked: HashMap<String, Parked>,
+    /// Parked games greeted already (not greeted again when taken up).
+    greeted: HashSet<String>,
     /// When `gameStart`s beyond the cap were last logged.
     flood_logged: Option<Instant>,
     last_sweep: Instant,
@@ -234,6 +311,15 @@ impl Daemon {
         let search_permits = Arc::new(Semaphore::new(config.engine.threads.max(1) as usize));
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let (answered_tx, answered_rx) = mpsc::unbounded_channel();
+        let (reconcile_tx, reconcile_rx) = mpsc::unbounded_channel();
+        let (match_tx, match_rx) = mpsc::unbounded_channel();
+        let state_dir = config.engine.state_dir.clone();
+        let queue = ChallengeQueue::new(
+            config.challenge.queue_order,
+            config.challenge.queue_size as usize,
+        );
+        let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);
+        let matchmaker = Matchmaker::new(config.matchmaking.clone(), state_dir.as_deref());
         Daemon {
             client,
             config: Arc::new(config),
@@ -256,6 +342,18 @@ impl Daemon {
             decided: HashMap::new(),
             reconciling: false,
             reconcile_again: false,
+            reconcile_tx,
+            reconcile_rx,
+            last_playing_check: Instant::now(),
+            queue,
+            queue_len: Arc::new(AtomicUsize::new(0)),
+            quota,
+            matchmaker,
+            match_tx,
+            match_rx,
+            idle_since: Instant::now(),
+            parked: HashMap::new(),
+            greeted: HashSet::new(),
             flood_logged: None,
             last_sweep: Instant::now(),
         }
@@ -301,7 +399,6 @@ impl Daemon {
             me = self.whoami() => me?,
             _ = stop_requested(signals) => return Ok(()),
         });
-        let (reconcile_tx, mut reconcile_rx) = mpsc::unbounded_channel::<Vec<GameInfo>>();
         let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -328,7 +425,7 @@ impl Daemon {
                         tracing::info!("event stream open");
                         backoff.up();
                         self.on_stream_open();
-                        self.reconcile_later(&reconcile_tx);
+                        self.reconcile_later();
                         conn = Conn::Open(stream);
                     }
                     Step::Opened(Err(
@@ -364,13 +461,14 @@ impl Daemon {
                     }
                     Step::Reopen => conn = Conn::Opening(self.open_events()),
                 },
-                Some(id) = self.done_rx.recv() => self.game_done(&id),
-                Some(games) = reconcile_rx.recv() => {
+                Some((id, exit)) = self.done_rx.recv() => self.game_done(&id, exit),
+                Some(games) = self.reconcile_rx.recv() => {
                     self.reconcile(games);
                     if std::mem::take(&mut self.reconcile_again) {
-                        self.reconcile_later(&reconcile_tx);
+                        self.reconcile_later();
                     }
                 }
+                Some(event) = self.match_rx.recv() => self.on_match_event(event),
                 Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
                 _ = housekeeping.tick() => {
                     if matches!(conn, Conn::Open(_)) {
@@ -455,29 +553,45 @@ impl Daemon {
     /// Asks `/api/account/playing` in the background (it waits behind the
     /// rate-limit gate like any request; the loop must not). One call at a
     /// time: asked again meanwhile, one more follows it.
-    fn reconcile_later(&mut self, tx: &mpsc::UnboundedSender<Vec<GameInfo>>) {
+    fn reconcile_later(&mut self) {
+        self.last_playing_check = Instant::now();
         if self.reconciling {
             self.reconcile_again = true;
             return;
         }
         self.reconciling = true;
         let client = self.client.clone();
-        let tx = tx.clone();
+        let tx = self.reconcile_tx.clone();
         tokio::spawn(async move {
             let games = match client.playing().await {
-                Ok(playing) => playing.now_playing,
+                Ok(playing) => Some(playing.now_playing),
                 Err(e) => {
                     tracing::warn!("cannot list the ongoing games: {e}");
-                    Vec::new()
+                    None
                 }
             };
             let _ = tx.send(games);
         });
     }
 
-    /// Starts a task for every ongoing game that has none.
-    fn reconcile(&mut self, games: Vec<GameInfo>) {
+    /// Starts a task for every ongoing game that has none (a parked
+    /// correspondence game only when its turn came), and forgets parked
+    /// games that are no longer listed (they ended).
+    fn reconcile(&mut self, games: Option<Vec<GameInfo>>) {
         self.reconciling = false;
+        let Some(games) = games else {
+            return;
+        };
+        let listed: HashSet<&str> = games.iter().map(|g| g.game_id.as_str()).collect();
+        self.parked.retain(|id, _| {
+            let ongoing = listed.contains(id.as_str());
+            if !ongoing {
+                tracing::info!(game = %id, "parked correspondence game no longer ongoing");
+            }
+            ongoing
+        });
+        self.greeted
+            .retain(|id| listed.contains(id.as_str()) || self.games.contains_key(id));
         let missing: Vec<GameInfo> = games
             .into_iter()
             .filter(|g| {
@@ -485,16 +599,36 @@ impl Daemon {
                     .get(&g.game_id)
                     .is_none_or(|entry| entry.task.is_none())
             })
+            .filter(|g| !self.parked.contains_key(&g.game_id) || g.is_my_turn)
             .collect();
-        tracing::info!(
-            ongoing = self.running_games() + missing.len(),
-            resumed = missing.len(),
-            "reconciled with the ongoing games"
-        );
+        let level = if missing.is_empty() {
+            tracing::Level::DEBUG
+        } else {
+            tracing::Level::INFO
+        };
+        if level == tracing::Level::INFO {
+            tracing::info!(
+                ongoing = self.running_games() + missing.len(),
+                missing = missing.len(),
+                parked = self.parked.len(),
+                "reconciled with the ongoing games"
+            );
+        } else {
+            tracing::debug!(
+                ongoing = self.running_games(),
+                parked = self.parked.len(),
+                "reconciled with the ongoing games"
+            );
+        }
         for info in missing {
-            tracing::info!(game = %info.game_id, "resuming a game nobody watched");
+            if self.parked.contains_key(&info.game_id) {
+                tracing::info!(game = %info.game_id, "correspondence: our turn (playing check)");
+            } else if !is_correspondence(&info) || info.is_my_turn {
+                tracing::info!(game = %info.game_id, "resuming a game nobody watched");
+            }
             self.on_game_start(info);
         }
+        self.drain_queue();
     }
 
     /// Whether shutdown is complete.
@@ -509,6 +643,19 @@ impl Daemon {
     }
 
     fn on_stop(&mut self, stop: Stop) {
+        match stop {
+            // Nothing more will be accepted: the waiting challenges go,
+            // and our own pending challenge. A restart leaves the waiting
+            // ones to the next run (Lichess resends them).
+            Stop::Finish | Stop::Resign => {
+                self.decline_queued(|_| true, "shutting down");
+                self.cancel_our_challenge();
+            }
+            Stop::HandOver => {
+                self.cancel_our_challenge();
+            }
+            Stop::No => {}
+        }
         match (stop, self.phase) {
             (Stop::No, _) | (_, Phase::Resigning { .. }) => {}
             (Stop::Resign, _) => {
@@ -568,6 +715,11 @@ impl Daemon {
 
     fn housekeeping(&mut self) {
         self.expire_accepts();
+        if self.last_playing_check.elapsed() >= self.config.bot.playing_check() {
+            self.reconcile_later();
+        }
+        self.drain_queue();
+        self.matchmaking();
         self.decided.retain(|_, at| at.elapsed() < DECIDED_TTL);
         if self.last_sweep.elapsed() >= SWEEP_EVERY {
             self.last_sweep = Instant::now();
@@ -588,8 +740,12 @@ impl Daemon {
     fn update_status(&mut self) {
         let games = self.running_games();
         let connected = matches!(self.last_open, Some(at) if at.elapsed() < HOUSEKEEPING * 4);
+        let queued = match self.queue.len() {
+            0 => String::new(),
+            n => format!(", {n} challenge(s) waiting"),
+        };
         let status = match self.phase {
-            Phase::Running if connected => format!("playing {games} game(s)"),
+            Phase::Running if connected => format!("playing {games} game(s){queued}"),
             Phase::Running => format!("playing {games} game(s); event stream reconnecting"),
             Phase::Draining { .. } => format!("shutting down: {games} game(s) finishing"),
             Phase::Resigning { .. } => format!("shutting down: resigning {games} game(s)"),
@@ -646,10 +802,27 @@ impl Daemon {
                 self.on_challenge(&challenge, stopping);
             }
             Event::ChallengeCanceled { challenge } => {
-                tracing::info!(challenge = %challenge.id, "challenge canceled");
+                if self.queue.remove(&challenge.id).is_some() {
+                    self.queue_len.store(self.queue.len(), Ordering::Relaxed);
+                    tracing::info!(challenge = %challenge.id, waiting = self.queue.len(), "challenge withdrawn while queued: removed from the queue");
+                } else {
+                    tracing::info!(challenge = %challenge.id, "challenge canceled");
+                }
             }
             Event::ChallengeDeclined { challenge } => {
-                tracing::info!(challenge = %challenge.id, "our challenge was declined");
+                let reason = challenge
+                    .decline_reason_key
+                    .clone()
+                    .unwrap_or_else(|| "generic".to_owned());
+                tracing::info!(challenge = %challenge.id, reason = %reason, "our challenge was declined");
+                if self
+                    .matchmaker
+                    .settled(&challenge.id, Some(&reason), unix_now())
+                {
+                    self.games.remove(&challenge.id);
+                    self.idle_since = Instant::now();
+                    self.drain_queue();
+                }
             }
             Event::GameStart { game } => self.on_game_start(game),
             Event::GameFinish { game } => self.on_game_finish(game),
@@ -657,16 +830,26 @@ impl Daemon {
         }
     }
 
-    /// Starts the game's task, exactly once per game id.
+    /// Starts the game's task, exactly once per game id. A correspondence
+    /// game that waits for the opponent is parked instead; one whose turn
+    /// came waits for a free slot.
     fn on_game_start(&mut self, info: GameInfo) {
         let id = info.game_id.clone();
         if !is_valid_id(&id) {
             tracing::warn!(game = %id.chars().take(80).collect::<String>(), "gameStart with an invalid game id ignored");
             return;
         }
-        if let Some(entry) = self.games.get(&id)
+        if self.matchmaker.settled(&id, None, unix_now()) {
+            tracing::info!(game = %id, "matchmaking: our challenge was accepted");
+        }
+        let correspondence = is_correspondence(&info);
+        if let Some(entry) = self.games.get_mut(&id)
             && entry.task.is_some()
         {
+            if correspondence && info.is_my_turn {
+                // The task may be parking: take the game up again after.
+                entry.recheck = true;
+            }
             tracing::debug!(game = %id, "game already being played");
             return;
         }
@@ -674,11 +857,34 @@ impl Daemon {
             tracing::info!(game = %id, "game left for the next run");
             return;
         }
+        if correspondence && !info.is_my_turn {
+            // Nothing to do until the opponent moves: no task, no slot.
+            if self.games.remove(&id).is_some() || !self.parked.contains_key(&id) {
+                tracing::info!(game = %id, "correspondence game parked until our turn");
+            }
+            self.parked.insert(id, Parked { info, due: false });
+            return;
+        }
         // A game we accepted has its slot already; any other counts
         // against the cap.
         let accepted = self.games.get(&id).is_some_and(|e| e.slot.is_some());
+        if correspondence && !accepted {
+            // Its turn came: it needs a slot (it waits for one, days
+            // are plenty).
+            match self.slots.try_reserve() {
+                Some(slot) => {
+                    self.parked.remove(&id);
+                    self.games.insert(id.clone(), GameEntry::new(Some(slot)));
+                }
+                None => {
+                    tracing::info!(game = %id, "correspondence: our turn; waiting for a free slot");
+                    self.parked.insert(id, Parked { info, due: true });
+                    return;
+                }
+            }
+        }
         let cap = self.slots.capacity() + SPARE_GAMES;
-        if !accepted && self.running_games() >= cap {
+        if !accepted && !correspondence && self.running_games() >= cap {
             if self
                 .flood_logged
                 .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
@@ -691,26 +897,37 @@ impl Daemon {
         let Some(me) = self.me.clone() else {
             return;
         };
+        self.parked.remove(&id);
         let slots = &self.slots;
-        let entry = self.games.entry(id.clone()).or_insert_with(|| GameEntry {
-            slot: None,
-            task: None,
-            accepted_at: None,
-        });
+        let entry = self
+            .games
+            .entry(id.clone())
+            .or_insert_with(|| GameEntry::new(None));
         if entry.slot.is_none() {
             entry.slot = slots.try_reserve();
             if entry.slot.is_none() {
                 tracing::warn!(game = %id, "game started beyond the concurrency limit; playing it anyway");
             }
         }
+        if entry.opponent.is_none() {
+            entry.opponent = info
+                .opponent
+                .as_ref()
+                .and_then(|o| o.id.clone())
+                .map(|o| o.to_lowercase());
+        }
+        if entry.bot && (entry.accepted_at.is_some() || entry.outgoing) {
+            // A new game against a bot: it counts against the daily quota.
+            self.quota.game_started(unix_now());
+        }
         entry.accepted_at = None;
-        let ctx = GameContext {
-            client: self.client.clone(),
-            config: Arc::clone(&self.config),
-            me,
-            search_permits: Arc::clone(&self.search_permits),
-        };
+        entry.outgoing = false;
+        entry.info = Some(info.clone());
+        let ctx = self.game_context(me, !self.greeted.contains(&id));
         let task = game::spawn(ctx, info, self.done_tx.clone());
+        let Some(entry) = self.games.get_mut(&id) else {
+            return;
+        };
         if matches!(self.phase, Phase::Resigning { .. }) {
             task.send(GameCommand::Resign);
         }
@@ -720,6 +937,14 @@ impl Daemon {
     fn on_game_finish(&mut self, info: GameInfo) {
         let id = info.game_id.clone();
         tracing::debug!(game = %id, "gameFinish");
+        if self.parked.remove(&id).is_some() {
+            // Over while it waited (the opponent resigned, or mated us):
+            // a task takes it up for the PGN and the goodbye.
+            tracing::info!(game = %id, "parked correspondence game finished");
+            self.wrap_up_parked(info);
+            return;
+        }
+        self.greeted.remove(&id);
         let Some(entry) = self.games.get_mut(&id) else {
             return;
         };
@@ -732,13 +957,58 @@ impl Daemon {
                 self.games.remove(&id);
             }
         }
+        self.drain_queue();
     }
 
-    /// A game task ended.
-    fn game_done(&mut self, id: &str) {
-        if self.games.remove(id).is_some() {
-            tracing::debug!(game = %id, in_use = self.slots.in_use(), "game task ended");
+    /// What a game task gets; `greet`: say hello when it starts.
+    fn game_context(&self, me: Me, greet: bool) -> GameContext {
+        GameContext {
+            client: self.client.clone(),
+            config: Arc::clone(&self.config),
+            me,
+            search_permits: Arc::clone(&self.search_permits),
+            queue_len: Arc::clone(&self.queue_len),
+            greet,
         }
+    }
+
+    /// Starts a task, holding no slot, for a parked game that ended: it
+    /// reads the final state and writes the PGN.
+    fn wrap_up_parked(&mut self, info: GameInfo) {
+        let Some(me) = self.me.clone() else {
+            return;
+        };
+        let id = info.game_id.clone();
+        let ctx = self.game_context(me, false);
+        let mut entry = GameEntry::new(None);
+        entry.task = Some(game::spawn(ctx, info, self.done_tx.clone()));
+        self.greeted.remove(&id);
+        self.games.insert(id, entry);
+    }
+
+    /// A game task ended: the game is over, or (correspondence) parked
+    /// until our turn.
+    fn game_done(&mut self, id: &str, exit: Exit) {
+        if let Some(entry) = self.games.remove(id) {
+            tracing::debug!(game = %id, in_use = self.slots.in_use(), ?exit, "game task ended");
+            if exit == Exit::Parked && self.phase == Phase::Running {
+                self.greeted.insert(id.to_owned());
+                let Some(mut info) = entry.info else {
+                    return;
+                };
+                info.is_my_turn = entry.recheck;
+                self.parked.insert(
+                    id.to_owned(),
+                    Parked {
+                        info,
+                        due: entry.recheck,
+                    },
+                );
+            } else {
+                self.greeted.remove(id);
+            }
+        }
+        self.drain_queue();
     }
 
     /// Gives back the slots of accepted challenges whose game never
@@ -756,6 +1026,10 @@ impl Daemon {
     }
 
     fn on_challenge(&mut self, challenge: &Challenge, shutting_down: bool) {
+        if self.queue.contains(&challenge.id) {
+            tracing::debug!(challenge = %challenge.id, "challenge already queued");
+            return;
+        }
         if self.decided.contains_key(&challenge.id) {
             tracing::debug!(challenge = %challenge.id, "challenge already decided");
             return;
@@ -777,63 +1051,342 @@ impl Daemon {
             }
         }
         self.decided.insert(challenge.id.clone(), Instant::now());
-        let concurrency = self.slots.capacity();
-        let mut decision = decide(
-            challenge,
-            &self.config.challenge,
-            self.slots.in_use(),
-            concurrency,
-            shutting_down,
-        );
-        let guard = match decision {
-            Decision::Accept => match self.slots.try_reserve() {
-                Some(guard) => Some(guard),
-                None => {
-                    decision = Decision::Decline(DeclineReason::Later);
-                    None
+        let config = Arc::clone(&self.config);
+        let policy = &config.challenge;
+        let (reason, rule) = if shutting_down {
+            (DeclineReason::Later, "shutting down")
+        } else {
+            match decide(challenge, policy) {
+                Decision::Decline(reason) => (reason, "policy"),
+                Decision::Accept => {
+                    let mut verdict = fair(challenge, policy, self.load_for(challenge));
+                    if verdict == Fair::Wait && self.cancel_our_challenge() {
+                        // Incoming challenges come first: ours gave way.
+                        verdict = fair(challenge, policy, self.load_for(challenge));
+                    }
+                    match verdict {
+                        Fair::Play => {
+                            self.accept(challenge);
+                            return;
+                        }
+                        Fair::Wait => match self.queue.push(challenge.clone()) {
+                            Pushed::Queued(position) => {
+                                self.queue_len.store(self.queue.len(), Ordering::Relaxed);
+                                tracing::info!(
+                                    challenge = %challenge.id,
+                                    challenger = %challenge.challenger.id,
+                                    bot = challenge.challenger.is_bot(),
+                                    rating = challenge.challenger.rating,
+                                    position,
+                                    waiting = self.queue.len(),
+                                    "queued: every slot is taken"
+                                );
+                                return;
+                            }
+                            Pushed::Already => return,
+                            Pushed::Full => (DeclineReason::Later, "queue full"),
+                        },
+                        Fair::Decline(reason, rule) => (reason, rule),
+                    }
                 }
-            },
-            Decision::Decline(_) => None,
-        };
-        let who = &challenge.challenger.id;
-        let decline = match decision {
-            Decision::Accept => {
-                tracing::info!(
-                    challenge = %challenge.id,
-                    challenger = %who,
-                    variant = challenge.variant.key.as_str(),
-                    speed = challenge.speed.as_str(),
-                    rated = challenge.rated,
-                    "accept"
-                );
-                // The slot is held from now: until the game starts, the
-                // accept is refused, or the start timeout passes.
-                self.games.entry(challenge.id.clone()).or_insert(GameEntry {
-                    slot: guard,
-                    task: None,
-                    accepted_at: Some(Instant::now()),
-                });
-                None
-            }
-            Decision::Decline(reason) => {
-                tracing::info!(
-                    challenge = %challenge.id,
-                    challenger = %who,
-                    variant = challenge.variant.key.as_str(),
-                    speed = challenge.speed.as_str(),
-                    rated = challenge.rated,
-                    reason = reason.as_str(),
-                    "decline"
-                );
-                Some(reason)
             }
         };
+        self.decline(challenge, reason, rule);
+    }
+
+    /// Where the slots stand for `challenge`: slots in use, those bots
+    /// hold, and the games and queued challenges of its challenger.
+    fn load_for(&self, challenge: &Challenge) -> Load {
+        let who = challenge.challenger.id.to_lowercase();
+        // Games that still hold a slot: a finished game whose task writes
+        // its PGN does not count (a rematch is not refused).
+        let games = self
+            .games
+            .values()
+            .filter(|e| e.slot.is_some() && e.opponent.as_deref() == Some(who.as_str()))
+            .count();
+        let queued = self
+            .queue
+            .iter()
+            .filter(|c| c.id != challenge.id && c.challenger.id.eq_ignore_ascii_case(&who))
+            .count();
+        Load {
+            concurrency: self.slots.capacity(),
+            in_use: self.slots.in_use(),
+            bots: self.bot_slots(),
+            with_challenger: games + queued,
+            bot_quota_reached: self.quota.reached(unix_now()),
+        }
+    }
+
+    /// Slots held by games (or challenges) against bots.
+    fn bot_slots(&self) -> usize {
+        self.games
+            .values()
+            .filter(|e| e.bot && e.slot.is_some())
+            .count()
+    }
+
+    /// Accepts a challenge that may take a free slot; the slot is held
+    /// from now, until the game starts (then by the game), the accept is
+    /// refused, or the start timeout passes.
+    fn accept(&mut self, challenge: &Challenge) {
+        let Some(slot) = self.slots.try_reserve() else {
+            // Cannot happen (the load said a slot is free); decline
+            // rather than overbook.
+            self.decline(challenge, DeclineReason::Later, "no free slot");
+            return;
+        };
+        tracing::info!(
+            challenge = %challenge.id,
+            challenger = %challenge.challenger.id,
+            bot = challenge.challenger.is_bot(),
+            variant = challenge.variant.key.as_str(),
+            speed = challenge.speed.as_str(),
+            rated = challenge.rated,
+            in_use = self.slots.in_use(),
+            "accept"
+        );
+        let mut entry = GameEntry::new(Some(slot));
+        entry.accepted_at = Some(Instant::now());
+        entry.opponent = Some(challenge.challenger.id.to_lowercase());
+        entry.bot = challenge.challenger.is_bot();
+        self.games.entry(challenge.id.clone()).or_insert(entry);
         self.answers.push_back(Answer {
             id: challenge.id.clone(),
-            decline,
+            decline: None,
             tries: 0,
             not_before: Instant::now(),
         });
+    }
+
+    fn decline(&mut self, challenge: &Challenge, reason: DeclineReason, rule: &str) {
+        tracing::info!(
+            challenge = %challenge.id,
+            challenger = %challenge.challenger.id,
+            variant = challenge.variant.key.as_str(),
+            speed = challenge.speed.as_str(),
+            rated = challenge.rated,
+            reason = reason.as_str(),
+            rule,
+            "decline"
+        );
+        self.answers.push_back(Answer {
+            id: challenge.id.clone(),
+            decline: Some(reason),
+            tries: 0,
+            not_before: Instant::now(),
+        });
+    }
+
+    /// Declines (`later`) the queued challenges for which `which` holds.
+    fn decline_queued(&mut self, which: impl FnMut(&Challenge) -> bool, rule: &str) {
+        for challenge in self.queue.drain_where(which) {
+            self.decline(&challenge, DeclineReason::Later, rule);
+        }
+        self.queue_len.store(self.queue.len(), Ordering::Relaxed);
+    }
+
+    /// Hands the free slots out: first to correspondence games whose turn
+    /// came, then to the queued challenges that may take them, in queue
+    /// order. Bot challenges are declined while the bot quota is reached.
+    fn drain_queue(&mut self) {
+        if self.phase != Phase::Running {
+            return;
+        }
+        if self.quota.reached(unix_now()) {
+            self.decline_queued(|c| c.challenger.is_bot(), "daily bot quota");
+        }
+        let due: Vec<String> = self
+            .parked
+            .iter()
+            .filter(|(_, p)| p.due)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if self.slots.in_use() >= self.slots.capacity() {
+                break;
+            }
+            if let Some(parked) = self.parked.remove(&id) {
+                tracing::info!(game = %id, "correspondence: a slot is free, taking the game up");
+                self.on_game_start(parked.info);
+            }
+        }
+        while !self.queue.is_empty() && self.slots.in_use() < self.slots.capacity() {
+            let policy = &self.config.challenge;
+            let mut per_opponent: HashMap<String, usize> = HashMap::new();
+            for e in self.games.values().filter(|e| e.slot.is_some()) {
+                if let Some(o) = &e.opponent {
+                    *per_opponent.entry(o.clone()).or_default() += 1;
+                }
+            }
+            let load = Load {
+                concurrency: self.slots.capacity(),
+                in_use: self.slots.in_use(),
+                bots: self.bot_slots(),
+                with_challenger: 0,
+                bot_quota_reached: false,
+            };
+            let cap = policy.max_games_per_opponent as usize;
+            let next = self.queue.take_next(|c| {
+                let playing = per_opponent
+                    .get(&c.challenger.id.to_lowercase())
+                    .copied()
+                    .unwrap_or(0);
+                playing < cap && may_take_slot(c.challenger.is_bot(), policy, load)
+            });
+            let Some(challenge) = next else {
+                break;
+            };
+            self.queue_len.store(self.queue.len(), Ordering::Relaxed);
+            tracing::info!(
+                challenge = %challenge.id,
+                challenger = %challenge.challenger.id,
+                waiting = self.queue.len(),
+                "a slot is free: taking the next queued challenge"
+            );
+            self.accept(&challenge);
+        }
+    }
+
+    /// Withdraws our pending matchmaking challenge to free its slot; whether
+    /// there was one.
+    fn cancel_our_challenge(&mut self) -> bool {
+        let Some(pending) = self.matchmaker.pending().cloned() else {
+            return false;
+        };
+        if self.games.get(&pending.id).is_none_or(|e| e.task.is_some()) {
+            return false;
+        }
+        tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: an incoming challenge comes first; cancelling ours");
+        self.games.remove(&pending.id);
+        self.matchmaker.settled(&pending.id, None, unix_now());
+        matchmaking::spawn_cancel(&self.client, pending.id);
+        true
+    }
+
+    /// Matchmaking's turn: cancel a challenge of ours that waited too long,
+    /// or look for an opponent when idle.
+    fn matchmaking(&mut self) {
+        if !self.matchmaker.enabled() {
+            return;
+        }
+        let now = unix_now();
+        if let Some(pending) = self.matchmaker.timed_out().cloned() {
+            tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: no answer in time; cancelling our challenge");
+            self.games.remove(&pending.id);
+            self.matchmaker.settled(&pending.id, Some("timeout"), now);
+            matchmaking::spawn_cancel(&self.client, pending.id);
+            self.idle_since = Instant::now();
+        }
+        let busy = !self.games.is_empty()
+            || !self.queue.is_empty()
+            || self.parked.values().any(|p| p.due)
+            || self.matchmaker.busy();
+        if busy || self.phase != Phase::Running {
+            self.idle_since = Instant::now();
+            return;
+        }
+        if self.quota.reached(now) || self.client.rate_limited_for().is_some() {
+            return;
+        }
+        if self.matchmaker.due(self.idle_since) {
+            tracing::info!(
+                idle_s = self.idle_since.elapsed().as_secs(),
+                "matchmaking: idle; looking for a bot online"
+            );
+            self.matchmaker.search(&self.client, &self.match_tx);
+        }
+    }
+
+    fn on_bots_found(&mut self, found: Result<(Vec<OnlineBot>, Account), ClientError>, now: u64) {
+        match found {
+            Ok((bots, account)) => {
+                let busy = !self.games.is_empty() || !self.queue.is_empty();
+                if busy || self.phase != Phase::Running || self.quota.reached(now) {
+                    self.matchmaker.failed();
+                    return;
+                }
+                if self
+                    .matchmaker
+                    .found(&bots, &account, &self.client, &self.match_tx, now)
+                    .is_none()
+                {
+                    self.idle_since = Instant::now();
+                }
+            }
+            Err(e) => {
+                tracing::warn!("matchmaking: cannot list the bots online: {e}");
+                self.matchmaker.failed();
+                self.idle_since = Instant::now();
+            }
+        }
+    }
+
+    fn on_match_event(&mut self, event: MatchEvent) {
+        let now = unix_now();
+        match event {
+            MatchEvent::Found(found) => self.on_bots_found(*found, now),
+            MatchEvent::Created { opponent, result } => match *result {
+                Ok(challenge) => self.on_challenge_created(opponent, challenge),
+                Err(e) => self.on_challenge_not_created(&opponent, &e, now),
+            },
+        }
+    }
+
+    /// Our matchmaking challenge was created: it holds a slot until it is
+    /// answered (an incoming challenge that needs the slot cancels it).
+    fn on_challenge_created(&mut self, opponent: String, challenge: Challenge) {
+        let id = challenge.id.clone();
+        if !is_valid_id(&id) {
+            self.matchmaker.failed();
+            return;
+        }
+        if self.phase != Phase::Running {
+            // Created while shutting down: withdrawn at once.
+            self.matchmaker.failed();
+            matchmaking::spawn_cancel(&self.client, id);
+            return;
+        }
+        // Our challenge holds a slot until it is answered; an
+        // incoming challenge that needs it cancels ours.
+        let slot = if self.games.contains_key(&id) {
+            None
+        } else {
+            self.slots.try_reserve()
+        };
+        let Some(slot) = slot else {
+            tracing::info!(challenge = %id, "matchmaking: no slot left for our challenge; cancelling it");
+            self.matchmaker.failed();
+            matchmaking::spawn_cancel(&self.client, id);
+            return;
+        };
+        tracing::info!(challenge = %id, opponent = %opponent, "matchmaking: challenge sent; waiting for an answer");
+        let mut entry = GameEntry::new(Some(slot));
+        entry.opponent = Some(opponent.to_lowercase());
+        entry.bot = true;
+        entry.outgoing = true;
+        self.games.insert(id.clone(), entry);
+        self.matchmaker.created(id, opponent);
+    }
+
+    fn on_challenge_not_created(&mut self, opponent: &str, e: &ClientError, now: u64) {
+        self.idle_since = Instant::now();
+        if let Some(wait) = e.bot_vs_bot_daily_limit() {
+            self.quota.hit(now, Some(wait.as_secs()));
+            tracing::warn!(
+                resets_in_s = self.quota.resets_in(now),
+                "matchmaking: daily bot-game quota reached; stopped until it resets"
+            );
+            self.matchmaker.failed();
+            self.decline_queued(|c| c.challenger.is_bot(), "daily bot quota");
+        } else if e.status() == Some(429) || e.is_transient() {
+            tracing::warn!("matchmaking: challenge not sent: {e}");
+            self.matchmaker.failed();
+        } else {
+            tracing::warn!(opponent = %opponent, "matchmaking: challenge refused: {e}");
+            self.matchmaker.refused(opponent, "refused", now);
+        }
     }
 
     /// Starts sending the answers that are due, up to
@@ -877,6 +1430,28 @@ impl Daemon {
             tracing::debug!(challenge = %answer.id, "{what} sent");
             return;
         };
+        if answer.decline.is_none()
+            && let Some(wait) = e.bot_vs_bot_daily_limit()
+        {
+            // A quota on bot games, not a request rate: this challenge is
+            // declined, the other bot challenges too; the rest goes on.
+            let now = unix_now();
+            self.quota.hit(now, Some(wait.as_secs()));
+            tracing::warn!(
+                challenge = %answer.id,
+                resets_in_s = self.quota.resets_in(now),
+                "daily bot-game quota reached: bot challenges declined until it resets"
+            );
+            self.games.remove(&answer.id);
+            self.answers.push_back(Answer {
+                id: answer.id,
+                decline: Some(DeclineReason::Later),
+                tries: 0,
+                not_before: Instant::now(),
+            });
+            self.drain_queue();
+            return;
+        }
         let retry =
             (e.is_transient() || e.status() == Some(429)) && answer.tries < MAX_ANSWER_TRIES;
         tracing::warn!(challenge = %answer.id, tries = answer.tries, retry, "{what} failed: {e}");
@@ -893,14 +1468,17 @@ impl Daemon {
         if answer.decline.is_none() {
             // The retry of an accept that went through gets 404: keep the
             // slot until the game starts or the start timeout passes. Any
-            // other refusal frees it.
-            let gone = !matches!(e, ClientError::NotFound { .. })
+            // other refusal frees it, a 404 to the first try too (the
+            // challenge is gone: withdrawn while its cancel event was lost).
+            let retried_404 = matches!(e, ClientError::NotFound { .. }) && answer.tries > 1;
+            let gone = !retried_404
                 && self
                     .games
                     .get(&answer.id)
                     .is_some_and(|entry| entry.task.is_none());
             if gone {
                 self.games.remove(&answer.id);
+                self.drain_queue();
             }
         }
     }
@@ -953,4 +1531,10 @@ fn prepare_state_dir(dir: &std::path::Path) {
     if swept > 0 {
         tracing::info!(files = swept, "stale hash files deleted");
     }
+}
+
+/// A game without a clock: correspondence (or unlimited, which Lichess
+/// lists with the correspondence speed).
+fn is_correspondence(info: &GameInfo) -> bool {
+    info.speed == Some(Speed::Correspondence)
 }

@@ -1,10 +1,15 @@
-//! The Lichess bot: the daemon's event loop, the challenge policy, one task
-//! per game, chat, and the PGN of each finished game.
+//! The Lichess bot: the daemon's event loop, the challenge policy and its
+//! queue, matchmaking, the daily bot quota, one task per game, chat, and
+//! the PGN of each finished game.
 
 pub mod challenge;
 pub mod chat;
 pub mod daemon;
 pub mod game;
 pub mod hashstore;
+pub mod matchmaking;
 pub mod pgn;
+pub mod queue;
+pub mod quota;
 pub mod record;
+pub mod state;

@@ -26,6 +26,7 @@
 mod env;
 mod error;
 mod sections;
+mod summary;
 mod token;
 mod validate;
 
@@ -36,7 +37,7 @@ pub use env::ENV_PREFIX;
 pub use error::ConfigError;
 pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
-    PlayableVariant,
+    MatchmakingConfig, PlayableVariant, QueueOrder, parse_time_control,
 };
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
 

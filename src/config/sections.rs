@@ -19,6 +19,7 @@ pub struct Config {
     pub engine: EngineConfig,
     pub challenge: ChallengeConfig,
     pub bot: BotConfig,
+    pub matchmaking: MatchmakingConfig,
     pub chat: ChatConfig,
 }
 
@@ -197,6 +198,42 @@ pub struct ChallengeConfig {
     pub block_list: Vec<String>,
     /// When not empty, only these users are accepted (ids, any case).
     pub allow_list: Vec<String>,
+    /// Days per move of a correspondence game accepted: fewer is
+    /// declined `tooFast`, more `tooSlow`.
+    pub min_days_per_turn: u32,
+    pub max_days_per_turn: u32,
+    /// The most rating points between the challenger and us (0: no
+    /// limit); beyond it, declined `generic`.
+    pub max_rating_diff: u32,
+    /// Games at once against one opponent; more are declined `later`.
+    pub max_games_per_opponent: u32,
+    /// Slots of `bot.concurrency` that bots cannot take: their challenges
+    /// wait in the queue while only those slots are free.
+    pub reserved_for_humans: u32,
+    /// Acceptable challenges waiting for a slot, at most; more are
+    /// declined `later` (0: no queue).
+    pub queue_size: u32,
+    /// Which waiting challenge gets the next free slot.
+    pub queue_order: QueueOrder,
+}
+
+/// The order of the challenge queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum QueueOrder {
+    /// First come, first served.
+    Arrival,
+    /// The highest-rated challenger first (then by arrival).
+    Rating,
+}
+
+impl QueueOrder {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueOrder::Arrival => "arrival",
+            QueueOrder::Rating => "rating",
+        }
+    }
 }
 
 impl Default for ChallengeConfig {
@@ -227,6 +264,13 @@ impl Default for ChallengeConfig {
             max_rating: 4000,
             block_list: Vec::new(),
             allow_list: Vec::new(),
+            min_days_per_turn: 1,
+            max_days_per_turn: 14,
+            max_rating_diff: 0,
+            max_games_per_opponent: 1,
+            reserved_for_humans: 0,
+            queue_size: 10,
+            queue_order: QueueOrder::Arrival,
         }
     }
 }
@@ -261,8 +305,16 @@ pub struct BotConfig {
     pub resign_score_cp: u32,
     /// ...for this many of our moves in a row.
     pub resign_moves: u32,
-    /// Accept takeback requests.
-    pub accept_takebacks: bool,
+    /// Takeback requests accepted per game (0: none).
+    pub max_takebacks: u32,
+    /// Thinking time per move in games without a clock (correspondence).
+    pub correspondence_move_secs: u64,
+    /// How often `/api/account/playing` is checked: correspondence games
+    /// whose turn came, and any ongoing game without a task.
+    pub playing_check_secs: u64,
+    /// Games against bots per rolling 24 hours (Lichess allows 100);
+    /// counted in `engine.state_dir` when set.
+    pub bot_games_per_day: u32,
 }
 
 impl Default for BotConfig {
@@ -280,7 +332,10 @@ impl Default for BotConfig {
             resign_enabled: true,
             resign_score_cp: 1000,
             resign_moves: 5,
-            accept_takebacks: false,
+            max_takebacks: 0,
+            correspondence_move_secs: 20,
+            playing_check_secs: 60,
+            bot_games_per_day: 100,
         }
     }
 }
@@ -300,6 +355,92 @@ impl BotConfig {
     pub fn shutdown_deadline(&self) -> Duration {
         Duration::from_secs(self.shutdown_deadline_secs)
     }
+
+    /// `correspondence_move_secs` as a duration.
+    pub fn correspondence_move_time(&self) -> Duration {
+        Duration::from_secs(self.correspondence_move_secs)
+    }
+
+    /// `playing_check_secs` as a duration.
+    pub fn playing_check(&self) -> Duration {
+        Duration::from_secs(self.playing_check_secs)
+    }
+}
+
+/// `[matchmaking]`: challenging online bots when idle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MatchmakingConfig {
+    /// Off by default.
+    pub enabled: bool,
+    /// Challenge someone after this long without a game.
+    pub idle_secs: u64,
+    /// Opponents rated within this many points of us.
+    pub rating_window: u32,
+    /// Time controls offered, `minutes+seconds` (e.g. "3+2", "0.5+0").
+    pub time_controls: Vec<String>,
+    /// Variants offered (standard, chess960).
+    pub variants: Vec<PlayableVariant>,
+    /// Rated games (else casual).
+    pub rated: bool,
+    /// A challenge not answered in this long is cancelled.
+    pub challenge_timeout_secs: u64,
+    /// A bot that declined (or did not answer) is not challenged again for
+    /// this long.
+    pub decline_cooldown_secs: u64,
+}
+
+impl Default for MatchmakingConfig {
+    fn default() -> MatchmakingConfig {
+        MatchmakingConfig {
+            enabled: false,
+            idle_secs: 300,
+            rating_window: 300,
+            time_controls: vec!["3+2".to_owned(), "5+3".to_owned()],
+            variants: vec![PlayableVariant::Standard],
+            rated: false,
+            challenge_timeout_secs: 30,
+            decline_cooldown_secs: 3600,
+        }
+    }
+}
+
+impl MatchmakingConfig {
+    /// The time controls as (base, increment) seconds; the invalid ones
+    /// (refused by validation) are left out.
+    pub fn clocks(&self) -> Vec<(u32, u32)> {
+        self.time_controls
+            .iter()
+            .filter_map(|tc| parse_time_control(tc).ok())
+            .collect()
+    }
+}
+
+/// Parses `minutes+seconds` ("3+2", "0.5+0") into base and increment
+/// seconds, within what Lichess lets a bot play (not ultraBullet: a base
+/// and increment that are both 0, or a game under 30 s, are refused).
+pub fn parse_time_control(text: &str) -> Result<(u32, u32), String> {
+    let (minutes, seconds) = text
+        .split_once('+')
+        .ok_or_else(|| format!("{text:?} is not minutes+seconds"))?;
+    let minutes: f64 = minutes
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?}: {minutes:?} is not a number of minutes"))?;
+    let increment: u32 = seconds
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?}: {seconds:?} is not a number of seconds"))?;
+    if !(0.0..=180.0).contains(&minutes) || increment > 180 {
+        return Err(format!(
+            "{text:?} is out of range (0 to 180 minutes, 0 to 180 seconds)"
+        ));
+    }
+    let base = (minutes * 60.0).round() as u32;
+    if base + 40 * increment < 30 {
+        return Err(format!("{text:?} is too fast for a bot"));
+    }
+    Ok((base, increment))
 }
 
 /// `[chat]`: what the bot says. `{me}` and `{opponent}` are replaced by the

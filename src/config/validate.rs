@@ -4,7 +4,7 @@
 use crate::lichess::MAX_CHAT_LEN;
 
 use super::error::{ConfigError, invalid};
-use super::sections::Config;
+use super::sections::{Config, PlayableVariant, parse_time_control};
 
 impl Config {
     /// Checks the rules a single value cannot express.
@@ -89,10 +89,70 @@ impl Config {
             }
         }
 
+        check_range(
+            "challenge.min_days_per_turn",
+            c.min_days_per_turn.into(),
+            1,
+            14,
+        )?;
+        check_range(
+            "challenge.max_days_per_turn",
+            c.max_days_per_turn.into(),
+            1,
+            14,
+        )?;
+        check_order(
+            "challenge.min_days_per_turn",
+            c.min_days_per_turn,
+            "challenge.max_days_per_turn",
+            c.max_days_per_turn,
+        )?;
+        check_range(
+            "challenge.max_rating_diff",
+            c.max_rating_diff.into(),
+            0,
+            4000,
+        )?;
+        check_range(
+            "challenge.max_games_per_opponent",
+            c.max_games_per_opponent.into(),
+            1,
+            1000,
+        )?;
+        check_range("challenge.queue_size", c.queue_size.into(), 0, 1000)?;
+
         let b = &self.bot;
         if b.concurrency == 0 {
             return Err(invalid("bot.concurrency", "must be at least 1"));
         }
+        if c.reserved_for_humans >= b.concurrency && c.accept_bots {
+            return Err(invalid(
+                "challenge.reserved_for_humans",
+                format!(
+                    "{} leaves no slot of bot.concurrency ({}) for bots; set it lower or \
+                     challenge.accept_bots = false",
+                    c.reserved_for_humans, b.concurrency
+                ),
+            ));
+        }
+        if c.reserved_for_humans > b.concurrency {
+            return Err(invalid(
+                "challenge.reserved_for_humans",
+                format!(
+                    "{} is more than bot.concurrency ({})",
+                    c.reserved_for_humans, b.concurrency
+                ),
+            ));
+        }
+        check_range("bot.max_takebacks", b.max_takebacks.into(), 0, 100)?;
+        check_range(
+            "bot.correspondence_move_secs",
+            b.correspondence_move_secs,
+            1,
+            3600,
+        )?;
+        check_range("bot.playing_check_secs", b.playing_check_secs, 1, 86_400)?;
+        check_range("bot.bot_games_per_day", b.bot_games_per_day.into(), 0, 100)?;
         check_range("bot.abort_time_secs", b.abort_time_secs, 1, 3600)?;
         check_range(
             "bot.game_start_timeout_secs",
@@ -114,6 +174,37 @@ impl Config {
         }
         if b.resign_moves == 0 {
             return Err(invalid("bot.resign_moves", "must be at least 1"));
+        }
+
+        let m = &self.matchmaking;
+        check_range("matchmaking.idle_secs", m.idle_secs, 1, 86_400)?;
+        check_range("matchmaking.rating_window", m.rating_window.into(), 0, 4000)?;
+        check_range(
+            "matchmaking.challenge_timeout_secs",
+            m.challenge_timeout_secs,
+            1,
+            3600,
+        )?;
+        check_range(
+            "matchmaking.decline_cooldown_secs",
+            m.decline_cooldown_secs,
+            0,
+            30 * 86_400,
+        )?;
+        if m.time_controls.is_empty() {
+            return Err(invalid("matchmaking.time_controls", "is empty"));
+        }
+        for tc in &m.time_controls {
+            parse_time_control(tc).map_err(|e| invalid("matchmaking.time_controls", e))?;
+        }
+        if m.variants.is_empty() {
+            return Err(invalid("matchmaking.variants", "is empty"));
+        }
+        if m.variants.contains(&PlayableVariant::FromPosition) {
+            return Err(invalid(
+                "matchmaking.variants",
+                "fromPosition needs a position: use standard or chess960",
+            ));
         }
 
         let chat = &self.chat;

@@ -16,9 +16,10 @@
 //! - **Rate limits**: an HTTP 429 closes the gate shared by all clones of
 //!   the client: every queued request then waits `rate_limit_pause` (60 s
 //!   by default) or the `Retry-After` delay if longer, clamped to
-//!   [`MAX_PAUSE`]. The ratelimit body of the bot-vs-bot daily cap
-//!   (`bot.vsBot.day`) is kept in the error, so the caller can stop
-//!   challenging bots for `ratelimit.seconds`.
+//!   [`MAX_PAUSE`]. The bot-vs-bot daily cap (`bot.vsBot.day`) is a
+//!   quota on games, not a request rate: it does not close the gate, and
+//!   its ratelimit body is kept in the error, so the caller can stop
+//!   playing bots for `ratelimit.seconds`.
 //! - **Retries**: transport errors, timeouts and 5xx answers are retried
 //!   with exponential backoff and jitter. A move post retries quickly (a
 //!   429 included) until the deadline the caller gives; a 400 reply ("Not
@@ -50,7 +51,7 @@ use tracing::{debug, warn};
 
 use super::model::{
     Account, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason, ErrorBody, Event,
-    GameEvent, NowPlaying, RateLimitInfo, VariantKey,
+    GameEvent, NowPlaying, OnlineBot, RateLimitInfo, VariantKey,
 };
 use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream};
 
@@ -70,6 +71,10 @@ const MIN_URGENT_ATTEMPT: Duration = Duration::from_millis(100);
 /// in well under a second, so a silent connection is given up quickly and
 /// the retry goes to a fresh one.
 pub const MOVE_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The longest a daily bot-game quota is taken to last, whatever the
+/// body says (a day and a minute).
+pub const BOT_QUOTA_MAX: Duration = Duration::from_secs(86_400 + 60);
 
 /// The longest a 429 closes the gate, whatever `Retry-After` says.
 pub const MAX_PAUSE: Duration = Duration::from_secs(15 * 60);
@@ -247,7 +252,8 @@ pub enum Error {
     /// 404: unknown game or challenge (it may just have ended).
     #[error("{path}: not found (HTTP 404): {message}")]
     NotFound { path: String, message: String },
-    /// 429. The gate is closed for `pause` for all non-urgent requests.
+    /// HTTP 429: the gate is closed for `pause` for all non-urgent
+    /// requests; the daily bot-game quota closes nothing (`pause` is 0).
     #[error("{path}: rate limited (HTTP 429){}; requests paused for {pause:?}: {message}", limit_key(.limit))]
     RateLimited {
         path: String,
@@ -361,7 +367,8 @@ impl Error {
                     .seconds
                     .map(Duration::from_secs)
                     .or(*retry_after)
-                    .unwrap_or(*pause),
+                    .unwrap_or(*pause)
+                    .min(BOT_QUOTA_MAX),
             ),
             _ => None,
         }
@@ -661,6 +668,19 @@ impl Client {
             .await
     }
 
+    /// `GET /api/bot/online`: bots online now (up to `nb`), ndjson. Lines
+    /// that do not parse are skipped.
+    pub async fn online_bots(&self, nb: u32) -> Result<Vec<OnlineBot>, Error> {
+        let mut call = Call::get("/api/bot/online".to_owned());
+        call.query.push(("nb", nb.to_string()));
+        let body = self.body(&call).await?;
+        Ok(body
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .collect())
+    }
+
     /// `GET /api/account/playing`: our ongoing games (up to 50).
     pub async fn playing(&self) -> Result<NowPlaying, Error> {
         let mut call = Call::get("/api/account/playing".to_owned());
@@ -869,27 +889,28 @@ impl Client {
 
     /// Sends a call and parses the JSON answer.
     async fn json<T: DeserializeOwned>(&self, call: Call) -> Result<T, Error> {
-        let timeout = self.attempt_timeout(&call);
-        let response = self.send(&call).await?;
-        let body = match tokio::time::timeout(timeout, read_body(response)).await {
-            Ok(Ok(body)) => body,
-            Ok(Err(error)) => {
-                return Err(Error::Transport {
-                    path: call.path,
-                    source: error.without_url(),
-                });
-            }
-            Err(_) => {
-                return Err(Error::Timeout {
-                    path: call.path,
-                    after: timeout,
-                });
-            }
-        };
+        let body = self.body(&call).await?;
         serde_json::from_slice(&body).map_err(|e| Error::Decode {
             path: call.path,
             message: e.to_string(),
         })
+    }
+
+    /// Sends a call and reads the whole (bounded) answer.
+    async fn body(&self, call: &Call) -> Result<Vec<u8>, Error> {
+        let timeout = self.attempt_timeout(call);
+        let response = self.send(call).await?;
+        match tokio::time::timeout(timeout, read_body(response)).await {
+            Ok(Ok(body)) => Ok(body),
+            Ok(Err(error)) => Err(Error::Transport {
+                path: call.path.clone(),
+                source: error.without_url(),
+            }),
+            Err(_) => Err(Error::Timeout {
+                path: call.path.clone(),
+                after: timeout,
+            }),
+        }
     }
 
     /// Opens an ndjson stream.
@@ -1044,19 +1065,35 @@ impl Client {
             StatusCode::FORBIDDEN => Error::Forbidden { path, message },
             StatusCode::NOT_FOUND => Error::NotFound { path, message },
             StatusCode::TOO_MANY_REQUESTS => {
-                let pause = retry_after
-                    .unwrap_or_default()
-                    .max(self.inner.options.rate_limit_pause)
-                    .min(MAX_PAUSE);
-                self.inner.gate.pause(pause);
                 let limit = parsed.and_then(|p| p.ratelimit);
-                warn!(
-                    method = %call.method,
-                    path = %call.path,
-                    pause_s = pause.as_secs(),
-                    "lichess rate limit (429){}: pausing requests",
-                    limit_key(&limit)
-                );
+                // The daily cap on bot games is a quota on games, not on
+                // requests: everything else goes on (the caller stops
+                // playing bots until it lifts).
+                let quota = limit.as_ref().and_then(|l| l.key.as_deref()) == Some(BOT_VS_BOT_DAY);
+                let pause = if quota {
+                    Duration::ZERO
+                } else {
+                    retry_after
+                        .unwrap_or_default()
+                        .max(self.inner.options.rate_limit_pause)
+                        .min(MAX_PAUSE)
+                };
+                if quota {
+                    warn!(
+                        method = %call.method,
+                        path = %call.path,
+                        "lichess daily bot-game quota reached (429 [{BOT_VS_BOT_DAY}]); other requests go on"
+                    );
+                } else {
+                    self.inner.gate.pause(pause);
+                    warn!(
+                        method = %call.method,
+                        path = %call.path,
+                        pause_s = pause.as_secs(),
+                        "lichess rate limit (429){}: pausing requests",
+                        limit_key(&limit)
+                    );
+                }
                 Error::RateLimited {
                     path,
                     message,

@@ -12,6 +12,7 @@
 //!   name, and an unknown enum value (a new variant, speed, status or title)
 //!   into that enum's `Unknown`/`Other` variant, so nothing new is fatal.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, Deserializer};
@@ -852,6 +853,41 @@ pub struct Account {
     pub created_at: Option<u64>,
     #[serde(default)]
     pub url: Option<String>,
+    /// Ratings by perf key (`bullet`, `blitz`, `chess960`...).
+    #[serde(default)]
+    pub perfs: HashMap<String, Perf>,
+}
+
+/// One perf of a user (`Perf.yaml`): only the rating matters here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Perf {
+    #[serde(default)]
+    pub rating: Option<u32>,
+    #[serde(default)]
+    pub games: Option<u32>,
+    #[serde(default)]
+    pub prov: bool,
+}
+
+/// A user of `/api/bot/online` (`User.yaml`, one per ndjson line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnlineBot {
+    pub id: String,
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub title: Option<Title>,
+    #[serde(default)]
+    pub perfs: HashMap<String, Perf>,
+    #[serde(default, rename = "tosViolation")]
+    pub tos_violation: bool,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+/// The rating of a perf in a `perfs` map, if there is one.
+pub fn perf_rating(perfs: &HashMap<String, Perf>, perf: &str) -> Option<u32> {
+    perfs.get(perf).and_then(|p| p.rating)
 }
 
 impl Account {

@@ -21,6 +21,11 @@
 //! The daemon talks to a running game through [`GameHandle`]: it tells it
 //! that Lichess reported the game finished, or asks it to resign (used on
 //! shutdown).
+//!
+//! A game without a clock (correspondence) is *parked* once it is the
+//! opponent's turn: the task ends ([`Exit::Parked`]) and gives back its
+//! slot, engine and stream; the daemon starts a new task when Lichess says
+//! it is our turn again.
 
 //! The game is split by concern: [`reader`] keeps the game stream open
 //! and stamps each line with its arrival; [`mover`] is the one place that
@@ -31,6 +36,7 @@
 
 mod end;
 mod mover;
+mod park;
 mod reader;
 mod rules;
 
@@ -52,6 +58,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
@@ -88,6 +95,20 @@ pub struct GameContext {
     /// One permit per search thread allowed (`engine.threads`), shared by
     /// all games.
     pub search_permits: Arc<Semaphore>,
+    /// Challenges waiting in the daemon's queue (for `!queue`).
+    pub queue_len: Arc<AtomicUsize>,
+    /// Greet the players when the game starts (false when taking up a
+    /// parked correspondence game that was greeted already).
+    pub greet: bool,
+}
+
+/// How a game task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The game is over, or not ours to play.
+    Ended,
+    /// A correspondence game waits for the opponent (greeted already).
+    Parked,
 }
 
 /// What the daemon can tell a running game.
@@ -127,18 +148,23 @@ impl GameHandle {
 }
 
 /// Starts the task of game `info.game_id`. When it ends, it sends the
-/// game id on `done`.
-pub fn spawn(ctx: GameContext, info: GameInfo, done: mpsc::UnboundedSender<String>) -> GameHandle {
+/// game id and how it ended on `done`.
+pub fn spawn(
+    ctx: GameContext,
+    info: GameInfo,
+    done: mpsc::UnboundedSender<(String, Exit)>,
+) -> GameHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let id = info.game_id.clone();
     let task = tokio::spawn(async move {
-        match Game::new(ctx, &info) {
+        let exit = match Game::new(ctx, &info) {
             Ok((game, events)) => game.run(rx, events).await,
             Err(e) => {
-                tracing::error!(game = %id, "cannot start the engine thread: {e}; game not played")
+                tracing::error!(game = %id, "cannot start the engine thread: {e}; game not played");
+                Exit::Ended
             }
-        }
-        let _ = done.send(id);
+        };
+        let _ = done.send((id, exit));
     });
     GameHandle { commands: tx, task }
 }
@@ -163,6 +189,8 @@ enum Flow {
     Continue,
     /// It is our turn: get a search permit.
     Think,
+    /// A game without a clock waits for the opponent: park it.
+    Park,
     /// The game is over.
     Over,
     /// Our view may be stale (a move post failed or was refused): reopen
@@ -199,6 +227,8 @@ struct Game {
     greeted: bool,
     draw_answered_at: Option<usize>,
     takeback_answered_at: Option<usize>,
+    /// Takebacks accepted in this game (up to `bot.max_takebacks`).
+    takebacks_accepted: u32,
     draw_offered_at: Option<usize>,
     abort_at: Option<Instant>,
     claim_at: Option<Instant>,
@@ -291,6 +321,7 @@ impl Game {
             }
         }
         let ctx_client = ctx.client.clone();
+        let greeted = !ctx.greet;
         let game = Game {
             id: info.game_id.clone(),
             color: info.color.map(to_chess),
@@ -309,9 +340,10 @@ impl Game {
             evals: Vec::new(),
             scores: Vec::new(),
             view: EngineView::default(),
-            greeted: false,
+            greeted,
             draw_answered_at: None,
             takeback_answered_at: None,
+            takebacks_accepted: 0,
             draw_offered_at: None,
             abort_at: None,
             claim_at: None,
@@ -331,12 +363,13 @@ impl Game {
     }
 
     /// Plays the game until it is over (or Lichess no longer knows it),
-    /// then says goodbye and writes the PGN.
+    /// then says goodbye and writes the PGN; or until a game without a
+    /// clock waits for the opponent, then parks it.
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<GameCommand>,
         mut events: mpsc::UnboundedReceiver<engine::Event>,
-    ) {
+    ) -> Exit {
         let mut pending: Option<PermitFuture> = None;
         let mut asked = Instant::now();
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
@@ -393,10 +426,16 @@ impl Game {
                     }
                 }
                 Flow::Over => break,
+                Flow::Park if pending.is_none() => {
+                    self.park().await;
+                    return Exit::Parked;
+                }
+                Flow::Park => {}
                 Flow::Resync => self.reader.resync(),
             }
         }
         self.wrap_up().await;
+        Exit::Ended
     }
 
     async fn on_event(&mut self, event: GameEvent, arrived: Instant) -> Flow {
@@ -612,8 +651,11 @@ impl Game {
         }
         if state.proposes_takeback(them) && self.takeback_answered_at != Some(ply) {
             self.takeback_answered_at = Some(ply);
-            let accept = self.ctx.config.bot.accept_takebacks;
-            tracing::info!(game = %self.id, accept, "takeback proposal");
+            let accept = self.takebacks_accepted < self.ctx.config.bot.max_takebacks;
+            if accept {
+                self.takebacks_accepted += 1;
+            }
+            tracing::info!(game = %self.id, accept, accepted = self.takebacks_accepted, "takeback proposal");
             self.spawn_action(move |client, id| async move {
                 client.answer_takeback(&id, accept).await
             });
@@ -626,9 +668,16 @@ impl Game {
         self.state = Some((state, arrived));
         if turn == us && self.thinking.is_none() && self.moved_at_ply != Some(ply) {
             Flow::Think
+        } else if turn != us && self.thinking.is_none() && self.has_no_clock() {
+            Flow::Park
         } else {
             Flow::Continue
         }
+    }
+
+    /// A game without a clock (correspondence, unlimited).
+    fn has_no_clock(&self) -> bool {
+        self.facts.as_ref().is_some_and(|f| f.clock.is_none())
     }
 
     /// Runs a game action (draw/takeback answer, claim...) in the
@@ -657,7 +706,8 @@ impl Game {
         let Some(room) = Room::parse(line.room.as_str()) else {
             return;
         };
-        if let Some(answer) = chat::reply(&line.text, room, &me.name, &self.view) {
+        let waiting = self.ctx.queue_len.load(Ordering::Relaxed);
+        if let Some(answer) = chat::reply(&line.text, room, &me.name, &self.view, waiting) {
             let (count, since) = &mut self.chat_replies;
             if since.elapsed() >= Duration::from_secs(60) {
                 *count = 0;

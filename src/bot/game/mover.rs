@@ -22,8 +22,6 @@ use tokio::time::Instant;
 /// aborts a game whose first moves do not come quickly, and the clocks do
 /// not run yet anyway.
 const FIRST_MOVE_TIME: Duration = Duration::from_millis(1000);
-/// Thinking time per move in games without a clock (correspondence).
-const NO_CLOCK_MOVE_TIME: Duration = Duration::from_secs(20);
 /// The longest a move post is retried.
 const MAX_MOVE_DEADLINE: Duration = Duration::from_secs(10);
 /// The shortest: even with almost no time left, try for this long.
@@ -171,7 +169,7 @@ impl Game {
                     limits.movetime = Some(FIRST_MOVE_TIME);
                 }
             }
-            None => limits.movetime = Some(NO_CLOCK_MOVE_TIME),
+            None => limits.movetime = Some(self.ctx.config.bot.correspondence_move_time()),
         }
         if engine_config.max_depth > 0 {
             limits.depth = Some(engine_config.max_depth);

@@ -28,6 +28,10 @@ pub(super) struct Faults {
     pub(super) fail_5xx_any: u32,
     /// Creating a challenge against a bot gets the daily-cap 429.
     pub(super) bot_vs_bot_exhausted: bool,
+    /// This many accepts of challenges from bots get the daily-cap 429.
+    pub(super) bot_vs_bot_accepts: u32,
+    /// The `gameStart` events of this many new games are not sent.
+    pub(super) drop_game_starts: u32,
     /// Accepts answered 200 without a game ever starting.
     pub(super) accept_without_game: u32,
     /// Accepts that start the game but answer 503 (the bot cannot tell).
@@ -215,6 +219,19 @@ impl FakeLichess {
     /// The next `n` move posts get 502 (and are not played).
     pub fn fail_moves_with_5xx(&self, n: u32) {
         self.app.with(|world, _| world.faults.fail_5xx_moves = n)
+    }
+
+    /// The next `n` games start without a `gameStart` event (only
+    /// `/api/account/playing` lists them).
+    pub fn drop_game_starts(&self, n: u32) {
+        self.app.with(|world, _| world.faults.drop_game_starts = n)
+    }
+
+    /// The next `n` accepts of challenges from bots get the
+    /// `bot.vsBot.day` 429 (the challenge stays open).
+    pub fn bot_vs_bot_day_on_accept(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.bot_vs_bot_accepts = n)
     }
 
     /// Creating a challenge gets the `bot.vsBot.day` 429 from now on.

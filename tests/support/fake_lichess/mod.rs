@@ -22,11 +22,13 @@
 //! against the spec rather than against itself.
 //!
 //! The parts: [`setup`] (what a test asks for), [`records`] (what it reads
-//! back), [`opponent`] (the other side, driven by the test), [`faults`]
+//! back), [`opponent`] (the other side, driven by the test), [`bots`]
+//! (other bots online, answering the bot's challenges), [`faults`]
 //! (what it can break), and inside the server [`world`] (the state),
 //! [`game`] (rules and clocks), [`challenge`], [`stream`] (ndjson
 //! responses) and [`routes`] (the HTTP handlers).
 
+mod bots;
 mod challenge;
 mod faults;
 mod game;
@@ -38,6 +40,8 @@ mod stream;
 mod world;
 
 // The test-facing API: each test binary uses a part of it.
+#[allow(unused_imports)]
+pub use bots::{Answer, OnlineBot};
 #[allow(unused_imports)]
 pub use game::{STARTPOS_FEN, chess960_back_rank, chess960_fen};
 #[allow(unused_imports)]
@@ -99,6 +103,7 @@ impl FakeLichess {
                 faults: Faults::default(),
                 requests: Vec::new(),
                 max_simultaneous: 0,
+                online_bots: Vec::new(),
             }),
             changed: Notify::new(),
         });

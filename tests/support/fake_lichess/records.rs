@@ -144,6 +144,19 @@ impl View<'_> {
         self.0.event_connections
     }
 
+    /// Whether the account is a BOT account now.
+    pub fn is_bot(&self) -> bool {
+        self.0.is_bot
+    }
+
+    /// Whether a game stream of game `id` is open now.
+    pub fn game_stream_open(&self, id: &str) -> bool {
+        self.0
+            .games
+            .get(id)
+            .is_some_and(|g| g.subscribers.iter().any(|c| !c.closed()))
+    }
+
     /// Games in progress right now.
     pub fn games_in_progress(&self) -> usize {
         self.0.in_progress()

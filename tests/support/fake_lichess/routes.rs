@@ -29,6 +29,7 @@ pub(super) fn router(app: App) -> Router {
     Router::new()
         .route("/api/account", get(account))
         .route("/api/account/playing", get(playing))
+        .route("/api/bot/online", get(super::bots::online))
         .route("/api/bot/account/upgrade", post(upgrade))
         .route("/api/stream/event", get(event_stream))
         .route("/api/bot/game/stream/{id}", get(game_stream))
@@ -96,7 +97,11 @@ pub(super) async fn account(State(app): State<App>) -> Response {
     let mut account = json!({
         "id": world.bot_id(),
         "username": world.cfg.username,
-        "perfs": {"blitz": {"games": 0, "rating": 1500, "rd": 350, "prog": 0, "prov": true}},
+        "perfs": {
+            "bullet": {"games": 50, "rating": 2000, "rd": 60, "prog": 0},
+            "blitz": {"games": 50, "rating": 2000, "rd": 60, "prog": 0},
+            "rapid": {"games": 0, "rating": 1500, "rd": 350, "prog": 0, "prov": true},
+        },
         "createdAt": 1_700_000_000_000u64,
         "url": format!("{}/@/{}", world.base_url, world.cfg.username),
         "count": {"all": world.games.len()},
@@ -470,6 +475,12 @@ pub(super) async fn challenge_action(
         }
         match action.as_str() {
             "accept" if challenge.direction == "in" => {
+                if world.faults.bot_vs_bot_accepts > 0
+                    && challenge.spec.challenger.title.as_deref() == Some("BOT")
+                {
+                    world.faults.bot_vs_bot_accepts -= 1;
+                    return bot_vs_bot_day();
+                }
                 if world.faults.accept_without_game > 0 {
                     world.faults.accept_without_game -= 1;
                     challenge.status = "accepted";
@@ -517,18 +528,15 @@ pub(super) async fn create_challenge(
     body: Bytes,
 ) -> Response {
     let form = parse_form(&body);
-    app.with(|world, _| {
+    app.with(|world, app| {
         if world.faults.bot_vs_bot_exhausted {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                axum::Json(json!({
-                    "error": "You played 100 games against other bots today, please wait before challenging another bot.",
-                    "ratelimit": {"key": "bot.vsBot.day", "seconds": 86398}
-                })),
-            )
-                .into_response();
+            return bot_vs_bot_day();
         }
-        let time = match (form.get("clock.limit"), form.get("clock.increment"), form.get("days")) {
+        let time = match (
+            form.get("clock.limit"),
+            form.get("clock.increment"),
+            form.get("days"),
+        ) {
             (Some(l), Some(i), _) => match (l.parse(), i.parse()) {
                 (Ok(limit_secs), Ok(increment_secs)) => FakeTime::Clock {
                     limit_secs,
@@ -546,7 +554,10 @@ pub(super) async fn create_challenge(
             None | Some("standard") => FakeVariant::Standard,
             Some("chess960") => FakeVariant::Chess960 { position: None },
             Some("fromPosition") => FakeVariant::FromPosition {
-                fen: form.get("fen").cloned().unwrap_or_else(|| STARTPOS_FEN.to_owned()),
+                fen: form
+                    .get("fen")
+                    .cloned()
+                    .unwrap_or_else(|| STARTPOS_FEN.to_owned()),
             },
             Some(other) => FakeVariant::Other {
                 key: other.to_owned(),
@@ -564,12 +575,15 @@ pub(super) async fn create_challenge(
             }
         };
         let id = world.new_id();
+        let online = super::bots::find(&world.online_bots, &username);
         let spec = ChallengeSpec {
             variant,
             time,
             rated: form.get("rated").is_some_and(|r| r == "true"),
             color: Side::Random,
-            challenger: Opponent::human(&username),
+            challenger: online
+                .as_ref()
+                .map_or_else(|| Opponent::human(&username), |b| b.opponent.clone()),
             autoplay: Some(AutoPlay::default()),
         };
         let state = ChallengeState {
@@ -587,7 +601,22 @@ pub(super) async fn create_challenge(
         world.send_event(&json!({"type": "challenge", "challenge": json,
                                  "compat": {"bot": true, "board": true}}));
         world.challenges.insert(id.clone(), state);
-        world.challenge_order.push(id);
+        world.challenge_order.push(id.clone());
+        if let Some(bot) = online {
+            super::bots::answer_later(app, id, bot.answer);
+        }
         axum::Json(json).into_response()
     })
+}
+
+/// The 429 of Lichess's daily cap on bot-vs-bot games.
+pub(super) fn bot_vs_bot_day() -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(json!({
+            "error": "You played 100 games against other bots today, please wait before challenging another bot.",
+            "ratelimit": {"key": "bot.vsBot.day", "seconds": 86398}
+        })),
+    )
+        .into_response()
 }

@@ -21,6 +21,9 @@ pub struct FakeConfig {
     pub claim_win_secs: u32,
     /// Seed of the fake's random choices (colours, moves, ids).
     pub seed: u64,
+    /// Announce with `gameStart` on the event stream when the bot's turn
+    /// comes in a correspondence game.
+    pub correspondence_turn_events: bool,
 }
 
 impl Default for FakeConfig {
@@ -33,6 +36,7 @@ impl Default for FakeConfig {
             first_move_timeout: Duration::from_secs(30),
             claim_win_secs: 10,
             seed: 0x5eed,
+            correspondence_turn_events: true,
         }
     }
 }

@@ -12,6 +12,7 @@ use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::bots::OnlineBot;
 use super::challenge::ChallengeState;
 use super::faults::Faults;
 use super::game::{
@@ -38,6 +39,7 @@ pub(super) struct World {
     pub(super) faults: Faults,
     pub(super) requests: Vec<RequestRecord>,
     pub(super) max_simultaneous: usize,
+    pub(super) online_bots: Vec<OnlineBot>,
 }
 
 pub(super) struct Shared {
@@ -235,7 +237,11 @@ impl World {
             bot_draw_offers: 0,
             stream_connections: 0,
         };
-        self.send_event(&json!({"type": "gameStart", "game": game.info_json()}));
+        if self.faults.drop_game_starts > 0 {
+            self.faults.drop_game_starts -= 1;
+        } else {
+            self.send_event(&json!({"type": "gameStart", "game": game.info_json()}));
+        }
         self.games.insert(id.clone(), game);
         self.game_order.push(id.clone());
         self.max_simultaneous = self.max_simultaneous.max(self.in_progress());
@@ -270,6 +276,18 @@ impl World {
         }
         let generation = game.generation;
         let to_move = game.pos.turn();
+        // Like Lichess, a correspondence game whose turn comes is announced
+        // on the event stream (a bot need not keep its stream open).
+        if game.clock.is_none()
+            && to_move == game.bot_color
+            && game.ply() > 0
+            && self.cfg.correspondence_turn_events
+        {
+            let start = json!({"type": "gameStart", "game": game.info_json()});
+            if let Some(conn) = &self.event_stream {
+                conn.send(&start);
+            }
+        }
         // The flag: before both sides moved, the first-move timeout aborts;
         // after, the clock of the side to move runs from the last move.
         // Games without a clock have neither.

@@ -1,0 +1,21 @@
+//! Parking a correspondence game: it is the opponent's turn, who may take
+//! days, so the task lets go of everything (the game stream, the engine
+//! and its table; the daemon gives back the slot) and ends. The daemon
+//! starts a new task when Lichess says it is our turn again.
+
+use super::Game;
+
+impl Game {
+    pub(super) async fn park(mut self) {
+        self.reader.stop();
+        if self.thinking.take().is_some() {
+            self.engine.stop();
+        }
+        self.stop_pondering("parked");
+        let ply = self.record.as_ref().map_or(0, |r| r.ply());
+        tracing::info!(game = %self.id, ply, "correspondence game parked until our turn");
+        // Joining the engine thread blocks until its search has stopped.
+        let engine = self.engine;
+        let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
+    }
+}

@@ -1,0 +1,473 @@
+//! The bot keeps itself busy, end to end: the real `kaissa run` binary
+//! against the fake Lichess server. The challenge queue, the fair limits
+//! (per-opponent cap, slots kept for humans), the daily bot quota,
+//! matchmaking, and correspondence games that hold nothing while they
+//! wait. Games are ended early by the opponent resigning, and searches are
+//! depth-limited, so each test takes seconds.
+//!
+//! `KAISSA_E2E_SHOW_LOG=1` prints each daemon's log.
+
+mod support;
+
+use std::time::Duration;
+
+use shakmaty::Color;
+use support::bot::Bot;
+use support::fake_lichess::{
+    Answer, AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, OnlineBot, Opponent,
+    Policy, RequestRecord, Side,
+};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+impl Bot {
+    /// Starts the daemon against `fake`: depth 4, an 8 MiB hash, its state
+    /// in the bot's directory, plus `extra` (TOML lines).
+    async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+        let mut bot = Bot::configured(fake, |dir| {
+            format!(
+                "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+                 state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\n{extra}\n",
+                fake.url(),
+                dir.join("state").display()
+            )
+        });
+        bot.spawn();
+        *LAST_LOG.lock().unwrap() = Some(bot.log_path(1));
+        fake.wait_event_stream(WAIT).await.unwrap();
+        bot
+    }
+}
+
+fn quick() -> Option<AutoPlay> {
+    Some(AutoPlay {
+        policy: Policy::Greedy,
+        think: Duration::from_millis(5),
+        accept_draws: false,
+    })
+}
+
+/// A challenge from `who`, 3+2, the bot playing White (it moves first).
+fn from(who: Opponent) -> ChallengeSpec {
+    ChallengeSpec::default()
+        .challenger(who)
+        .challenger_color(Side::Black)
+        .autoplay(quick())
+}
+
+async fn wait_status(fake: &FakeLichess, id: &str, status: &str) {
+    fake.wait_until(&format!("challenge {id} {status}"), WAIT, |v| {
+        v.challenge(id).is_some_and(|c| c.status == status)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
+}
+
+/// The log of the last daemon started, for failure messages.
+fn last_log() -> String {
+    LAST_LOG
+        .lock()
+        .unwrap()
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default()
+}
+
+static LAST_LOG: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+/// Waits until game `id` has `plies` moves, then the opponent resigns.
+async fn play_then_resign(fake: &FakeLichess, id: &str, plies: usize) {
+    fake.wait_until(&format!("{plies} plies in {id}"), WAIT, |v| {
+        v.game(id).is_some_and(|g| g.moves.len() >= plies)
+    })
+    .await
+    .unwrap();
+    fake.opponent_resigns(id).unwrap();
+    let game = fake.wait_game_over(id, WAIT).await.unwrap();
+    assert!(game.illegal_moves.is_empty(), "{game:?}");
+}
+
+/// Requests to `path` so far.
+fn requests_to(fake: &FakeLichess, method: &str, path: &str) -> Vec<RequestRecord> {
+    fake.requests()
+        .into_iter()
+        .filter(|r| r.method == method && r.path == path)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_challenges_at_concurrency_one_give_two_games_in_turn() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 1").await;
+    let first = fake.send_challenge(from(Opponent::human("Ann")).autoplay(None));
+    let second = fake.send_challenge(from(Opponent::human("Ben")));
+    let third = fake.send_challenge(from(Opponent::human("Cid")));
+    wait_status(&fake, &first, "accepted").await;
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&first).is_some_and(|g| !g.moves.is_empty())
+    })
+    .await
+    .unwrap();
+    // The other two wait: neither accepted nor declined.
+    for id in [&second, &third] {
+        assert_eq!(fake.challenge(id).unwrap().status, "created");
+    }
+    fake.opponent_says(&first, "player", "!queue").unwrap();
+    fake.wait_until("the !queue answer", WAIT, |v| {
+        v.game(&first).is_some_and(|g| {
+            g.bot_chat("player")
+                .iter()
+                .any(|t| t.starts_with("2 challenges are waiting"))
+        })
+    })
+    .await
+    .unwrap();
+    // Ben withdraws; then the event stream drops and Lichess resends the
+    // open challenge (Cid's): it keeps its place, once.
+    fake.cancel_challenge(&second).unwrap();
+    // (Let the cancel event reach the bot before the cut.)
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fake.cut_event_stream();
+    fake.wait_until("the event stream reopened", WAIT, |v| {
+        v.event_stream_connections() >= 2 && v.event_stream_connected()
+    })
+    .await
+    .unwrap();
+    assert_eq!(fake.challenge(&third).unwrap().status, "created");
+    fake.opponent_move(&first, "e7e5")
+        .or_else(|_| fake.opponent_move(&first, "e7e6"))
+        .unwrap();
+    play_then_resign(&fake, &first, 3).await;
+    // The slot frees: Cid, next in the queue, is accepted and plays.
+    wait_status(&fake, &third, "accepted").await;
+    play_then_resign(&fake, &third, 2).await;
+    assert_eq!(fake.challenge(&second).unwrap().status, "canceled");
+    assert!(fake.game(&second).is_none());
+    assert!(requests_to(&fake, "POST", &format!("/api/challenge/{second}/accept")).is_empty());
+    assert_eq!(fake.max_simultaneous_games(), 1);
+    let log = bot.stop().await;
+    assert_eq!(
+        log.matches("queued: every slot is taken").count(),
+        2,
+        "{log}"
+    );
+    assert!(log.contains("removed from the queue"), "{log}");
+    assert!(log.contains("taking the next queued challenge"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_opponent_gets_one_game_at_a_time() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 3").await;
+    let ann = Opponent::human("Ann");
+    let first = fake.send_challenge(from(ann.clone()).autoplay(None));
+    wait_status(&fake, &first, "accepted").await;
+    let again = fake.send_challenge(from(ann.clone()));
+    let other = fake.send_challenge(from(Opponent::human("Ben")).autoplay(None));
+    wait_status(&fake, &again, "declined").await;
+    assert_eq!(
+        fake.challenge(&again).unwrap().decline_reason.as_deref(),
+        Some("later")
+    );
+    wait_status(&fake, &other, "accepted").await;
+    fake.opponent_resigns(&first).unwrap();
+    fake.opponent_resigns(&other).unwrap();
+    // Ann's game is over: she may play again.
+    fake.wait_until("Ann's game over", WAIT, |v| {
+        v.game(&first).is_some_and(|g| g.is_over())
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let later = fake.send_challenge(from(ann).autoplay(None));
+    wait_status(&fake, &later, "accepted").await;
+    fake.opponent_resigns(&later).unwrap();
+    let log = bot.stop().await;
+    assert!(log.contains("rule=\"per-opponent cap\""), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_gets_the_reserved_slot_while_bots_wait() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\n[challenge]\nreserved_for_humans = 1",
+    )
+    .await;
+    let robo = fake.send_challenge(from(Opponent::bot("Robo")).autoplay(None));
+    wait_status(&fake, &robo, "accepted").await;
+    // Only the slot kept for humans is free: the next bot waits...
+    let droid = fake.send_challenge(from(Opponent::bot("Droid")).autoplay(None));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(fake.challenge(&droid).unwrap().status, "created");
+    // ...and a human takes the slot.
+    let human = fake.send_challenge(from(Opponent::human("Hugo")).autoplay(None));
+    wait_status(&fake, &human, "accepted").await;
+    assert_eq!(fake.challenge(&droid).unwrap().status, "created");
+    // The human's game ends: the bot still waits (that slot is kept);
+    // Robo's ends: Droid plays.
+    fake.opponent_resigns(&human).unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(fake.challenge(&droid).unwrap().status, "created");
+    fake.opponent_resigns(&robo).unwrap();
+    wait_status(&fake, &droid, "accepted").await;
+    fake.opponent_resigns(&droid).unwrap();
+    fake.wait_game_over(&droid, WAIT).await.unwrap();
+    assert_eq!(fake.max_simultaneous_games(), 2);
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daily_bot_quota_429_on_an_accept_stops_only_bot_games() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    fake.bot_vs_bot_day_on_accept(1);
+    let robo = fake.send_challenge(from(Opponent::bot("Robo")));
+    wait_status(&fake, &robo, "declined").await;
+    assert_eq!(
+        fake.challenge(&robo).unwrap().decline_reason.as_deref(),
+        Some("later")
+    );
+    // A human right after: accepted at once (no minute-long pause).
+    let sent = tokio::time::Instant::now();
+    let human = fake.send_challenge(from(Opponent::human("Hugo")).autoplay(None));
+    wait_status(&fake, &human, "accepted").await;
+    // (The request is logged once its answer is out.)
+    let path = format!("/api/challenge/{human}/accept");
+    let accepted_at = fake
+        .wait_for("the accept logged", WAIT, |v| {
+            v.requests()
+                .iter()
+                .find(|r| r.method == "POST" && r.path == path)
+                .map(|r| r.at)
+        })
+        .await
+        .unwrap();
+    let took = accepted_at.duration_since(sent);
+    eprintln!("human challenge accepted {took:?} after it was sent");
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    // Another bot: declined without an accept being tried.
+    let droid = fake.send_challenge(from(Opponent::bot("Droid")));
+    wait_status(&fake, &droid, "declined").await;
+    assert!(requests_to(&fake, "POST", &format!("/api/challenge/{droid}/accept")).is_empty());
+    fake.opponent_resigns(&human).unwrap();
+    fake.wait_game_over(&human, WAIT).await.unwrap();
+    let state = bot.dir.path().join("state/bot-games.json");
+    let saved = std::fs::read_to_string(&state).unwrap();
+    assert!(saved.contains("blocked_until"), "{saved}");
+    let log = bot.stop().await;
+    assert!(log.contains("daily bot-game quota reached"), "{log}");
+    assert!(log.contains("rule=\"daily bot quota\""), "{log}");
+    assert!(!log.contains("pausing requests"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_quota() {
+    let fake = FakeLichess::start().await;
+    // Our bullet rating is 2000 (the fake's account).
+    fake.set_online_bots(vec![
+        OnlineBot::new("FarBot", 2400, Answer::Accept),
+        OnlineBot::new("Shy", 2010, Answer::Decline("tooFast".to_owned())),
+        OnlineBot::new("Keen", 2080, Answer::Accept),
+        OnlineBot::new("KaissaBot", 2000, Answer::Accept),
+    ]);
+    let bot = Bot::start(
+        &fake,
+        "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+         time_controls = [\"1+1\"]\nchallenge_timeout_secs = 10",
+    )
+    .await;
+    // Shy, the closest, declines; Keen is next and accepts.
+    let game = fake
+        .wait_for("a game from matchmaking", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out" && c.status == "accepted")
+                .and_then(|c| c.game_id)
+        })
+        .await
+        .unwrap();
+    let record = fake.game(&game).unwrap();
+    assert_eq!(record.opponent.name, "Keen");
+    // Lichess's daily quota is reached meanwhile: no more challenges.
+    fake.exhaust_bot_vs_bot_games(true);
+    play_then_resign(&fake, &game, 2).await;
+    fake.wait_until("a challenge refused by the quota", WAIT, |v| {
+        v.requests()
+            .iter()
+            .any(|r| r.path.starts_with("/api/challenge/") && r.status == 429)
+    })
+    .await
+    .unwrap();
+    let created = |fake: &FakeLichess| {
+        fake.requests()
+            .into_iter()
+            .filter(|r| {
+                r.method == "POST"
+                    && r.path.starts_with("/api/challenge/")
+                    && r.path.matches('/').count() == 3
+            })
+            .count()
+    };
+    let before = created(&fake);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(created(&fake), before, "challenged again after the quota");
+    let out: Vec<_> = fake
+        .view(|v| v.challenges())
+        .into_iter()
+        .filter(|c| c.direction == "out")
+        .collect();
+    let dests: Vec<String> = out.iter().filter_map(|c| c.dest.clone()).collect();
+    assert_eq!(dests, ["shy", "keen"], "{out:?}");
+    assert_eq!(
+        out[1].form.get("clock.limit").map(String::as_str),
+        Some("60")
+    );
+    assert_eq!(out[1].form.get("rated").map(String::as_str), Some("false"));
+    let declined = std::fs::read_to_string(bot.dir.path().join("state/declined.json")).unwrap();
+    assert!(
+        declined.contains("\"shy\"") && declined.contains("toofast"),
+        "{declined}"
+    );
+    let log = bot.stop().await;
+    assert!(log.contains("matchmaking: challenging"), "{log}");
+    assert!(log.contains("stopped until it resets"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_challenge_takes_the_slot_of_our_pending_one() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Sleepy", 2000, Answer::Ignore)]);
+    let bot = Bot::start(
+        &fake,
+        "[matchmaking]\nenabled = true\nidle_secs = 1\ntime_controls = [\"1+1\"]\n\
+         challenge_timeout_secs = 60",
+    )
+    .await;
+    let ours = fake
+        .wait_for("our challenge", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out")
+                .map(|c| c.id)
+        })
+        .await
+        .unwrap();
+    let human = fake.send_challenge(from(Opponent::human("Hugo")).autoplay(None));
+    wait_status(&fake, &human, "accepted").await;
+    wait_status(&fake, &ours, "canceled").await;
+    fake.opponent_resigns(&human).unwrap();
+    fake.wait_game_over(&human, WAIT).await.unwrap();
+    bot.stop().await;
+}
+
+fn correspondence(days: u32) -> ChallengeSpec {
+    ChallengeSpec::default()
+        .time(FakeTime::Correspondence { days })
+        .challenger(Opponent::human("Corrie"))
+        .autoplay(None)
+}
+
+/// The fake's own reply in the correspondence game, when it is its turn.
+fn reply(fake: &FakeLichess, id: &str) {
+    for uci in [
+        "e2e4", "d2d4", "g1f3", "e7e5", "e7e6", "d7d5", "d7d6", "g8f6", "b8c6", "a7a6", "h7h6",
+    ] {
+        if fake.opponent_move(id, uci).is_ok() {
+            return;
+        }
+    }
+    panic!("no reply found in {id}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_correspondence_game_holds_no_slot_while_waiting() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 1\ncorrespondence_move_secs = 1\n\
+         [challenge]\ncorrespondence = true",
+    )
+    .await;
+    let corr = fake.start_game(correspondence(3), Color::White).unwrap();
+    fake.wait_until("the bot's first move, then parked", WAIT, |v| {
+        v.game(&corr).is_some_and(|g| g.moves.len() == 1) && !v.game_stream_open(&corr)
+    })
+    .await
+    .unwrap();
+    // Waiting for the opponent, it holds no slot: a real-time game is
+    // accepted at concurrency 1.
+    let blitz = fake.send_challenge(from(Opponent::human("Hugo")).autoplay(None));
+    wait_status(&fake, &blitz, "accepted").await;
+    play_then_resign(&fake, &blitz, 1).await;
+    // The opponent moves: the bot is told (gameStart) and answers.
+    reply(&fake, &corr);
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&corr).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    fake.wait_until("parked again", WAIT, |v| !v.game_stream_open(&corr))
+        .await
+        .unwrap();
+    let corr_game = fake.game(&corr).unwrap();
+    assert!(corr_game.illegal_moves.is_empty(), "{corr_game:?}");
+    // Greeted once, not at every check-in.
+    assert_eq!(corr_game.bot_chat("player").len(), 1, "{corr_game:?}");
+    fake.opponent_resigns(&corr).unwrap();
+    let log = bot.stop().await;
+    assert!(
+        log.contains("correspondence game parked until our turn"),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_playing_check_takes_up_correspondence_turns_and_missed_games() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        correspondence_turn_events: false,
+        ..FakeConfig::default()
+    })
+    .await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\ncorrespondence_move_secs = 1\nplaying_check_secs = 1\n\
+         [challenge]\ncorrespondence = true",
+    )
+    .await;
+    // A correspondence game where the opponent moves first: parked at
+    // once, no stream opened until its turn.
+    let corr = fake.start_game(correspondence(2), Color::Black).unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!fake.view(|v| v.game_stream_open(&corr)));
+    reply(&fake, &corr);
+    fake.wait_until("the bot's move, found by the playing check", WAIT, |v| {
+        v.game(&corr).is_some_and(|g| g.moves.len() == 2)
+    })
+    .await
+    .unwrap();
+    // A real-time game whose gameStart never came: found and played.
+    fake.drop_game_starts(1);
+    let missed = fake
+        .start_game(
+            ChallengeSpec::default()
+                .challenger(Opponent::human("Quiet"))
+                .autoplay(None),
+            Color::White,
+        )
+        .unwrap();
+    fake.wait_until("a move in the missed game", WAIT, |v| {
+        v.game(&missed).is_some_and(|g| !g.moves.is_empty())
+    })
+    .await
+    .unwrap();
+    fake.opponent_resigns(&missed).unwrap();
+    fake.opponent_resigns(&corr).unwrap();
+    fake.wait_game_over(&missed, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert!(
+        log.contains("correspondence: our turn (playing check)"),
+        "{log}"
+    );
+    assert!(log.contains("resuming a game nobody watched"), "{log}");
+}

@@ -1,0 +1,120 @@
+//! Other bots online (`GET /api/bot/online`) and how each answers a
+//! challenge the bot sends it: accept (the game starts), decline with a
+//! reason (`challengeDeclined`), or never answer.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::FakeLichess;
+use super::setup::Opponent;
+use super::world::App;
+
+/// How long an online bot takes to answer a challenge.
+const ANSWER_AFTER: Duration = Duration::from_millis(50);
+
+/// How an online bot answers the bot's challenges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Accept,
+    /// Declines with this reason key (`"tooFast"`, `"later"`...).
+    Decline(String),
+    /// Never answers.
+    Ignore,
+}
+
+/// A bot listed by `/api/bot/online`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnlineBot {
+    /// Rated `opponent.rating` in every perf.
+    pub opponent: Opponent,
+    pub answer: Answer,
+}
+
+impl OnlineBot {
+    pub fn new(name: &str, rating: u32, answer: Answer) -> OnlineBot {
+        OnlineBot {
+            opponent: Opponent {
+                rating: Some(rating),
+                ..Opponent::bot(name)
+            },
+            answer,
+        }
+    }
+}
+
+impl FakeLichess {
+    /// The bots `/api/bot/online` lists from now on.
+    pub fn set_online_bots(&self, bots: Vec<OnlineBot>) {
+        self.app.with(|world, _| world.online_bots = bots);
+    }
+}
+
+/// `GET /api/bot/online`: one user per line.
+pub(super) async fn online(State(app): State<App>) -> Response {
+    let world = app.lock();
+    let mut body = String::new();
+    for bot in &world.online_bots {
+        let o = &bot.opponent;
+        let perf = json!({"rating": o.rating, "games": 100, "rd": 60, "prog": 0, "prov": false});
+        let mut perfs = serde_json::Map::new();
+        for key in ["bullet", "blitz", "rapid", "classical", "chess960"] {
+            perfs.insert(key.to_owned(), perf.clone());
+        }
+        let line = json!({"id": o.id, "username": o.name, "title": "BOT", "perfs": perfs});
+        body.push_str(&line.to_string());
+        body.push('\n');
+    }
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+}
+
+/// The online bot `username`, if there is one.
+pub(super) fn find(bots: &[OnlineBot], username: &str) -> Option<OnlineBot> {
+    bots.iter()
+        .find(|b| b.opponent.id.eq_ignore_ascii_case(username))
+        .cloned()
+}
+
+/// Has the online bot answer challenge `id` shortly, as it is set to.
+pub(super) fn answer_later(app: &App, id: String, answer: Answer) {
+    if answer == Answer::Ignore {
+        return;
+    }
+    let app = app.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(ANSWER_AFTER).await;
+        let fake_app = app.clone();
+        app.with(|world, _| {
+            let Some(c) = world.challenges.get(&id) else {
+                return;
+            };
+            if c.status != "created" {
+                return;
+            }
+            match answer {
+                Answer::Accept => {
+                    let (spec, bot_color) = (c.spec.clone(), c.challenger_color);
+                    if let Ok(game_id) = world.create_game(&fake_app, id.clone(), &spec, bot_color)
+                        && let Some(c) = world.challenges.get_mut(&id)
+                    {
+                        c.status = "accepted";
+                        c.game_id = Some(game_id);
+                    }
+                }
+                Answer::Decline(reason) => {
+                    if let Some(c) = world.challenges.get_mut(&id) {
+                        c.status = "declined";
+                        c.decline_reason = Some(reason);
+                    }
+                    let c = &world.challenges[&id];
+                    world.send_event(&json!({"type": "challengeDeclined",
+                                             "challenge": world.challenge_json(c)}));
+                }
+                Answer::Ignore => {}
+            }
+        });
+    });
+}
