@@ -15,8 +15,11 @@ use super::movepick::{
     MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
 };
 use super::nnue::{self, AccumulatorStack, Network};
-use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
+use super::score::{
+    DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, TB_WIN, is_mate, mate_in, mated_in,
+};
 use super::see::{SEE_VALUE, see_ge};
+use super::tablebase::{CURSED, Outcome as TbOutcome, Tablebases};
 use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
 use crate::chess::{Move, Position};
@@ -38,6 +41,8 @@ pub struct SearchInfo {
     pub time: Duration,
     /// Permille of the transposition table used by this search.
     pub hashfull: u32,
+    /// Endgame table probes that answered, in this search.
+    pub tbhits: u64,
     pub pv: Vec<Move>,
 }
 
@@ -195,6 +200,11 @@ pub struct Searcher {
     /// hand-crafted evaluation.
     net: Option<Arc<Network>>,
     accumulators: AccumulatorStack,
+    /// Syzygy tables (shared by the engine's threads), probed in the
+    /// search and at the root; `None`: no tables.
+    tablebases: Option<Arc<Tablebases>>,
+    /// Successful table probes of the current search.
+    tb_hits: u64,
 }
 
 impl Default for Searcher {
@@ -227,12 +237,20 @@ impl Searcher {
             check_clock: false,
             net: nnue::default_net(),
             accumulators: AccumulatorStack::new(),
+            tablebases: None,
+            tb_hits: 0,
         }
     }
 
     /// Evaluates with `net`, or with the hand-crafted evaluation if `None`.
     pub fn set_net(&mut self, net: Option<Arc<Network>>) {
         self.net = net;
+    }
+
+    /// Probes `tablebases` in the search and at the root (`None`: no
+    /// tables).
+    pub fn set_tablebases(&mut self, tablebases: Option<Arc<Tablebases>>) {
+        self.tablebases = tablebases;
     }
 
     /// The static evaluation of `pos`, the node at `ply` of the line.
@@ -281,6 +299,7 @@ impl Searcher {
         let now = Instant::now();
         self.start = ctrl.clock_start.map_or(now, |at| at.min(now));
         self.nodes = 0;
+        self.tb_hits = 0;
         self.seldepth = 0;
         self.stopped = false;
         self.nmp_min_ply = 0;
@@ -335,6 +354,20 @@ impl Searcher {
                     seldepth: 0,
                     pv: vec![m],
                 });
+            }
+        }
+        // In the tables: only the moves that keep the best outcome (in a
+        // won ending, only the one that zeroes soonest, so the win comes
+        // within the 50-move rule).
+        if let Some(keep) = self
+            .tablebases
+            .as_ref()
+            .filter(|tb| tb.covers(pos))
+            .and_then(|tb| tb.root_moves(pos))
+        {
+            self.tb_hits += 1;
+            if self.root_moves.iter().any(|rm| keep.contains(&rm.mv)) {
+                self.root_moves.retain(|rm| keep.contains(&rm.mv));
             }
         }
         if self.root_moves.is_empty() {
@@ -409,6 +442,7 @@ impl Searcher {
                     nps: nps(self.nodes, elapsed),
                     time: elapsed,
                     hashfull: tt.hashfull(),
+                    tbhits: self.tb_hits,
                     pv: rm.pv.clone(),
                 });
             }
@@ -418,11 +452,10 @@ impl Searcher {
             if limits.soft_nodes.is_some_and(|n| self.nodes >= n) {
                 break;
             }
-            if let Some(n) = limits.mate {
-                if best >= MATE_BOUND && (super::score::MATE - best + 1) / 2 <= n as i32 {
+            if let Some(n) = limits.mate
+                && best >= MATE_BOUND && (super::score::MATE - best + 1) / 2 <= n as i32 {
                     break;
                 }
-            }
             let pondering = ctrl.pondering.load(Ordering::Relaxed);
             // The pacer follows every iteration, pondering or not, so it
             // knows the best move's history when the clock starts.
@@ -440,11 +473,10 @@ impl Searcher {
         if ponder.is_none() {
             // Try the table for the expected reply.
             let child = pos.play(best.mv);
-            if let Some(h) = tt.probe(child.key(), 1, child.halfmove_clock()) {
-                if !h.mv.is_none() && child.is_legal(h.mv) {
+            if let Some(h) = tt.probe(child.key(), 1, child.halfmove_clock())
+                && !h.mv.is_none() && child.is_legal(h.mv) {
                     ponder = Some(h.mv);
                 }
-            }
         }
         SearchResult {
             best: Some(best.mv),
@@ -490,11 +522,10 @@ impl Searcher {
                 self.stopped = true;
             }
         }
-        if let Some(hard) = self.budget.hard {
-            if self.clock.on_clock(now) >= hard {
+        if let Some(hard) = self.budget.hard
+            && self.clock.on_clock(now) >= hard {
                 self.stopped = true;
             }
-        }
     }
 
     /// Draw by the 50-move rule, insufficient material or repetition.
@@ -722,11 +753,42 @@ impl Searcher {
         };
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
+        // Endgame tables, right after a capture or pawn move (where their
+        // WDL value counts the 50-move rule exactly). A win or loss is a
+        // bound (its distance is unknown), a draw is exact.
+        if excluded.is_none() && pos.halfmove_clock() == 0 {
+            let outcome = self
+                .tablebases
+                .as_ref()
+                .filter(|tb| tb.covers(pos))
+                .and_then(|tb| tb.probe_wdl(pos));
+            if let Some(outcome) = outcome {
+                self.tb_hits += 1;
+                let (value, bound) = match outcome {
+                    TbOutcome::Win => (TB_WIN - ply as i32, Bound::Lower),
+                    TbOutcome::Loss => (-TB_WIN + ply as i32, Bound::Upper),
+                    TbOutcome::CursedWin => (DRAW + CURSED, Bound::Exact),
+                    TbOutcome::BlessedLoss => (DRAW - CURSED, Bound::Exact),
+                    TbOutcome::Draw => (DRAW, Bound::Exact),
+                };
+                let cutoff = match bound {
+                    Bound::Lower => value >= beta,
+                    Bound::Upper => value <= alpha,
+                    _ => true,
+                };
+                if cutoff {
+                    let stored = (depth + 6).min(MAX_PLY as i32 - 1);
+                    tt.store(key, ply, Move::NONE, value, -INFINITE, stored, bound);
+                    return value;
+                }
+            }
+        }
+
         // A deep enough stored result settles a null-window node. Not near
         // the 50-move limit, where the stored line may no longer hold.
-        if !PV && pos.halfmove_clock() < 90 {
-            if let Some(h) = tt_hit {
-                if h.depth >= depth
+        if !PV && pos.halfmove_clock() < 90
+            && let Some(h) = tt_hit
+                && h.depth >= depth
                     && match h.bound {
                         Bound::Exact => true,
                         Bound::Lower => h.score >= beta,
@@ -736,8 +798,6 @@ impl Searcher {
                 {
                     return h.score;
                 }
-            }
-        }
 
         // Static evaluation, refined by the stored score when its bound
         // points the right way.
@@ -925,8 +985,8 @@ impl Searcher {
             // every alternative (a reduced search without it fails low
             // against a margin below its score), the position hinges on
             // it, so it deserves a deeper look.
-            if let Some(h) = tt_hit {
-                if m == tt_move
+            if let Some(h) = tt_hit
+                && m == tt_move
                     && ply > 0
                     && depth >= 8
                     && excluded.is_none()
@@ -963,7 +1023,6 @@ impl Searcher {
                         extension = -1;
                     }
                 }
-            }
             let new_depth = depth - 1 + extension;
 
             let child = pos.play(m);
@@ -1219,9 +1278,9 @@ impl Searcher {
 
         let key = pos.key();
         let tt_hit = tt.probe(key, ply, pos.halfmove_clock());
-        if !PV {
-            if let Some(h) = tt_hit {
-                if match h.bound {
+        if !PV
+            && let Some(h) = tt_hit
+                && match h.bound {
                     Bound::Exact => true,
                     Bound::Lower => h.score >= beta,
                     Bound::Upper => h.score <= alpha,
@@ -1229,8 +1288,6 @@ impl Searcher {
                 } {
                     return h.score;
                 }
-            }
-        }
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
         let raw_eval;
@@ -1247,8 +1304,8 @@ impl Searcher {
             };
             static_eval = self.corrected(pos, raw_eval);
             best = static_eval;
-            if let Some(h) = tt_hit {
-                if !is_mate(h.score)
+            if let Some(h) = tt_hit
+                && !is_mate(h.score)
                     && match h.bound {
                         Bound::Lower => h.score > best,
                         Bound::Upper => h.score < best,
@@ -1258,7 +1315,6 @@ impl Searcher {
                 {
                     best = h.score;
                 }
-            }
             // Stand pat: the side to move need not capture.
             if best >= beta {
                 if tt_hit.is_none() {

@@ -264,7 +264,7 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
     let mut rng = Rng(config.seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
     let tc = config.control;
     // The side that uses `manager`: White in even games.
-    let manager_side = if index % 2 == 0 { 0 } else { 1 };
+    let manager_side = if index.is_multiple_of(2) { 0 } else { 1 };
     let mut players: Vec<Player> = (0..2)
         .map(|side| {
             let options = EngineOptions {
@@ -383,8 +383,8 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
         plies += 1;
 
         // Think on the opponent's time about the expected reply.
-        if config.ponder {
-            if let Some(pm) = ponder_move.filter(|&pm| pos.is_legal(pm)) {
+        if config.ponder
+            && let Some(pm) = ponder_move.filter(|&pm| pos.is_legal(pm)) {
                 let child = pos.play(pm);
                 if child
                     .outcome(&{
@@ -408,7 +408,6 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
                     ponders += 1;
                 }
             }
-        }
     }
     // Stop whatever is still pondering before the engines are dropped.
     for p in &mut players {

@@ -356,7 +356,7 @@ impl Game {
                 self.lag.posted(ply, posting);
                 // A save delays the next search on the engine thread: only
                 // with time to spare.
-                if self.moves_posted % hashstore::SAVE_EVERY_MOVES == 0
+                if self.moves_posted.is_multiple_of(hashstore::SAVE_EVERY_MOVES)
                     && clock_left.is_none_or(|c| c >= SAVE_MIN_CLOCK)
                 {
                     // Before any pondering: the engine runs it first.

@@ -241,13 +241,11 @@ impl Game {
             .map_err(|_| format!("Illegal move: {uci}"))?;
         if let (CastlingMode::Chess960, Move::Castle { rook, .. }, UciMove::Normal { to, .. }) =
             (self.mode, m, parsed)
-        {
-            if to != rook {
+            && to != rook {
                 return Err(format!(
                     "Illegal move: {uci} (Chess960 castles king-takes-rook)"
                 ));
             }
-        }
         Ok(m)
     }
 }

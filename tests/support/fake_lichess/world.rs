@@ -288,8 +288,8 @@ impl World {
                 app.with(|world, app| world.flag(app, &id, generation));
             });
         }
-        if to_move != game.bot_color {
-            if let Some(auto) = game.autoplay {
+        if to_move != game.bot_color
+            && let Some(auto) = game.autoplay {
                 let app = app.clone();
                 let id = id.to_owned();
                 tokio::spawn(async move {
@@ -297,7 +297,6 @@ impl World {
                     app.with(|world, app| world.auto_move(app, &id, generation, auto));
                 });
             }
-        }
     }
 
     /// A timer fired: if nothing happened since it was armed, the side to
