@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use kaissa::bot::daemon::Daemon;
+use kaissa::bot::game::sources::MoveSources;
 use kaissa::chess::{self, Position};
 use kaissa::cli::{Cli, Command};
 use kaissa::config::Config;
@@ -84,6 +85,10 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
     println!("configuration: ok");
+    let sources = open_sources(&config).context("configuration")?;
+    for line in describe_sources(&sources) {
+        println!("{line}");
+    }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
@@ -174,6 +179,10 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
             tracing::error!("engine.eval_file: {e}; playing with the hand-crafted evaluation")
         }
     }
+    let sources = open_sources(&config).context("configuration")?;
+    for line in describe_sources(&sources) {
+        tracing::info!("{line}");
+    }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
@@ -184,11 +193,74 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     runtime()?.block_on(async move {
         Daemon::new(client, config)
             .with_notifier(notifier)
+            .with_sources(sources)
             .run(shutdown::listen())
             .await
             .context("the daemon stopped")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Opens the books and tables of `[sources]` and its online client.
+fn open_sources(config: &Config) -> Result<MoveSources, kaissa::config::ConfigError> {
+    let sources = MoveSources {
+        local: config.sources.open()?,
+        online: config.sources.online(&config.lichess.url)?,
+    };
+    Ok(sources)
+}
+
+/// One line per move source: what `kaissa check` prints and the daemon logs.
+fn describe_sources(sources: &MoveSources) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &sources.local.books {
+        Some(b) => lines.push(format!(
+            "book: {} ({} entries, {:?} selection, first {} moves)",
+            b.books
+                .iter()
+                .map(|b| b.path().display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            b.books.iter().map(|b| b.len()).sum::<usize>(),
+            b.selection,
+            b.max_plies / 2
+        )),
+        None => lines.push("book: none".to_owned()),
+    }
+    match &sources.local.tablebases {
+        Some(t) => lines.push(format!(
+            "tablebases: {} files, up to {} pieces",
+            t.files(),
+            t.max_pieces()
+        )),
+        None => lines.push("tablebases: none".to_owned()),
+    }
+    if let Some(o) = &sources.online {
+        let o = &o.options;
+        let mut on = Vec::new();
+        if let Some(url) = &o.tablebase_url {
+            on.push(format!(
+                "tablebase {url} (up to {} pieces)",
+                o.tablebase_pieces
+            ));
+        }
+        if o.cloud_eval_url.is_some() {
+            on.push(format!(
+                "cloud eval (first {} moves, depth >= {})",
+                o.cloud_eval_plies / 2,
+                o.cloud_eval_min_depth
+            ));
+        }
+        lines.push(format!(
+            "online sources: {} (timeout {} ms, with >= {} s on the clock)",
+            on.join(", "),
+            o.timeout.as_millis(),
+            o.min_clock.as_secs()
+        ));
+    } else {
+        lines.push("online sources: off".to_owned());
+    }
+    lines
 }
 
 /// Warns when others than the owner can read `path` (the configuration

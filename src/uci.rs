@@ -353,48 +353,50 @@ impl Session {
         }
         // A book or table move is answered at once, unless the GUI wants
         // a search it will stop itself.
-        if !ponder && !limits.infinite && limits.searchmoves.is_empty()
+        if !ponder
+            && !limits.infinite
+            && limits.searchmoves.is_empty()
             && let Some(choice) =
                 self.sources
                     .choose(&self.position, self.last_move, chess960, fastrand::f64())
-            {
-                say(
-                    &self.out,
-                    &format!(
-                        "info string {} move {}",
-                        choice.source,
-                        choice.mv.to_uci(chess960)
-                    ),
-                );
-                let id = SearchId(0);
-                if let Some(value) = choice.source.value() {
-                    let info = SearchInfo {
-                        depth: 1,
-                        seldepth: 1,
-                        multipv: 1,
-                        score: Score::from_value(value),
-                        nodes: 0,
-                        nps: 0,
-                        time: Duration::ZERO,
-                        hashfull: 0,
-                        tbhits: 1,
-                        pv: vec![choice.mv],
-                    };
-                    say(
-                        &self.out,
-                        &format_event(&Event::Info { id, info }, chess960),
-                    );
-                }
-                let best = BestMove {
-                    mv: Some(choice.mv),
-                    ponder: None,
+        {
+            say(
+                &self.out,
+                &format!(
+                    "info string {} move {}",
+                    choice.source,
+                    choice.mv.to_uci(chess960)
+                ),
+            );
+            let id = SearchId(0);
+            if let Some(value) = choice.source.value() {
+                let info = SearchInfo {
+                    depth: 1,
+                    seldepth: 1,
+                    multipv: 1,
+                    score: Score::from_value(value),
+                    nodes: 0,
+                    nps: 0,
+                    time: Duration::ZERO,
+                    hashfull: 0,
+                    tbhits: 1,
+                    pv: vec![choice.mv],
                 };
                 say(
                     &self.out,
-                    &format_event(&Event::BestMove { id, best }, chess960),
+                    &format_event(&Event::Info { id, info }, chess960),
                 );
-                return;
             }
+            let best = BestMove {
+                mv: Some(choice.mv),
+                ponder: None,
+            };
+            say(
+                &self.out,
+                &format_event(&Event::BestMove { id, best }, chess960),
+            );
+            return;
+        }
         self.engine.go(GoRequest {
             position: self.position.clone(),
             history: self.history.clone(),

@@ -47,6 +47,7 @@
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::challenge::{Decision, SlotGuard, Slots, decide};
+use super::game::sources::MoveSources;
 use super::game::{self, GameCommand, GameContext, GameHandle, Me};
 use super::hashstore;
 use crate::config::Config;
@@ -176,6 +177,8 @@ pub struct Daemon {
     done_rx: mpsc::UnboundedReceiver<String>,
     me: Option<Me>,
     notifier: Arc<Notifier>,
+    /// Books, tables and online sources, shared by every game.
+    sources: Arc<MoveSources>,
     phase: Phase,
     /// When the event stream was last seen open.
     last_open: Option<Instant>,
@@ -222,6 +225,7 @@ impl Daemon {
             done_rx,
             me: None,
             notifier: Arc::new(Notifier::disabled()),
+            sources: Arc::new(MoveSources::default()),
             phase: Phase::Running,
             last_open: None,
             ready_sent: false,
@@ -242,6 +246,12 @@ impl Daemon {
     /// Reports to systemd through `notifier` (by default nothing is sent).
     pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
         self.notifier = Arc::new(notifier);
+        self
+    }
+
+    /// Books, tables and online sources for the games (default: none).
+    pub fn with_sources(mut self, sources: MoveSources) -> Daemon {
+        self.sources = Arc::new(sources);
         self
     }
 
@@ -648,6 +658,7 @@ impl Daemon {
             config: Arc::clone(&self.config),
             me,
             search_permits: Arc::clone(&self.search_permits),
+            sources: Arc::clone(&self.sources),
         };
         let task = game::spawn(ctx, info, self.done_tx.clone());
         if matches!(self.phase, Phase::Resigning { .. }) {

@@ -518,9 +518,10 @@ impl Position {
                 }
                 let is_promo = matches!(kind, MoveKind::Promotion(_));
                 if let MoveKind::Promotion(r) = kind
-                    && matches!(r, Role::Pawn | Role::King) {
-                        return false;
-                    }
+                    && matches!(r, Role::Pawn | Role::King)
+                {
+                    return false;
+                }
                 if piece.role == Role::Pawn {
                     if is_promo != last_rank.contains(to) {
                         return false;
@@ -556,9 +557,10 @@ impl Position {
             return false;
         }
         if let Some(checker) = self.checkers.first()
-            && !(between(king, checker) | self.checkers).contains(to) {
-                return false;
-            }
+            && !(between(king, checker) | self.checkers).contains(to)
+        {
+            return false;
+        }
         !self.pinned(us).contains(from) || line(king, from).contains(to)
     }
 }

@@ -9,13 +9,14 @@ use super::error::ConfigError;
 pub const ENV_PREFIX: &str = "KAISSA";
 
 /// The sections, to catch `KAISSA_BOT_CONCURRENCY` (one underscore).
-const SECTIONS: [&str; 5] = ["lichess", "engine", "challenge", "bot", "chat"];
+const SECTIONS: [&str; 6] = ["lichess", "engine", "challenge", "bot", "chat", "sources"];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 4] = [
+const LIST_KEYS: [&str; 5] = [
     "challenge.variants",
     "challenge.speeds",
     "challenge.block_list",
     "challenge.allow_list",
+    "sources.book_files",
 ];
 
 /// The process environment as UTF-8 pairs; an override that is not UTF-8

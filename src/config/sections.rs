@@ -1,5 +1,5 @@
 //! The sections of the configuration (`[lichess]`, `[engine]`,
-//! `[challenge]`, `[bot]`, `[chat]`), their defaults (the same as the
+//! `[challenge]`, `[bot]`, `[chat]`; `[sources]` is in `sources`), their defaults (the same as the
 //! shipped `config/kaissa.toml`) and small accessors.
 
 use std::path::PathBuf;
@@ -20,6 +20,7 @@ pub struct Config {
     pub challenge: ChallengeConfig,
     pub bot: BotConfig,
     pub chat: ChatConfig,
+    pub sources: super::sources::SourcesConfig,
 }
 
 /// `[lichess]`: the server.

@@ -453,9 +453,11 @@ impl Searcher {
                 break;
             }
             if let Some(n) = limits.mate
-                && best >= MATE_BOUND && (super::score::MATE - best + 1) / 2 <= n as i32 {
-                    break;
-                }
+                && best >= MATE_BOUND
+                && (super::score::MATE - best + 1) / 2 <= n as i32
+            {
+                break;
+            }
             let pondering = ctrl.pondering.load(Ordering::Relaxed);
             // The pacer follows every iteration, pondering or not, so it
             // knows the best move's history when the clock starts.
@@ -474,9 +476,11 @@ impl Searcher {
             // Try the table for the expected reply.
             let child = pos.play(best.mv);
             if let Some(h) = tt.probe(child.key(), 1, child.halfmove_clock())
-                && !h.mv.is_none() && child.is_legal(h.mv) {
-                    ponder = Some(h.mv);
-                }
+                && !h.mv.is_none()
+                && child.is_legal(h.mv)
+            {
+                ponder = Some(h.mv);
+            }
         }
         SearchResult {
             best: Some(best.mv),
@@ -523,9 +527,10 @@ impl Searcher {
             }
         }
         if let Some(hard) = self.budget.hard
-            && self.clock.on_clock(now) >= hard {
-                self.stopped = true;
-            }
+            && self.clock.on_clock(now) >= hard
+        {
+            self.stopped = true;
+        }
     }
 
     /// Draw by the 50-move rule, insufficient material or repetition.
@@ -786,18 +791,19 @@ impl Searcher {
 
         // A deep enough stored result settles a null-window node. Not near
         // the 50-move limit, where the stored line may no longer hold.
-        if !PV && pos.halfmove_clock() < 90
+        if !PV
+            && pos.halfmove_clock() < 90
             && let Some(h) = tt_hit
-                && h.depth >= depth
-                    && match h.bound {
-                        Bound::Exact => true,
-                        Bound::Lower => h.score >= beta,
-                        Bound::Upper => h.score <= alpha,
-                        Bound::None => false,
-                    }
-                {
-                    return h.score;
-                }
+            && h.depth >= depth
+            && match h.bound {
+                Bound::Exact => true,
+                Bound::Lower => h.score >= beta,
+                Bound::Upper => h.score <= alpha,
+                Bound::None => false,
+            }
+        {
+            return h.score;
+        }
 
         // Static evaluation, refined by the stored score when its bound
         // points the right way.
@@ -987,42 +993,42 @@ impl Searcher {
             // it, so it deserves a deeper look.
             if let Some(h) = tt_hit
                 && m == tt_move
-                    && ply > 0
-                    && depth >= 8
-                    && excluded.is_none()
-                    && h.depth >= depth - 3
-                    && matches!(h.bound, Bound::Lower | Bound::Exact)
-                    && !is_mate(h.score)
-                    && (ply as i32) < 2 * self.root_depth
-                {
-                    let s_beta = h.score - 2 * depth;
-                    self.frame_mut(ply).excluded = m;
-                    let v = self.negamax::<false>(
-                        pos,
-                        s_beta - 1,
-                        s_beta,
-                        (depth - 1) / 2,
-                        ply,
-                        cut_node,
-                        tt,
-                        ctrl,
-                    );
-                    self.frame_mut(ply).excluded = Move::NONE;
-                    if self.stopped {
-                        return 0;
-                    }
-                    if v < s_beta {
-                        extension = 1;
-                    } else if s_beta >= beta {
-                        // Multi-cut: even without the stored move some
-                        // other move beats beta; this node fails high.
-                        return s_beta;
-                    } else if h.score >= beta {
-                        // Another move is about as good: the stored one
-                        // is not special, search it a little shallower.
-                        extension = -1;
-                    }
+                && ply > 0
+                && depth >= 8
+                && excluded.is_none()
+                && h.depth >= depth - 3
+                && matches!(h.bound, Bound::Lower | Bound::Exact)
+                && !is_mate(h.score)
+                && (ply as i32) < 2 * self.root_depth
+            {
+                let s_beta = h.score - 2 * depth;
+                self.frame_mut(ply).excluded = m;
+                let v = self.negamax::<false>(
+                    pos,
+                    s_beta - 1,
+                    s_beta,
+                    (depth - 1) / 2,
+                    ply,
+                    cut_node,
+                    tt,
+                    ctrl,
+                );
+                self.frame_mut(ply).excluded = Move::NONE;
+                if self.stopped {
+                    return 0;
                 }
+                if v < s_beta {
+                    extension = 1;
+                } else if s_beta >= beta {
+                    // Multi-cut: even without the stored move some
+                    // other move beats beta; this node fails high.
+                    return s_beta;
+                } else if h.score >= beta {
+                    // Another move is about as good: the stored one
+                    // is not special, search it a little shallower.
+                    extension = -1;
+                }
+            }
             let new_depth = depth - 1 + extension;
 
             let child = pos.play(m);
@@ -1280,14 +1286,15 @@ impl Searcher {
         let tt_hit = tt.probe(key, ply, pos.halfmove_clock());
         if !PV
             && let Some(h) = tt_hit
-                && match h.bound {
-                    Bound::Exact => true,
-                    Bound::Lower => h.score >= beta,
-                    Bound::Upper => h.score <= alpha,
-                    Bound::None => false,
-                } {
-                    return h.score;
-                }
+            && match h.bound {
+                Bound::Exact => true,
+                Bound::Lower => h.score >= beta,
+                Bound::Upper => h.score <= alpha,
+                Bound::None => false,
+            }
+        {
+            return h.score;
+        }
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
         let raw_eval;
@@ -1306,15 +1313,15 @@ impl Searcher {
             best = static_eval;
             if let Some(h) = tt_hit
                 && !is_mate(h.score)
-                    && match h.bound {
-                        Bound::Lower => h.score > best,
-                        Bound::Upper => h.score < best,
-                        Bound::Exact => true,
-                        Bound::None => false,
-                    }
-                {
-                    best = h.score;
+                && match h.bound {
+                    Bound::Lower => h.score > best,
+                    Bound::Upper => h.score < best,
+                    Bound::Exact => true,
+                    Bound::None => false,
                 }
+            {
+                best = h.score;
+            }
             // Stand pat: the side to move need not capture.
             if best >= beta {
                 if tt_hit.is_none() {

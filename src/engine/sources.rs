@@ -109,12 +109,12 @@ impl Sources {
                 .books
                 .as_ref()
                 .and_then(|b| b.choose(pos, last_move, random))
-            {
-                return Some(SourceMove {
-                    mv,
-                    source: Source::Book { weight, total },
-                });
-            }
+        {
+            return Some(SourceMove {
+                mv,
+                source: Source::Book { weight, total },
+            });
+        }
         let TablebaseMove { mv, outcome, dtz } = self.tablebases.as_ref()?.best_move(pos)?;
         Some(SourceMove {
             mv,

@@ -384,30 +384,31 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
 
         // Think on the opponent's time about the expected reply.
         if config.ponder
-            && let Some(pm) = ponder_move.filter(|&pm| pos.is_legal(pm)) {
-                let child = pos.play(pm);
-                if child
-                    .outcome(&{
-                        let mut h = history.clone();
-                        h.push(pos.key());
-                        h
-                    })
-                    .is_none()
-                {
+            && let Some(pm) = ponder_move.filter(|&pm| pos.is_legal(pm))
+        {
+            let child = pos.play(pm);
+            if child
+                .outcome(&{
                     let mut h = history.clone();
                     h.push(pos.key());
-                    // The clocks as they will be when the reply comes:
-                    // the opponent's share is unknown, so the current one.
-                    let limits = limits_for(&clocks, &tc, config.overhead);
-                    let mut req = GoRequest::new(child, h, limits);
-                    req.ponder = true;
-                    let p = &mut players[side];
-                    let key = req.position.key();
-                    let id = p.engine.go(req);
-                    p.pondering = Some((id, key));
-                    ponders += 1;
-                }
+                    h
+                })
+                .is_none()
+            {
+                let mut h = history.clone();
+                h.push(pos.key());
+                // The clocks as they will be when the reply comes:
+                // the opponent's share is unknown, so the current one.
+                let limits = limits_for(&clocks, &tc, config.overhead);
+                let mut req = GoRequest::new(child, h, limits);
+                req.ponder = true;
+                let p = &mut players[side];
+                let key = req.position.key();
+                let id = p.engine.go(req);
+                p.pondering = Some((id, key));
+                ponders += 1;
             }
+        }
     }
     // Stop whatever is still pondering before the engines are dropped.
     for p in &mut players {

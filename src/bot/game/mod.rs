@@ -24,8 +24,8 @@
 
 //! The game is split by concern: [`reader`] keeps the game stream open
 //! and stamps each line with its arrival; [`mover`] is the one place that
-//! chooses and posts our move (engine today; book and tablebases would go
-//! there); [`rules`] holds the pure draw/resign rules; [`end`] stops the
+//! chooses and posts our move, asking [`sources`] (books, tables, online)
+//! before the engine; [`rules`] holds the pure draw/resign rules; [`end`] stops the
 //! engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
@@ -33,6 +33,7 @@ mod end;
 mod mover;
 mod reader;
 mod rules;
+pub mod sources;
 
 use super::chat::{self, EngineView, Room};
 use super::hashstore;
@@ -48,6 +49,7 @@ use crate::lichess::model::{
 };
 use mover::{Lag, Pondering, Thinking};
 use reader::{Line, Reader};
+use sources::{Asking, MoveSources};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -88,6 +90,8 @@ pub struct GameContext {
     /// One permit per search thread allowed (`engine.threads`), shared by
     /// all games.
     pub search_permits: Arc<Semaphore>,
+    /// Books, tables and online sources, asked before the search.
+    pub sources: Arc<MoveSources>,
 }
 
 /// What the daemon can tell a running game.
@@ -215,6 +219,9 @@ struct Game {
     hash_file: Option<PathBuf>,
     /// Our moves posted in this run (the table is saved every few).
     moves_posted: usize,
+    /// The ply whose position an online source was last asked about (once
+    /// per position).
+    online_asked_at: Option<usize>,
 }
 
 /// The other side's colour in the Lichess model.
@@ -250,6 +257,7 @@ impl Game {
         if ctx.config.engine.ponder {
             engine.set_ponder(true);
         }
+        engine.set_tablebases(ctx.sources.local.tablebases.clone());
         let hash_file = ctx
             .config
             .engine
@@ -315,6 +323,7 @@ impl Game {
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
             hash_file,
             moves_posted: 0,
+            online_asked_at: None,
         };
         Ok((game, events))
     }
@@ -327,6 +336,7 @@ impl Game {
         mut events: mpsc::UnboundedReceiver<engine::Event>,
     ) {
         let mut pending: Option<PermitFuture> = None;
+        let mut asking: Option<Asking> = None;
         let mut asked = Instant::now();
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         loop {
@@ -348,6 +358,15 @@ impl Game {
                     }
                     Flow::Continue
                 }
+                answer = async { match asking.as_mut() {
+                    Some(a) => (&mut a.answer).await.ok().flatten(),
+                    None => std::future::pending().await,
+                } }, if asking.is_some() => {
+                    match asking.take() {
+                        Some(a) => self.on_online((a.ply, a.key), answer).await,
+                        None => Flow::Continue,
+                    }
+                }
                 _ = tokio::time::sleep(PONDER_YIELD_CHECK),
                     if self.pondering.is_some() => {
                     self.ponder_yield_check();
@@ -367,6 +386,11 @@ impl Game {
                     // The daemon is gone: nobody will read our result.
                     None => Flow::Over,
                 },
+            };
+            // Our turn: the move sources first, then the search.
+            let flow = match flow {
+                Flow::Think if pending.is_none() => self.before_search(&mut asking).await,
+                other => other,
             };
             match flow {
                 Flow::Continue => {}

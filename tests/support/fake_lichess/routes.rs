@@ -150,21 +150,23 @@ pub(super) async fn event_stream(State(app): State<App>) -> Response {
         // Like Lichess, replay what is open: challenges, then games.
         for id in &world.challenge_order {
             if let Some(c) = world.challenges.get(id)
-                && c.status == "created" {
-                    conn.send(
-                        &json!({"type": "challenge", "challenge": world.challenge_json(c),
+                && c.status == "created"
+            {
+                conn.send(
+                    &json!({"type": "challenge", "challenge": world.challenge_json(c),
                                       "compat": {"bot": true, "board": true}}),
-                    );
-                }
+                );
+            }
         }
         for id in &world.game_order {
             if world.faults.no_game_replay {
                 break;
             }
             if let Some(g) = world.games.get(id)
-                && g.started() {
-                    conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
-                }
+                && g.started()
+            {
+                conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
+            }
         }
         response
     })

@@ -289,14 +289,15 @@ impl World {
             });
         }
         if to_move != game.bot_color
-            && let Some(auto) = game.autoplay {
-                let app = app.clone();
-                let id = id.to_owned();
-                tokio::spawn(async move {
-                    tokio::time::sleep(auto.think).await;
-                    app.with(|world, app| world.auto_move(app, &id, generation, auto));
-                });
-            }
+            && let Some(auto) = game.autoplay
+        {
+            let app = app.clone();
+            let id = id.to_owned();
+            tokio::spawn(async move {
+                tokio::time::sleep(auto.think).await;
+                app.with(|world, app| world.auto_move(app, &id, generation, auto));
+            });
+        }
     }
 
     /// A timer fired: if nothing happened since it was armed, the side to
