@@ -23,13 +23,15 @@
 //!
 //! The parts: [`setup`] (what a test asks for), [`records`] (what it reads
 //! back), [`opponent`] (the other side, driven by the test), [`faults`]
-//! (what it can break), and inside the server [`world`] (the state),
+//! (what it can break), [`online`] (the public tablebase and cloud
+//! evaluation, with canned answers), and inside the server [`world`] (the state),
 //! [`game`] (rules and clocks), [`challenge`], [`stream`] (ndjson
 //! responses) and [`routes`] (the HTTP handlers).
 
 mod challenge;
 mod faults;
 mod game;
+mod online;
 mod opponent;
 mod records;
 mod routes;
@@ -99,6 +101,7 @@ impl FakeLichess {
                 faults: Faults::default(),
                 requests: Vec::new(),
                 max_simultaneous: 0,
+                online: online::OnlineAnswers::default(),
             }),
             changed: Notify::new(),
         });

@@ -40,6 +40,8 @@ pub(super) fn router(app: App) -> Router {
         .route("/api/challenge/{id}/{action}", post(challenge_action))
         .route("/api/challenge/{username}", post(create_challenge))
         .layer(middleware::from_fn_with_state(app.clone(), gatekeeper))
+        // The public online sources: no token, so outside the gatekeeper.
+        .merge(super::online::router())
         .with_state(app)
 }
 

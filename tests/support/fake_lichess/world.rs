@@ -38,6 +38,7 @@ pub(super) struct World {
     pub(super) faults: Faults,
     pub(super) requests: Vec<RequestRecord>,
     pub(super) max_simultaneous: usize,
+    pub(super) online: super::online::OnlineAnswers,
 }
 
 pub(super) struct Shared {
