@@ -47,9 +47,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { depth, eval_file } => {
-            run_bench(depth, &eval_file).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Bench {
+            depth,
+            eval_file,
+            syzygy,
+            endgames,
+        } => run_bench(depth, &eval_file, syzygy.as_deref(), endgames).map(|()| ExitCode::SUCCESS),
         Command::Train(args) => {
             let cfg = args.config();
             train::run(&args.data, cfg, &args.out, &args.checkpoint, args.resume)
@@ -147,16 +150,35 @@ fn run_perft(depth: u32, fen: Option<&str>, divide: bool, chess960: bool) -> Res
     Ok(())
 }
 
-fn run_bench(depth: Option<u32>, eval_file: &str) -> Result<()> {
+fn run_bench(
+    depth: Option<u32>,
+    eval_file: &str,
+    syzygy: Option<&str>,
+    endgames_only: bool,
+) -> Result<()> {
     let depth = depth.unwrap_or(bench::DEFAULT_DEPTH).clamp(1, 64);
     let net = kaissa::engine::nnue::load_eval_file(eval_file)?;
-    let r = bench::run(depth, net, &mut |i, fen, nodes| {
+    let tablebases = match syzygy {
+        Some(dirs) => Some(std::sync::Arc::new(
+            kaissa::engine::tablebase::Tablebases::open(dirs).context("--syzygy")?,
+        )),
+        None => None,
+    };
+    let options = bench::BenchOptions {
+        net,
+        tablebases,
+        endgames_only,
+    };
+    let r = bench::run(depth, options, &mut |i, fen, nodes| {
         println!("position {:>2} nodes {:>10}  {fen}", i + 1, nodes);
     });
     println!();
     println!("Total time (ms) : {}", r.time.as_millis());
     println!("Nodes searched  : {}", r.nodes);
     println!("Nodes/second    : {}", r.nps());
+    if syzygy.is_some() {
+        println!("Table hits      : {}", r.tb_hits);
+    }
     Ok(())
 }
 

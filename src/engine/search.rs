@@ -267,6 +267,11 @@ impl Searcher {
         self.history.clear();
     }
 
+    /// Table probes that answered in the current or last search.
+    pub fn tb_hits(&self) -> u64 {
+        self.tb_hits
+    }
+
     /// Nodes searched by the current or last search.
     pub fn nodes(&self) -> u64 {
         self.nodes

@@ -232,8 +232,9 @@ impl Tablebases {
 }
 
 /// `pos` as a shakmaty position (castling rights are not carried over:
-/// the tables are never probed with any).
-fn to_shakmaty(pos: &Position) -> Option<Chess> {
+/// the tables are never probed with any). Public for the probe-cost
+/// measurement (`examples/tb_probe_cost.rs`).
+pub fn to_shakmaty(pos: &Position) -> Option<Chess> {
     let mut setup = Setup::empty();
     for sq in pos.occupied() {
         let p = pos.piece_at(sq)?;
