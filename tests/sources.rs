@@ -3,7 +3,8 @@
 //! answers. A book move, a tablebase move and a cloud-eval move are posted
 //! without a search and logged with their source; an online source that
 //! does not answer in time leaves the game to the search, which moves in
-//! time.
+//! time. With local tables (see `support::syzygy`), the bot mates from a
+//! won ending on table moves alone and never asks the online tablebase.
 
 mod support;
 
@@ -12,7 +13,8 @@ use std::time::Duration;
 use serde_json::json;
 use shakmaty::Color;
 use support::bot::{Bot, check_log};
-use support::fake_lichess::{ChallengeSpec, FakeLichess, FakeVariant, GameRecord, Side};
+use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, FakeVariant, GameRecord, Side};
+use support::syzygy::tables_dir;
 
 const WAIT: Duration = Duration::from_secs(20);
 const BOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/gnuchess-2ply.bin");
@@ -174,4 +176,55 @@ async fn a_slow_online_source_times_out_and_the_search_moves() {
     );
     let moves = move_lines(&log, &ending);
     assert!(moves[0].contains("source=search"), "{moves:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_tables_convert_an_ending_and_the_online_tablebase_is_not_asked() {
+    let Some(dir) = tables_dir() else { return };
+    let fake = FakeLichess::start().await;
+    let bot = start(
+        &fake,
+        &format!(
+            "syzygy_path = \"{}\"\nonline_tablebase = true",
+            dir.display()
+        ),
+    )
+    .await;
+    // KRvK, 16 moves to mate with the best defence.
+    let krk = "8/8/8/4k3/8/8/8/R3K3 w - - 0 1";
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .variant(FakeVariant::FromPosition {
+                fen: krk.to_owned(),
+            })
+            .challenger_color(Side::Black)
+            .autoplay(Some(AutoPlay {
+                think: Duration::from_millis(2),
+                ..AutoPlay::default()
+            })),
+    );
+    let game = fake
+        .wait_game_over(&id, Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}; the bot's log:\n{}", bot.log()));
+    assert_eq!(game.status, "mate", "{game:?}");
+    assert_eq!(game.winner, Some(Color::White), "{game:?}");
+    assert!(game.moves.len() <= 2 * 50, "{} plies", game.moves.len());
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    let moves = move_lines(&log, &id);
+    assert!(!moves.is_empty());
+    assert!(
+        moves
+            .iter()
+            .all(|l| l.contains("source=tablebase (win, dtz ")),
+        "{moves:?}"
+    );
+    let asked = fake
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/standard")
+        .count();
+    assert_eq!(asked, 0, "the online tablebase was asked");
 }

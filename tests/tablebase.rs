@@ -10,37 +10,16 @@
 //! set (CI sets it) a missing table directory fails the tests instead of
 //! skipping them.
 
+#[path = "support/syzygy.rs"]
+mod syzygy;
 #[path = "support/uci.rs"]
 mod uci_driver;
 
 use kaissa::chess::{Outcome, Position};
+use kaissa::engine::sources::{Source, Sources};
 use kaissa::engine::tablebase::{Outcome as TbOutcome, Tablebases};
-use std::path::PathBuf;
+use syzygy::tables_dir;
 use uci_driver::Uci;
-
-/// The table directory, or `None` (with a note) when it is not there and
-/// nobody asked for it.
-fn tables_dir() -> Option<PathBuf> {
-    let required = std::env::var_os("KAISSA_SYZYGY");
-    let dir = match &required {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/syzygy"),
-    };
-    let present = std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some());
-    if !present {
-        assert!(
-            required.is_none(),
-            "KAISSA_SYZYGY={} holds no tables (scripts/fetch-syzygy.sh)",
-            dir.display()
-        );
-        eprintln!(
-            "note: no Syzygy tables in {}: run scripts/fetch-syzygy.sh; test skipped",
-            dir.display()
-        );
-        return None;
-    }
-    Some(dir)
-}
 
 fn open() -> Option<Tablebases> {
     let dir = tables_dir()?;
@@ -95,6 +74,27 @@ fn no_probe_with_castling_rights_or_too_many_pieces() {
     let five = Position::from_fen("4k3/8/8/8/8/8/3PP3/R3K3 w - - 0 1").unwrap();
     assert_eq!(tb.probe_wdl(&five), None);
     assert_eq!(tb.best_move(&five), None);
+}
+
+#[test]
+fn sources_give_the_table_move_in_chess960_too_but_never_with_castling_rights() {
+    let Some(tb) = open() else { return };
+    let sources = Sources {
+        books: None,
+        tablebases: Some(std::sync::Arc::new(tb)),
+    };
+    // No castling rights left: a Chess960 game's ending is a table ending.
+    let pos = Position::from_fen("8/8/8/4k3/8/8/8/R3K3 w - - 0 1").unwrap();
+    let c = sources.choose(&pos, None, true, 0.5).expect("a table move");
+    assert!(matches!(
+        c.source,
+        Source::Tablebase {
+            outcome: TbOutcome::Win,
+            ..
+        }
+    ));
+    let castling = Position::from_fen("8/8/8/4k3/8/8/8/R3K3 w Q - 0 1").unwrap();
+    assert_eq!(sources.choose(&castling, None, true, 0.5), None);
 }
 
 /// Plays `fen` with kaissa (tables on) against Stockfish (no tables) and
