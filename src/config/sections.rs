@@ -1,6 +1,7 @@
 //! The sections of the configuration (`[lichess]`, `[engine]`,
-//! `[challenge]`, `[bot]`, `[chat]`; `[sources]` is in `sources`), their defaults (the same as the
-//! shipped `config/kaissa.toml`) and small accessors.
+//! `[challenge]`, `[bot]`, `[chat]`; `[sources]` is in `sources`), their
+//! defaults (the same as the shipped `config/kaissa.toml`) and small
+//! accessors.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -24,9 +24,9 @@
 
 //! The game is split by concern: [`reader`] keeps the game stream open
 //! and stamps each line with its arrival; [`mover`] is the one place that
-//! chooses and posts our move, asking [`sources`] (books, tables, online)
-//! before the engine; [`rules`] holds the pure draw/resign rules; [`end`] stops the
-//! engine, says goodbye and writes the PGN. This module keeps the
+//! chooses and posts our move, asking [`sources`] (books, tables,
+//! online) before the engine; [`rules`] holds the pure draw/resign rules;
+//! [`end`] stops the engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
 mod end;
