@@ -21,26 +21,11 @@ pub enum Source {
     OnlineTablebase { outcome: Outcome },
     /// Lichess's cloud evaluation (an online book).
     CloudEval { cp: i32, depth: u32 },
-    /// Lichess's opening explorer: the games the move was played in.
-    Explorer { games: u64 },
     /// kaissa's own search.
     Search,
 }
 
 impl Source {
-    /// A short name for the logs: `book`, `tablebase`, `online-tablebase`,
-    /// `cloud-eval`, `explorer` or `search`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Source::Book { .. } => "book",
-            Source::Tablebase { .. } => "tablebase",
-            Source::OnlineTablebase { .. } => "online-tablebase",
-            Source::CloudEval { .. } => "cloud-eval",
-            Source::Explorer { .. } => "explorer",
-            Source::Search => "search",
-        }
-    }
-
     /// The score the source gives the position, from the mover's view
     /// (as the search would: tables' wins just below mates), if any.
     pub fn value(&self) -> Option<i32> {
@@ -72,7 +57,6 @@ impl fmt::Display for Source {
             Source::Tablebase { outcome, dtz } => write!(f, "tablebase ({outcome}, dtz {dtz})"),
             Source::OnlineTablebase { outcome } => write!(f, "online tablebase ({outcome})"),
             Source::CloudEval { cp, depth } => write!(f, "cloud eval (cp {cp}, depth {depth})"),
-            Source::Explorer { games } => write!(f, "explorer ({games} games)"),
             Source::Search => f.write_str("search"),
         }
     }
