@@ -51,6 +51,13 @@ pub enum Command {
         /// hand-crafted evaluation) or the path of a net file.
         #[arg(long, default_value = "classical")]
         eval_file: String,
+        /// Syzygy table directories (separated by `:`) probed by the
+        /// search; the signature is taken without.
+        #[arg(long)]
+        syzygy: Option<String>,
+        /// Only the endgame positions (at most 7 pieces).
+        #[arg(long)]
+        endgames: bool,
     },
     /// Play complete engine-against-engine games on clocks kept by the
     /// harness, with simulated lag; report time losses and clock use.

@@ -32,9 +32,13 @@
 //! - **A UCI option**: `src/uci.rs` (the `option name` lines sent on
 //!   `uci`, and `setoption`); what the engine needs from it in
 //!   `EngineOptions` (`src/engine/thread.rs`).
-//! - **A move source** (a book, a tablebase) in front of the search: where
-//!   a move is asked for, the game task's search start (`src/bot/game.rs`)
-//!   and `go` in `src/uci.rs`; the engine stays a searcher.
+//! - **A move source** (a book, a tablebase) in front of the search: a
+//!   local one (instant, no I/O per move) in `Sources::choose`
+//!   (`src/engine/sources.rs`, asked by both the bot and `go` in
+//!   `src/uci.rs`); an online one in `src/lichess/online.rs` (the HTTP
+//!   call) and `src/bot/game/sources.rs` (when it applies, asked in its
+//!   own task); its settings in `[sources]` (`src/config/sources.rs`).
+//!   The engine stays a searcher (the tables also score its leaves).
 //! - **A configuration key**: its field, default and doc in
 //!   `src/config/sections.rs`, the same in the shipped
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in

@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use kaissa::bot::daemon::Daemon;
+use kaissa::bot::game::sources::MoveSources;
 use kaissa::chess::{self, Position};
 use kaissa::cli::{Cli, Command};
 use kaissa::config::Config;
@@ -46,9 +47,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::uci::run(std::io::stdin().lock(), Box::new(std::io::stdout()));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { depth, eval_file } => {
-            run_bench(depth, &eval_file).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Bench {
+            depth,
+            eval_file,
+            syzygy,
+            endgames,
+        } => run_bench(depth, &eval_file, syzygy.as_deref(), endgames).map(|()| ExitCode::SUCCESS),
         Command::Train(args) => {
             let cfg = args.config();
             train::run(&args.data, cfg, &args.out, &args.checkpoint, args.resume)
@@ -93,6 +97,10 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     println!("configuration: ok");
     for line in config.summary() {
         println!("  {line}");
+    }
+    let sources = open_sources(&config).context("configuration")?;
+    for line in describe_sources(&sources) {
+        println!("{line}");
     }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
@@ -187,16 +195,35 @@ fn run_perft(depth: u32, fen: Option<&str>, divide: bool, chess960: bool) -> Res
     Ok(())
 }
 
-fn run_bench(depth: Option<u32>, eval_file: &str) -> Result<()> {
+fn run_bench(
+    depth: Option<u32>,
+    eval_file: &str,
+    syzygy: Option<&str>,
+    endgames_only: bool,
+) -> Result<()> {
     let depth = depth.unwrap_or(bench::DEFAULT_DEPTH).clamp(1, 64);
     let net = kaissa::engine::nnue::load_eval_file(eval_file)?;
-    let r = bench::run(depth, net, &mut |i, fen, nodes| {
+    let tablebases = match syzygy {
+        Some(dirs) => Some(std::sync::Arc::new(
+            kaissa::engine::tablebase::Tablebases::open(dirs).context("--syzygy")?,
+        )),
+        None => None,
+    };
+    let options = bench::BenchOptions {
+        net,
+        tablebases,
+        endgames_only,
+    };
+    let r = bench::run(depth, options, &mut |i, fen, nodes| {
         println!("position {:>2} nodes {:>10}  {fen}", i + 1, nodes);
     });
     println!();
     println!("Total time (ms) : {}", r.time.as_millis());
     println!("Nodes searched  : {}", r.nodes);
     println!("Nodes/second    : {}", r.nps());
+    if syzygy.is_some() {
+        println!("Table hits      : {}", r.tb_hits);
+    }
     Ok(())
 }
 
@@ -220,6 +247,10 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
             tracing::error!("engine.eval_file: {e}; playing with the hand-crafted evaluation")
         }
     }
+    let sources = open_sources(&config).context("configuration")?;
+    for line in describe_sources(&sources) {
+        tracing::info!("{line}");
+    }
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
@@ -230,11 +261,74 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     runtime()?.block_on(async move {
         Daemon::new(client, config)
             .with_notifier(notifier)
+            .with_sources(sources)
             .run(shutdown::listen())
             .await
             .context("the daemon stopped")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Opens the books and tables of `[sources]` and its online client.
+fn open_sources(config: &Config) -> Result<MoveSources, kaissa::config::ConfigError> {
+    let sources = MoveSources {
+        local: config.sources.open()?,
+        online: config.sources.online(&config.lichess.url)?,
+    };
+    Ok(sources)
+}
+
+/// One line per move source: what `kaissa check` prints and the daemon logs.
+fn describe_sources(sources: &MoveSources) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &sources.local.books {
+        Some(b) => lines.push(format!(
+            "book: {} ({} entries, {:?} selection, first {} moves)",
+            b.books
+                .iter()
+                .map(|b| b.path().display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            b.books.iter().map(|b| b.len()).sum::<usize>(),
+            b.selection,
+            b.max_plies / 2
+        )),
+        None => lines.push("book: none".to_owned()),
+    }
+    match &sources.local.tablebases {
+        Some(t) => lines.push(format!(
+            "tablebases: {} files, up to {} pieces",
+            t.files(),
+            t.max_pieces()
+        )),
+        None => lines.push("tablebases: none".to_owned()),
+    }
+    if let Some(o) = &sources.online {
+        let o = &o.options;
+        let mut on = Vec::new();
+        if let Some(url) = &o.tablebase_url {
+            on.push(format!(
+                "tablebase {url} (up to {} pieces)",
+                o.tablebase_pieces
+            ));
+        }
+        if o.cloud_eval_url.is_some() {
+            on.push(format!(
+                "cloud eval (first {} moves, depth >= {})",
+                o.cloud_eval_plies / 2,
+                o.cloud_eval_min_depth
+            ));
+        }
+        lines.push(format!(
+            "online sources: {} (timeout {} ms, with >= {} s on the clock)",
+            on.join(", "),
+            o.timeout.as_millis(),
+            o.min_clock.as_secs()
+        ));
+    } else {
+        lines.push("online sources: off".to_owned());
+    }
+    lines
 }
 
 /// Warns when others than the owner can read `path` (the configuration

@@ -8,10 +8,15 @@
 //! answered with `info string error: ...` and otherwise ignored.
 
 use crate::chess::{CastlingNotation, Move, Position};
+use crate::engine::book::{self, Book, Books, Selection};
 use crate::engine::eval::evaluate;
 use crate::engine::nnue::{self, Network};
+use crate::engine::sources::Sources;
+use crate::engine::tablebase::Tablebases;
 use crate::engine::timeman::TimeManager;
-use crate::engine::{Engine, EngineOptions, Event, GoRequest, Limits};
+use crate::engine::{
+    BestMove, Engine, EngineOptions, Event, GoRequest, Limits, Score, SearchId, SearchInfo,
+};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +24,8 @@ use std::time::Duration;
 
 const NAME: &str = "kaissa";
 const DEFAULT_OVERHEAD_MS: u64 = 30;
+/// `BookDepth`'s default, in moves.
+const DEFAULT_BOOK_DEPTH: u32 = 20;
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
@@ -55,6 +62,9 @@ pub fn format_event(e: &Event, chess960: bool) -> String {
                 info.time.as_millis(),
                 info.hashfull
             );
+            if info.tbhits > 0 {
+                line.push_str(&format!(" tbhits {}", info.tbhits));
+            }
             if !info.pv.is_empty() {
                 line.push_str(" pv ");
                 line.push_str(&moves_to_uci(&info.pv, chess960));
@@ -87,6 +97,20 @@ struct Session {
     hash_file: Option<std::path::PathBuf>,
     /// The evaluation the engine uses (`None`: hand-crafted).
     net: Option<Arc<Network>>,
+    /// The move that led to `position`, if any (for book keys).
+    last_move: Option<Move>,
+    /// Books (with `OwnBook`) and tables (with `SyzygyPath`).
+    sources: Sources,
+    book: BookOptions,
+}
+
+/// `OwnBook`, `BookFile`, `BookDepth`, `BookSelection`.
+struct BookOptions {
+    own_book: bool,
+    /// Files separated by `:`.
+    files: String,
+    depth: u32,
+    selection: Selection,
 }
 
 /// Runs the UCI protocol on `input`/`output` until `quit` or end of input.
@@ -112,6 +136,14 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
         move_overhead: Duration::from_millis(DEFAULT_OVERHEAD_MS),
         hash_file: None,
         net: Some(nnue::embedded()),
+        last_move: None,
+        sources: Sources::default(),
+        book: BookOptions {
+            own_book: false,
+            files: book::DEFAULT_BOOK.to_owned(),
+            depth: DEFAULT_BOOK_DEPTH,
+            selection: Selection::Weighted,
+        },
     };
     for line in input.lines() {
         let Ok(line) = line else {
@@ -161,9 +193,20 @@ impl Session {
                     "option name Save Hash type button",
                     "option name Load Hash type button",
                     "option name EvalFile type string default classical",
+                    "option name OwnBook type check default false",
+                    "option name BookDepth type spin default 20 min 0 max 1000",
+                    "option name BookSelection type combo default weighted var weighted var best",
+                    "option name SyzygyPath type string default <empty>",
                 ] {
                     say(&self.out, opt);
                 }
+                say(
+                    &self.out,
+                    &format!(
+                        "option name BookFile type string default {}",
+                        book::DEFAULT_BOOK
+                    ),
+                );
                 say(&self.out, "uciok");
             }
             "isready" => say(&self.out, "readyok"),
@@ -171,6 +214,7 @@ impl Session {
                 self.engine.new_game();
                 self.position = Position::startpos();
                 self.history.clear();
+                self.last_move = None;
             }
             "position" => self.position_command(&rest),
             "go" => self.go(&rest),
@@ -226,12 +270,14 @@ impl Session {
         };
         let mut pos = start;
         let mut history = Vec::new();
+        let mut last_move = None;
         if let Some(i) = moves_at {
             for tok in &args[i + 1..] {
                 match pos.parse_uci(tok, chess960) {
                     Ok(m) => {
                         history.push(pos.key());
                         pos = pos.play(m);
+                        last_move = Some(m);
                     }
                     Err(e) => {
                         // Keep the position reached before the bad move.
@@ -243,6 +289,7 @@ impl Session {
         }
         self.position = pos;
         self.history = history;
+        self.last_move = last_move;
     }
 
     fn go(&mut self, args: &[&str]) {
@@ -303,6 +350,52 @@ impl Session {
             if bad {
                 self.error(&format!("go: bad value for {key} ignored"));
             }
+        }
+        // A book or table move is answered at once, unless the GUI wants
+        // a search it will stop itself.
+        if !ponder
+            && !limits.infinite
+            && limits.searchmoves.is_empty()
+            && let Some(choice) =
+                self.sources
+                    .choose(&self.position, self.last_move, chess960, fastrand::f64())
+        {
+            say(
+                &self.out,
+                &format!(
+                    "info string {} move {}",
+                    choice.source,
+                    choice.mv.to_uci(chess960)
+                ),
+            );
+            let id = SearchId(0);
+            if let Some(value) = choice.source.value() {
+                let info = SearchInfo {
+                    depth: 1,
+                    seldepth: 1,
+                    multipv: 1,
+                    score: Score::from_value(value),
+                    nodes: 0,
+                    nps: 0,
+                    time: Duration::ZERO,
+                    hashfull: 0,
+                    tbhits: 1,
+                    pv: vec![choice.mv],
+                };
+                say(
+                    &self.out,
+                    &format_event(&Event::Info { id, info }, chess960),
+                );
+            }
+            let best = BestMove {
+                mv: Some(choice.mv),
+                ponder: None,
+            };
+            say(
+                &self.out,
+                &format_event(&Event::BestMove { id, best }, chess960),
+            );
+            return;
         }
         self.engine.go(GoRequest {
             position: self.position.clone(),
@@ -410,7 +503,93 @@ impl Session {
                     say(&out, &line);
                 });
             }
+            "ownbook" => match boolean(&value) {
+                Some(b) => {
+                    self.book.own_book = b;
+                    self.load_books();
+                }
+                None => self.error("OwnBook: expected true or false"),
+            },
+            "bookfile" => {
+                self.book.files = value.unwrap_or_default().trim().to_owned();
+                self.load_books();
+            }
+            "bookdepth" => match int(&value) {
+                Some(n) if n <= 1000 => {
+                    self.book.depth = n as u32;
+                    self.load_books();
+                }
+                _ => self.error("BookDepth: expected 0..1000 (moves)"),
+            },
+            "bookselection" => match value.as_deref().map(str::trim).and_then(Selection::parse) {
+                Some(sel) => {
+                    self.book.selection = sel;
+                    self.load_books();
+                }
+                None => self.error("BookSelection: expected weighted or best"),
+            },
+            "syzygypath" => {
+                let dirs = value.unwrap_or_default().trim().to_owned();
+                let tables = if dirs.is_empty() || dirs == "<empty>" {
+                    None
+                } else {
+                    match Tablebases::open(&dirs) {
+                        Ok(t) => {
+                            say(
+                                &self.out,
+                                &format!(
+                                    "info string tablebases: {} files, up to {} pieces",
+                                    t.files(),
+                                    t.max_pieces()
+                                ),
+                            );
+                            Some(Arc::new(t))
+                        }
+                        Err(e) => {
+                            self.error(&format!("{e}; no tablebases"));
+                            None
+                        }
+                    }
+                };
+                self.engine.set_tablebases(tables.clone());
+                self.sources.tablebases = tables;
+            }
             _ => self.error(&format!("unknown option {name:?}")),
         }
+    }
+
+    /// Opens the books of `BookFile` if `OwnBook` is on (a file that
+    /// cannot be read is reported, and there is then no book).
+    fn load_books(&mut self) {
+        self.sources.books = None;
+        if !self.book.own_book {
+            return;
+        }
+        let mut books = Vec::new();
+        for file in self.book.files.split(':').filter(|f| !f.trim().is_empty()) {
+            match Book::open(std::path::Path::new(file.trim())) {
+                Ok(b) => books.push(b),
+                Err(e) => {
+                    self.error(&format!("{e}; no book"));
+                    return;
+                }
+            }
+        }
+        if books.is_empty() {
+            self.error("OwnBook: BookFile names no file; no book");
+            return;
+        }
+        say(
+            &self.out,
+            &format!(
+                "info string book: {} entries",
+                books.iter().map(Book::len).sum::<usize>()
+            ),
+        );
+        self.sources.books = Some(Books {
+            books,
+            selection: self.book.selection,
+            max_plies: 2 * self.book.depth,
+        });
     }
 }

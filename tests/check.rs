@@ -199,3 +199,48 @@ async fn upgrade_needs_the_confirmation_flag() {
     assert!(out.status.success());
     assert!(stdout.contains("already"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_the_move_sources_and_refuses_a_missing_book() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kaissa.toml");
+    let book = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/gnuchess-2ply.bin");
+    std::fs::write(
+        &config,
+        format!(
+            "[sources]\nbook_files = [\"{book}\"]\nbook_selection = \"best\"\n\
+             cloud_eval = true\nonline_timeout_ms = 500\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let out = check(&fake, &fake.token(), &["--config", config]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("book: ")
+            && stdout.contains("(407 entries, Best selection, first 20 moves)"),
+        "stdout: {stdout}"
+    );
+    assert!(stdout.contains("tablebases: none"), "stdout: {stdout}");
+    assert!(
+        stdout.contains("online sources: cloud eval (first 20 moves, depth >= 20) (timeout 500 ms"),
+        "stdout: {stdout}"
+    );
+    let missing = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .args(["check", "--config", config])
+        .env_remove("CREDENTIALS_DIRECTORY")
+        .env("LICHESS_BOT_TOKEN", fake.token())
+        .env("KAISSA_LICHESS__URL", fake.url())
+        .env("KAISSA_SOURCES__BOOK_FILES", "/nonexistent/book.bin")
+        .output()
+        .await
+        .unwrap();
+    let (_, stderr) = text(&missing);
+    assert_eq!(missing.status.code(), Some(78), "stderr: {stderr}");
+    assert!(
+        stderr.contains("sources.book_files: cannot read /nonexistent/book.bin"),
+        "stderr: {stderr}"
+    );
+}

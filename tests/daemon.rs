@@ -179,6 +179,7 @@ async fn under_journald_lines_have_a_priority_and_no_timestamp() {
             .env("LICHESS_BOT_TOKEN", "lip_rejected_token_4321")
             .env("KAISSA_LICHESS__URL", fake.url())
             .env("RUST_LOG", "debug")
+            .env("KAISSA_SOURCES__BOOK_FILES", "")
             .env("JOURNAL_STREAM", stream)
             .stderr(file)
             .kill_on_drop(true);

@@ -133,8 +133,12 @@ fn node_limit_still_gives_a_legal_move() {
 
 #[test]
 fn bench_signature_is_deterministic() {
-    let a = bench::run(7, Some(kaissa::engine::nnue::embedded()), &mut |_, _, _| {});
-    let b = bench::run(7, Some(kaissa::engine::nnue::embedded()), &mut |_, _, _| {});
+    let options = || bench::BenchOptions {
+        net: Some(kaissa::engine::nnue::embedded()),
+        ..bench::BenchOptions::default()
+    };
+    let a = bench::run(7, options(), &mut |_, _, _| {});
+    let b = bench::run(7, options(), &mut |_, _, _| {});
     assert_eq!(a.nodes, b.nodes);
     assert!(a.nodes > 10_000);
 }

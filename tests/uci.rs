@@ -1,76 +1,11 @@
 //! UCI transcripts against the real binary: handshake, searches, stop,
 //! bad input, no legal moves, end of input.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+#[path = "support/uci.rs"]
+mod uci_driver;
+
 use std::time::Duration;
-
-struct Uci {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-}
-
-impl Uci {
-    fn start() -> Uci {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kaissa"))
-            .arg("uci")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start kaissa uci");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        Uci {
-            child,
-            stdin,
-            lines: rx,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{line}").expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    /// Lines up to and including the first that starts with `prefix`.
-    fn until(&self, prefix: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("no {prefix:?} line; got {out:?}"));
-            let done = line.starts_with(prefix);
-            out.push(line);
-            if done {
-                return out;
-            }
-        }
-    }
-
-    fn close(mut self) -> Vec<String> {
-        self.stdin.take();
-        let mut rest = Vec::new();
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(30)) {
-            rest.push(l);
-        }
-        let status = self.child.wait().expect("exit");
-        assert!(status.success());
-        rest
-    }
-}
+use uci_driver::Uci;
 
 fn bestmove(lines: &[String]) -> String {
     let last = lines.last().expect("a line");

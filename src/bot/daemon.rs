@@ -70,6 +70,7 @@
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::challenge::{Decision, Fair, Load, SlotGuard, Slots, decide, fair, may_take_slot};
+use super::game::sources::MoveSources;
 use super::game::{self, Exit, GameCommand, GameContext, GameHandle, Me};
 use super::hashstore;
 use super::matchmaking::{self, MatchEvent, Matchmaker};
@@ -258,6 +259,8 @@ pub struct Daemon {
     done_rx: mpsc::UnboundedReceiver<(String, Exit)>,
     me: Option<Me>,
     notifier: Arc<Notifier>,
+    /// Books, tables and online sources, shared by every game.
+    sources: Arc<MoveSources>,
     phase: Phase,
     /// When the event stream was last seen open.
     last_open: Option<Instant>,
@@ -330,6 +333,7 @@ impl Daemon {
             done_rx,
             me: None,
             notifier: Arc::new(Notifier::disabled()),
+            sources: Arc::new(MoveSources::default()),
             phase: Phase::Running,
             last_open: None,
             ready_sent: false,
@@ -362,6 +366,12 @@ impl Daemon {
     /// Reports to systemd through `notifier` (by default nothing is sent).
     pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
         self.notifier = Arc::new(notifier);
+        self
+    }
+
+    /// Books, tables and online sources for the games (default: none).
+    pub fn with_sources(mut self, sources: MoveSources) -> Daemon {
+        self.sources = Arc::new(sources);
         self
     }
 
@@ -968,6 +978,7 @@ impl Daemon {
             me,
             search_permits: Arc::clone(&self.search_permits),
             queue_len: Arc::clone(&self.queue_len),
+            sources: Arc::clone(&self.sources),
             greet,
         }
     }

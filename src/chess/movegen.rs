@@ -283,14 +283,15 @@ impl Position {
         for from in pawns & pinned {
             let pin_line = line(king, from);
             let mut to = pawn_attacks(us, from) & capture_mask & pin_line;
-            if push_ok || (from.rank() == us.relative_rank(6)) {
-                if let Some(one) = from.forward(us).filter(|s| empty.contains(*s)) {
-                    to |= Bitboard::from_square(one) & check_mask & pin_line;
-                    if from.rank() == us.relative_rank(1) && push_ok {
-                        if let Some(two) = one.forward(us).filter(|s| empty.contains(*s)) {
-                            to |= Bitboard::from_square(two) & check_mask & pin_line;
-                        }
-                    }
+            if (push_ok || (from.rank() == us.relative_rank(6)))
+                && let Some(one) = from.forward(us).filter(|s| empty.contains(*s))
+            {
+                to |= Bitboard::from_square(one) & check_mask & pin_line;
+                if from.rank() == us.relative_rank(1)
+                    && push_ok
+                    && let Some(two) = one.forward(us).filter(|s| empty.contains(*s))
+                {
+                    to |= Bitboard::from_square(two) & check_mask & pin_line;
                 }
             }
             for t in to {
@@ -306,12 +307,12 @@ impl Position {
 
         // En passant (legality checked in full: it removes two pieces from
         // a line, which no pin mask describes).
-        if MODE != QUIET {
-            if let Some(ep) = self.ep_square {
-                for from in pawn_attacks(!us, ep) & pawns {
-                    if self.ep_capture_is_legal(from, ep) {
-                        sink.special(Move::en_passant(from, ep));
-                    }
+        if MODE != QUIET
+            && let Some(ep) = self.ep_square
+        {
+            for from in pawn_attacks(!us, ep) & pawns {
+                if self.ep_capture_is_legal(from, ep) {
+                    sink.special(Move::en_passant(from, ep));
                 }
             }
         }

@@ -517,10 +517,10 @@ impl Position {
                     return false;
                 }
                 let is_promo = matches!(kind, MoveKind::Promotion(_));
-                if let MoveKind::Promotion(r) = kind {
-                    if matches!(r, Role::Pawn | Role::King) {
-                        return false;
-                    }
+                if let MoveKind::Promotion(r) = kind
+                    && matches!(r, Role::Pawn | Role::King)
+                {
+                    return false;
                 }
                 if piece.role == Role::Pawn {
                     if is_promo != last_rank.contains(to) {
@@ -556,10 +556,10 @@ impl Position {
         if self.checkers.more_than_one() {
             return false;
         }
-        if let Some(checker) = self.checkers.first() {
-            if !(between(king, checker) | self.checkers).contains(to) {
-                return false;
-            }
+        if let Some(checker) = self.checkers.first()
+            && !(between(king, checker) | self.checkers).contains(to)
+        {
+            return false;
         }
         !self.pinned(us).contains(from) || line(king, from).contains(to)
     }

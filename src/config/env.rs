@@ -9,22 +9,24 @@ use super::error::ConfigError;
 pub const ENV_PREFIX: &str = "KAISSA";
 
 /// The sections, to catch `KAISSA_BOT_CONCURRENCY` (one underscore).
-const SECTIONS: [&str; 6] = [
+const SECTIONS: [&str; 7] = [
     "lichess",
     "engine",
     "challenge",
     "bot",
     "matchmaking",
     "chat",
+    "sources",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 6] = [
+const LIST_KEYS: [&str; 7] = [
     "challenge.variants",
     "challenge.speeds",
     "challenge.block_list",
     "challenge.allow_list",
     "matchmaking.time_controls",
     "matchmaking.variants",
+    "sources.book_files",
 ];
 
 /// The process environment as UTF-8 pairs; an override that is not UTF-8

@@ -18,7 +18,8 @@
 //! (systemd `LoadCredential=`).
 //!
 //! The parts: `sections` (the sections, their defaults and small
-//! accessors), `env` (the environment overrides), `validate` (the rules
+//! accessors), `sources` (`[sources]`: books, tables, online sources,
+//! and opening them), `env` (the environment overrides), `validate` (the rules
 //! across values), `token` (finding the token) and `error` (every
 //! mistake, named by its key). The challenge rules that use
 //! `[challenge]` are the policy's, in `bot::challenge`.
@@ -26,6 +27,7 @@
 mod env;
 mod error;
 mod sections;
+mod sources;
 mod summary;
 mod token;
 mod validate;
@@ -39,6 +41,7 @@ pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
     MatchmakingConfig, PlayableVariant, QueueOrder, parse_time_control,
 };
+pub use sources::SourcesConfig;
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
 
 use std::path::Path;

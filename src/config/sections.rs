@@ -1,6 +1,7 @@
 //! The sections of the configuration (`[lichess]`, `[engine]`,
-//! `[challenge]`, `[bot]`, `[chat]`), their defaults (the same as the
-//! shipped `config/kaissa.toml`) and small accessors.
+//! `[challenge]`, `[bot]`, `[chat]`; `[sources]` is in `sources`), their
+//! defaults (the same as the shipped `config/kaissa.toml`) and small
+//! accessors.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,6 +22,7 @@ pub struct Config {
     pub bot: BotConfig,
     pub matchmaking: MatchmakingConfig,
     pub chat: ChatConfig,
+    pub sources: super::sources::SourcesConfig,
 }
 
 /// `[lichess]`: the server.

@@ -222,6 +222,34 @@ fn validation_names_the_key() {
         ),
         ("[chat]\ngreeting = \"hi {them}\"\n", "chat.greeting:"),
         ("[chat]\ngoodbye = \"{opponent\"\n", "chat.goodbye:"),
+        (
+            "[sources]\nbook_selection = \"random\"\n",
+            "sources.book_selection:",
+        ),
+        (
+            "[sources]\nbook_depth = 1001\n",
+            "sources.book_depth: 1001 is out of range 0..=1000",
+        ),
+        (
+            "[sources]\nonline_tablebase_url = \"ftp://x\"\n",
+            "sources.online_tablebase_url:",
+        ),
+        (
+            "[sources]\nonline_tablebase_pieces = 8\n",
+            "sources.online_tablebase_pieces:",
+        ),
+        (
+            "[sources]\ncloud_eval_min_depth = 101\n",
+            "sources.cloud_eval_min_depth:",
+        ),
+        (
+            "[sources]\nonline_timeout_ms = 50\n",
+            "sources.online_timeout_ms: 50 is out of range 100..=10000",
+        ),
+        (
+            "[sources]\nonline_min_clock_secs = 3601\n",
+            "sources.online_min_clock_secs:",
+        ),
     ];
     for (toml, expected) in cases {
         let text = error_text(load_str(toml, &[]));
@@ -230,4 +258,35 @@ fn validation_names_the_key() {
     let long = format!("[chat]\ngoodbye_spectator = \"{}\"\n", "x".repeat(141));
     let text = error_text(load_str(&long, &[]));
     assert!(text.starts_with("chat.goodbye_spectator:"), "{text}");
+}
+
+#[test]
+fn sources_that_cannot_be_opened_name_their_key() {
+    let config = load_str("[sources]\nbook_files = [\"/nonexistent/book.bin\"]\n", &[]).unwrap();
+    let text = config.sources.open().unwrap_err().to_string();
+    assert!(
+        text.starts_with("sources.book_files: cannot read /nonexistent/book.bin"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = load_str(
+        &format!(
+            "[sources]\nbook_files = []\nsyzygy_path = \"{}\"\n",
+            dir.path().display()
+        ),
+        &[],
+    )
+    .unwrap();
+    let text = config.sources.open().unwrap_err().to_string();
+    assert!(
+        text.starts_with("sources.syzygy_path: no Syzygy table"),
+        "{text}"
+    );
+    // An empty list: no book, even where gnuchess-book is installed.
+    let config = load_str("[sources]\nbook_files = []\n", &[]).unwrap();
+    assert!(config.sources.open().unwrap().books.is_none());
+    // Lists from the environment.
+    let config =
+        Config::load_with_env(None, env(&[("KAISSA_SOURCES__BOOK_FILES", "a.bin,b.bin")])).unwrap();
+    assert_eq!(config.sources.book_paths().len(), 2);
 }

@@ -216,13 +216,13 @@ impl Config {
         ] {
             check_template(key, template)?;
         }
-        Ok(())
+        self.sources.validate()
     }
 }
 
 /// `value` within `min..=max`: every duration and score has bounds, so
 /// none overflows an `Instant` or wraps negative.
-fn check_range(key: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+pub(super) fn check_range(key: &str, value: u64, min: u64, max: u64) -> Result<(), ConfigError> {
     if (min..=max).contains(&value) {
         Ok(())
     } else {

@@ -6,6 +6,7 @@
 use super::limits::Limits;
 use super::nnue::Network;
 use super::search::{Searcher, search_blocking};
+use super::tablebase::Tablebases;
 use super::tt::TranspositionTable;
 use crate::chess::Position;
 use std::sync::Arc;
@@ -59,6 +60,8 @@ pub const POSITIONS: &[&str] = &[
 pub struct BenchResult {
     pub nodes: u64,
     pub time: Duration,
+    /// Endgame table probes that answered (0 without tables).
+    pub tb_hits: u64,
 }
 
 impl BenchResult {
@@ -67,33 +70,55 @@ impl BenchResult {
     }
 }
 
-/// Searches every bench position to `depth`, evaluating with `net` (or
-/// the hand-crafted evaluation); `progress` is called after each with
-/// (index, FEN, nodes).
+/// What a bench run searches with.
+#[derive(Clone, Debug, Default)]
+pub struct BenchOptions {
+    /// The evaluation (`None`: hand-crafted).
+    pub net: Option<Arc<Network>>,
+    /// Endgame tables probed by the search (`None`: none; the signature
+    /// is taken without).
+    pub tablebases: Option<Arc<Tablebases>>,
+    /// Only the positions of at most [`ENDGAME_PIECES`] pieces (where the
+    /// tables come into play).
+    pub endgames_only: bool,
+}
+
+/// The most pieces of a position `--endgames` keeps.
+pub const ENDGAME_PIECES: u32 = 7;
+
+/// Searches every bench position to `depth`; `progress` is called after
+/// each with (index, FEN, nodes).
 pub fn run(
     depth: u32,
-    net: Option<Arc<Network>>,
+    options: BenchOptions,
     progress: &mut dyn FnMut(usize, &str, u64),
 ) -> BenchResult {
     let mut tt = TranspositionTable::new(16);
     let mut searcher = Searcher::new();
-    searcher.set_net(net);
+    searcher.set_net(options.net);
+    searcher.set_tablebases(options.tablebases);
     let limits = Limits::depth(depth);
     let mut nodes = 0;
+    let mut tb_hits = 0;
     let start = Instant::now();
     for (i, fen) in POSITIONS.iter().enumerate() {
         let Ok(pos) = Position::from_fen(fen) else {
             continue;
         };
+        if options.endgames_only && pos.occupied().count() > ENDGAME_PIECES {
+            continue;
+        }
         tt.clear();
         searcher.clear();
         let r = search_blocking(&mut searcher, &tt, &pos, &[], &limits);
         nodes += r.nodes;
+        tb_hits += searcher.tb_hits();
         progress(i, fen, r.nodes);
     }
     BenchResult {
         nodes,
         time: start.elapsed(),
+        tb_hits,
     }
 }
 

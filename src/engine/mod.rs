@@ -12,9 +12,12 @@
 //! (iterative deepening and alpha-beta), `limits` and `timeman` (what the
 //! caller asked for and how much time to use), `thread` (the engine
 //! thread and its handle), `hashfile` (the table on disk), `bench` (the
-//! search signature).
+//! search signature), `book` (Polyglot opening books), `tablebase`
+//! (Syzygy endgame tables) and `sources` (the move a book or the tables
+//! give without a search).
 
 pub mod bench;
+pub mod book;
 pub mod eval;
 pub mod hashfile;
 pub mod history;
@@ -25,6 +28,8 @@ pub mod params;
 pub mod score;
 pub mod search;
 pub mod see;
+pub mod sources;
+pub mod tablebase;
 pub mod thread;
 pub mod timeman;
 pub mod tt;

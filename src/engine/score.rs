@@ -13,6 +13,9 @@ pub const MATE: i32 = 31_000;
 /// Scores at or beyond this are mates found within `MAX_PLY` plies.
 pub const MATE_BOUND: i32 = MATE - MAX_PLY as i32;
 pub const DRAW: i32 = 0;
+/// A win the endgame tables prove, at the root (less the ply where it is
+/// found): below every mate score, above every evaluation.
+pub const TB_WIN: i32 = MATE_BOUND - 1 - MAX_PLY as i32;
 
 /// Mate given by the side to move in `ply` plies from the root.
 #[inline(always)]

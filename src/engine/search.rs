@@ -15,8 +15,11 @@ use super::movepick::{
     MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
 };
 use super::nnue::{self, AccumulatorStack, Network};
-use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in};
+use super::score::{
+    DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, TB_WIN, is_mate, mate_in, mated_in,
+};
 use super::see::{SEE_VALUE, see_ge};
+use super::tablebase::{CURSED, Outcome as TbOutcome, Tablebases};
 use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
 use crate::chess::{Move, Position};
@@ -38,6 +41,8 @@ pub struct SearchInfo {
     pub time: Duration,
     /// Permille of the transposition table used by this search.
     pub hashfull: u32,
+    /// Endgame table probes that answered, in this search.
+    pub tbhits: u64,
     pub pv: Vec<Move>,
 }
 
@@ -195,6 +200,11 @@ pub struct Searcher {
     /// hand-crafted evaluation.
     net: Option<Arc<Network>>,
     accumulators: AccumulatorStack,
+    /// Syzygy tables (shared by the engine's threads), probed in the
+    /// search and at the root; `None`: no tables.
+    tablebases: Option<Arc<Tablebases>>,
+    /// Successful table probes of the current search.
+    tb_hits: u64,
 }
 
 impl Default for Searcher {
@@ -227,12 +237,20 @@ impl Searcher {
             check_clock: false,
             net: nnue::default_net(),
             accumulators: AccumulatorStack::new(),
+            tablebases: None,
+            tb_hits: 0,
         }
     }
 
     /// Evaluates with `net`, or with the hand-crafted evaluation if `None`.
     pub fn set_net(&mut self, net: Option<Arc<Network>>) {
         self.net = net;
+    }
+
+    /// Probes `tablebases` in the search and at the root (`None`: no
+    /// tables).
+    pub fn set_tablebases(&mut self, tablebases: Option<Arc<Tablebases>>) {
+        self.tablebases = tablebases;
     }
 
     /// The static evaluation of `pos`, the node at `ply` of the line.
@@ -247,6 +265,11 @@ impl Searcher {
     /// Forgets what was learned (new game).
     pub fn clear(&mut self) {
         self.history.clear();
+    }
+
+    /// Table probes that answered in the current or last search.
+    pub fn tb_hits(&self) -> u64 {
+        self.tb_hits
     }
 
     /// Nodes searched by the current or last search.
@@ -281,6 +304,7 @@ impl Searcher {
         let now = Instant::now();
         self.start = ctrl.clock_start.map_or(now, |at| at.min(now));
         self.nodes = 0;
+        self.tb_hits = 0;
         self.seldepth = 0;
         self.stopped = false;
         self.nmp_min_ply = 0;
@@ -335,6 +359,20 @@ impl Searcher {
                     seldepth: 0,
                     pv: vec![m],
                 });
+            }
+        }
+        // In the tables: only the moves that keep the best outcome (in a
+        // won ending, only the one that zeroes soonest, so the win comes
+        // within the 50-move rule).
+        if let Some(keep) = self
+            .tablebases
+            .as_ref()
+            .filter(|tb| tb.covers(pos))
+            .and_then(|tb| tb.root_moves(pos))
+        {
+            self.tb_hits += 1;
+            if self.root_moves.iter().any(|rm| keep.contains(&rm.mv)) {
+                self.root_moves.retain(|rm| keep.contains(&rm.mv));
             }
         }
         if self.root_moves.is_empty() {
@@ -409,6 +447,7 @@ impl Searcher {
                     nps: nps(self.nodes, elapsed),
                     time: elapsed,
                     hashfull: tt.hashfull(),
+                    tbhits: self.tb_hits,
                     pv: rm.pv.clone(),
                 });
             }
@@ -418,10 +457,11 @@ impl Searcher {
             if limits.soft_nodes.is_some_and(|n| self.nodes >= n) {
                 break;
             }
-            if let Some(n) = limits.mate {
-                if best >= MATE_BOUND && (super::score::MATE - best + 1) / 2 <= n as i32 {
-                    break;
-                }
+            if let Some(n) = limits.mate
+                && best >= MATE_BOUND
+                && (super::score::MATE - best + 1) / 2 <= n as i32
+            {
+                break;
             }
             let pondering = ctrl.pondering.load(Ordering::Relaxed);
             // The pacer follows every iteration, pondering or not, so it
@@ -440,10 +480,11 @@ impl Searcher {
         if ponder.is_none() {
             // Try the table for the expected reply.
             let child = pos.play(best.mv);
-            if let Some(h) = tt.probe(child.key(), 1, child.halfmove_clock()) {
-                if !h.mv.is_none() && child.is_legal(h.mv) {
-                    ponder = Some(h.mv);
-                }
+            if let Some(h) = tt.probe(child.key(), 1, child.halfmove_clock())
+                && !h.mv.is_none()
+                && child.is_legal(h.mv)
+            {
+                ponder = Some(h.mv);
             }
         }
         SearchResult {
@@ -490,10 +531,10 @@ impl Searcher {
                 self.stopped = true;
             }
         }
-        if let Some(hard) = self.budget.hard {
-            if self.clock.on_clock(now) >= hard {
-                self.stopped = true;
-            }
+        if let Some(hard) = self.budget.hard
+            && self.clock.on_clock(now) >= hard
+        {
+            self.stopped = true;
         }
     }
 
@@ -722,21 +763,51 @@ impl Searcher {
         };
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
-        // A deep enough stored result settles a null-window node. Not near
-        // the 50-move limit, where the stored line may no longer hold.
-        if !PV && pos.halfmove_clock() < 90 {
-            if let Some(h) = tt_hit {
-                if h.depth >= depth
-                    && match h.bound {
-                        Bound::Exact => true,
-                        Bound::Lower => h.score >= beta,
-                        Bound::Upper => h.score <= alpha,
-                        Bound::None => false,
-                    }
-                {
-                    return h.score;
+        // Endgame tables, right after a capture or pawn move (where their
+        // WDL value counts the 50-move rule exactly). A win or loss is a
+        // bound (its distance is unknown), a draw is exact.
+        if excluded.is_none() && pos.halfmove_clock() == 0 {
+            let outcome = self
+                .tablebases
+                .as_ref()
+                .filter(|tb| tb.covers(pos))
+                .and_then(|tb| tb.probe_wdl(pos));
+            if let Some(outcome) = outcome {
+                self.tb_hits += 1;
+                let (value, bound) = match outcome {
+                    TbOutcome::Win => (TB_WIN - ply as i32, Bound::Lower),
+                    TbOutcome::Loss => (-TB_WIN + ply as i32, Bound::Upper),
+                    TbOutcome::CursedWin => (DRAW + CURSED, Bound::Exact),
+                    TbOutcome::BlessedLoss => (DRAW - CURSED, Bound::Exact),
+                    TbOutcome::Draw => (DRAW, Bound::Exact),
+                };
+                let cutoff = match bound {
+                    Bound::Lower => value >= beta,
+                    Bound::Upper => value <= alpha,
+                    _ => true,
+                };
+                if cutoff {
+                    let stored = (depth + 6).min(MAX_PLY as i32 - 1);
+                    tt.store(key, ply, Move::NONE, value, -INFINITE, stored, bound);
+                    return value;
                 }
             }
+        }
+
+        // A deep enough stored result settles a null-window node. Not near
+        // the 50-move limit, where the stored line may no longer hold.
+        if !PV
+            && pos.halfmove_clock() < 90
+            && let Some(h) = tt_hit
+            && h.depth >= depth
+            && match h.bound {
+                Bound::Exact => true,
+                Bound::Lower => h.score >= beta,
+                Bound::Upper => h.score <= alpha,
+                Bound::None => false,
+            }
+        {
+            return h.score;
         }
 
         // Static evaluation, refined by the stored score when its bound
@@ -925,43 +996,42 @@ impl Searcher {
             // every alternative (a reduced search without it fails low
             // against a margin below its score), the position hinges on
             // it, so it deserves a deeper look.
-            if let Some(h) = tt_hit {
-                if m == tt_move
-                    && ply > 0
-                    && depth >= 8
-                    && excluded.is_none()
-                    && h.depth >= depth - 3
-                    && matches!(h.bound, Bound::Lower | Bound::Exact)
-                    && !is_mate(h.score)
-                    && (ply as i32) < 2 * self.root_depth
-                {
-                    let s_beta = h.score - 2 * depth;
-                    self.frame_mut(ply).excluded = m;
-                    let v = self.negamax::<false>(
-                        pos,
-                        s_beta - 1,
-                        s_beta,
-                        (depth - 1) / 2,
-                        ply,
-                        cut_node,
-                        tt,
-                        ctrl,
-                    );
-                    self.frame_mut(ply).excluded = Move::NONE;
-                    if self.stopped {
-                        return 0;
-                    }
-                    if v < s_beta {
-                        extension = 1;
-                    } else if s_beta >= beta {
-                        // Multi-cut: even without the stored move some
-                        // other move beats beta; this node fails high.
-                        return s_beta;
-                    } else if h.score >= beta {
-                        // Another move is about as good: the stored one
-                        // is not special, search it a little shallower.
-                        extension = -1;
-                    }
+            if let Some(h) = tt_hit
+                && m == tt_move
+                && ply > 0
+                && depth >= 8
+                && excluded.is_none()
+                && h.depth >= depth - 3
+                && matches!(h.bound, Bound::Lower | Bound::Exact)
+                && !is_mate(h.score)
+                && (ply as i32) < 2 * self.root_depth
+            {
+                let s_beta = h.score - 2 * depth;
+                self.frame_mut(ply).excluded = m;
+                let v = self.negamax::<false>(
+                    pos,
+                    s_beta - 1,
+                    s_beta,
+                    (depth - 1) / 2,
+                    ply,
+                    cut_node,
+                    tt,
+                    ctrl,
+                );
+                self.frame_mut(ply).excluded = Move::NONE;
+                if self.stopped {
+                    return 0;
+                }
+                if v < s_beta {
+                    extension = 1;
+                } else if s_beta >= beta {
+                    // Multi-cut: even without the stored move some
+                    // other move beats beta; this node fails high.
+                    return s_beta;
+                } else if h.score >= beta {
+                    // Another move is about as good: the stored one
+                    // is not special, search it a little shallower.
+                    extension = -1;
                 }
             }
             let new_depth = depth - 1 + extension;
@@ -1219,17 +1289,16 @@ impl Searcher {
 
         let key = pos.key();
         let tt_hit = tt.probe(key, ply, pos.halfmove_clock());
-        if !PV {
-            if let Some(h) = tt_hit {
-                if match h.bound {
-                    Bound::Exact => true,
-                    Bound::Lower => h.score >= beta,
-                    Bound::Upper => h.score <= alpha,
-                    Bound::None => false,
-                } {
-                    return h.score;
-                }
+        if !PV
+            && let Some(h) = tt_hit
+            && match h.bound {
+                Bound::Exact => true,
+                Bound::Lower => h.score >= beta,
+                Bound::Upper => h.score <= alpha,
+                Bound::None => false,
             }
+        {
+            return h.score;
         }
         let tt_move = tt_hit.map_or(Move::NONE, |h| h.mv);
 
@@ -1247,17 +1316,16 @@ impl Searcher {
             };
             static_eval = self.corrected(pos, raw_eval);
             best = static_eval;
-            if let Some(h) = tt_hit {
-                if !is_mate(h.score)
-                    && match h.bound {
-                        Bound::Lower => h.score > best,
-                        Bound::Upper => h.score < best,
-                        Bound::Exact => true,
-                        Bound::None => false,
-                    }
-                {
-                    best = h.score;
+            if let Some(h) = tt_hit
+                && !is_mate(h.score)
+                && match h.bound {
+                    Bound::Lower => h.score > best,
+                    Bound::Upper => h.score < best,
+                    Bound::Exact => true,
+                    Bound::None => false,
                 }
+            {
+                best = h.score;
             }
             // Stand pat: the side to move need not capture.
             if best >= beta {

@@ -23,6 +23,7 @@ use super::hashfile::{self, HashFileError, HashFileInfo};
 use super::limits::Limits;
 use super::nnue::{self, Network};
 use super::search::{SearchControl, SearchInfo, Searcher};
+use super::tablebase::Tablebases;
 use super::timeman::TimeManager;
 use super::tt::TranspositionTable;
 use crate::chess::{Move, Position};
@@ -132,6 +133,7 @@ enum Command {
     SetPonder(bool),
     SetTimeManager(TimeManager),
     SetNet(Option<Arc<Network>>),
+    SetTablebases(Option<Arc<Tablebases>>),
     SaveHash(
         PathBuf,
         oneshot::Sender<Result<HashFileInfo, HashFileError>>,
@@ -296,6 +298,12 @@ impl Engine {
         self.send(Command::SetNet(net));
     }
 
+    /// Probes `tablebases` in the search and at the root from the next
+    /// search on (`None`: no tables). All search threads share them.
+    pub fn set_tablebases(&mut self, tablebases: Option<Arc<Tablebases>>) {
+        self.send(Command::SetTablebases(tablebases));
+    }
+
     fn send(&self, c: Command) {
         // The thread only ends when the handle is dropped (or it could
         // not be spawned); a failed send has nobody to tell.
@@ -343,6 +351,7 @@ fn engine_loop(
     let mut ponder_enabled = false;
     let mut time_manager = TimeManager::default();
     let mut net = nnue::default_net();
+    let mut tablebases: Option<Arc<Tablebases>> = None;
     while let Ok(cmd) = rx.recv() {
         match cmd {
             Command::Go(id, req, flags) => {
@@ -356,8 +365,10 @@ fn engine_loop(
                 };
                 helpers.resize_with(options.threads.saturating_sub(1), Searcher::new);
                 searcher.set_net(net.clone());
+                searcher.set_tablebases(tablebases.clone());
                 for h in &mut helpers {
                     h.set_net(net.clone());
+                    h.set_tablebases(tablebases.clone());
                 }
                 let helper_stop = AtomicBool::new(false);
                 let never = AtomicBool::new(false);
@@ -442,6 +453,7 @@ fn engine_loop(
             Command::SetPonder(on) => ponder_enabled = on,
             Command::SetTimeManager(m) => time_manager = m,
             Command::SetNet(n) => net = n,
+            Command::SetTablebases(t) => tablebases = t,
             Command::SaveHash(path, reply) => {
                 let _ = reply.send(hashfile::save(&tt, &path));
             }

@@ -5,11 +5,14 @@
 //!   retries, every bot endpoint) and the secret [`Token`];
 //! - [`model`]: serde types of every event and response;
 //! - [`stream`]: ndjson over a byte stream, with a silence watchdog;
-//! - [`backoff`]: the reconnect backoff of every loop that reopens a stream.
+//! - [`backoff`]: the reconnect backoff of every loop that reopens a stream;
+//! - [`online`]: the online move sources (tablebase server, cloud
+//!   evaluation), on their own HTTP client.
 
 pub mod backoff;
 pub mod client;
 pub mod model;
+pub mod online;
 pub mod stream;
 
 pub use client::{

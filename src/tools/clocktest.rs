@@ -264,7 +264,7 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
     let mut rng = Rng(config.seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
     let tc = config.control;
     // The side that uses `manager`: White in even games.
-    let manager_side = if index % 2 == 0 { 0 } else { 1 };
+    let manager_side = if index.is_multiple_of(2) { 0 } else { 1 };
     let mut players: Vec<Player> = (0..2)
         .map(|side| {
             let options = EngineOptions {
@@ -383,30 +383,30 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
         plies += 1;
 
         // Think on the opponent's time about the expected reply.
-        if config.ponder {
-            if let Some(pm) = ponder_move.filter(|&pm| pos.is_legal(pm)) {
-                let child = pos.play(pm);
-                if child
-                    .outcome(&{
-                        let mut h = history.clone();
-                        h.push(pos.key());
-                        h
-                    })
-                    .is_none()
-                {
+        if config.ponder
+            && let Some(pm) = ponder_move.filter(|&pm| pos.is_legal(pm))
+        {
+            let child = pos.play(pm);
+            if child
+                .outcome(&{
                     let mut h = history.clone();
                     h.push(pos.key());
-                    // The clocks as they will be when the reply comes:
-                    // the opponent's share is unknown, so the current one.
-                    let limits = limits_for(&clocks, &tc, config.overhead);
-                    let mut req = GoRequest::new(child, h, limits);
-                    req.ponder = true;
-                    let p = &mut players[side];
-                    let key = req.position.key();
-                    let id = p.engine.go(req);
-                    p.pondering = Some((id, key));
-                    ponders += 1;
-                }
+                    h
+                })
+                .is_none()
+            {
+                let mut h = history.clone();
+                h.push(pos.key());
+                // The clocks as they will be when the reply comes:
+                // the opponent's share is unknown, so the current one.
+                let limits = limits_for(&clocks, &tc, config.overhead);
+                let mut req = GoRequest::new(child, h, limits);
+                req.ponder = true;
+                let p = &mut players[side];
+                let key = req.position.key();
+                let id = p.engine.go(req);
+                p.pondering = Some((id, key));
+                ponders += 1;
             }
         }
     }

@@ -38,7 +38,11 @@ impl Bot {
     pub fn configured(fake: &FakeLichess, config: impl FnOnce(&Path) -> String) -> Bot {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kaissa.toml");
-        std::fs::write(&path, merge_sections(&config(dir.path()))).unwrap();
+        // No opening book unless the test asks for one: what the machine
+        // has installed (gnuchess-book is the default) must not change the
+        // games.
+        let text = format!("[sources]\nbook_files = []\n{}", config(dir.path()));
+        std::fs::write(&path, merge_sections(&text)).unwrap();
         Bot {
             child: None,
             dir,

@@ -1,7 +1,7 @@
 //! Shared support of the integration tests: the fake Lichess server
 //! ([`fake_lichess`]), the `kaissa run` process harness ([`bot`]), a TCP
-//! [`proxy`] that can go silent, and a
-//! deterministic RNG ([`rng`]).
+//! [`proxy`] that can go silent, a deterministic RNG ([`rng`]) and the
+//! Syzygy tables' whereabouts ([`syzygy`]).
 //!
 //! Each test binary includes this with `mod support;` and uses a part of
 //! it, hence the `dead_code` allowance.
@@ -11,3 +11,4 @@ pub mod bot;
 pub mod fake_lichess;
 pub mod proxy;
 pub mod rng;
+pub mod syzygy;

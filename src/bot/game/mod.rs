@@ -29,9 +29,9 @@
 
 //! The game is split by concern: [`reader`] keeps the game stream open
 //! and stamps each line with its arrival; [`mover`] is the one place that
-//! chooses and posts our move (engine today; book and tablebases would go
-//! there); [`rules`] holds the pure draw/resign rules; [`end`] stops the
-//! engine, says goodbye and writes the PGN. This module keeps the
+//! chooses and posts our move, asking [`sources`] (books, tables,
+//! online) before the engine; [`rules`] holds the pure draw/resign rules;
+//! [`end`] stops the engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
 mod end;
@@ -39,6 +39,7 @@ mod mover;
 mod park;
 mod reader;
 mod rules;
+pub mod sources;
 
 use super::chat::{self, EngineView, Room};
 use super::hashstore;
@@ -54,6 +55,7 @@ use crate::lichess::model::{
 };
 use mover::{Lag, Pondering, Thinking};
 use reader::{Line, Reader};
+use sources::{Asking, MoveSources};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -100,6 +102,8 @@ pub struct GameContext {
     /// Greet the players when the game starts (false when taking up a
     /// parked correspondence game that was greeted already).
     pub greet: bool,
+    /// Books, tables and online sources, asked before the search.
+    pub sources: Arc<MoveSources>,
 }
 
 /// How a game task ended.
@@ -254,6 +258,9 @@ struct Game {
     /// Stopped for the next run of the daemon (a restart), which resumes
     /// the game: no goodbye, no PGN.
     handed_over: bool,
+    /// The ply whose position an online source was last asked about (once
+    /// per position).
+    online_asked_at: Option<usize>,
 }
 
 /// The other side's colour in the Lichess model.
@@ -289,6 +296,7 @@ impl Game {
         if ctx.config.engine.ponder {
             engine.set_ponder(true);
         }
+        engine.set_tablebases(ctx.sources.local.tablebases.clone());
         let hash_file = ctx
             .config
             .engine
@@ -358,6 +366,7 @@ impl Game {
             saving: None,
             moves_posted: 0,
             handed_over: false,
+            online_asked_at: None,
         };
         Ok((game, events))
     }
@@ -371,6 +380,7 @@ impl Game {
         mut events: mpsc::UnboundedReceiver<engine::Event>,
     ) -> Exit {
         let mut pending: Option<PermitFuture> = None;
+        let mut asking: Option<Asking> = None;
         let mut asked = Instant::now();
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         loop {
@@ -391,6 +401,15 @@ impl Game {
                         self.start_search(permit, asked.elapsed());
                     }
                     Flow::Continue
+                }
+                answer = async { match asking.as_mut() {
+                    Some(a) => (&mut a.answer).await.ok().flatten(),
+                    None => std::future::pending().await,
+                } }, if asking.is_some() => {
+                    match asking.take() {
+                        Some(a) => self.on_online((a.ply, a.key), answer).await,
+                        None => Flow::Continue,
+                    }
                 }
                 _ = tokio::time::sleep(PONDER_YIELD_CHECK),
                     if self.pondering.is_some() => {
@@ -415,6 +434,11 @@ impl Game {
                     // The daemon is gone: nobody will read our result.
                     None => Flow::Over,
                 },
+            };
+            // Our turn: the move sources first, then the search.
+            let flow = match flow {
+                Flow::Think if pending.is_none() => self.before_search(&mut asking).await,
+                other => other,
             };
             match flow {
                 Flow::Continue => {}

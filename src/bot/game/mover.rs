@@ -2,14 +2,16 @@
 //! search for our move ([`Thinking`]) and the search on the opponent's time
 //! ([`Pondering`]), the search limits from the clocks, the move post with
 //! its resync budget, and the lag between our post and its echo on the
-//! game stream, which sets the move overhead. The move comes from the
-//! engine today; an opening book or tablebases would be asked here first.
+//! game stream, which sets the move overhead. Before the engine, the
+//! move sources (`sources`: books, tables, online) are asked; their moves
+//! are posted by the same [`Game::play`], logged with their source.
 
 use super::super::chat::EngineView;
 use super::super::hashstore;
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
 use super::{Flow, Game};
 use crate::chess::{self, Move, Position};
+use crate::engine::sources::Source;
 use crate::engine::{self, GoRequest, Limits, SearchId, SearchInfo};
 use crate::lichess::client::Error as ClientError;
 use crate::lichess::model::GameState;
@@ -80,9 +82,11 @@ impl Lag {
     }
 }
 
-/// The search in progress for one of our moves.
+/// The answer in progress for one of our moves: a search (with its id
+/// and search permit), or a move a source gave without a search (no id,
+/// no permit; never stored in `Game::thinking`).
 pub(super) struct Thinking {
-    pub(super) id: SearchId,
+    pub(super) id: Option<SearchId>,
     /// The ply it answers (moves played before our move).
     pub(super) ply: usize,
     /// When the `gameState` that made it our turn arrived.
@@ -95,7 +99,9 @@ pub(super) struct Thinking {
     /// Our clock when the search started.
     pub(super) clock: Option<Duration>,
     pub(super) last_info: Option<SearchInfo>,
-    pub(super) _permit: OwnedSemaphorePermit,
+    /// Where the move comes from.
+    pub(super) source: Source,
+    pub(super) _permit: Option<OwnedSemaphorePermit>,
 }
 
 /// A ponder search: after our move was posted, the engine searches the
@@ -206,14 +212,15 @@ impl Game {
         let started = Instant::now();
         let id = self.engine.go(request);
         self.thinking = Some(Thinking {
-            id,
+            id: Some(id),
             ply,
             arrived,
             started,
             queued,
             clock: our_clock,
             last_info: None,
-            _permit: permit,
+            source: Source::Search,
+            _permit: Some(permit),
         });
     }
 
@@ -223,7 +230,7 @@ impl Game {
                 if info.multipv > 1 {
                     return Flow::Continue;
                 }
-                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == id) {
+                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == Some(id)) {
                     t.last_info = Some(info);
                 } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
                     p.last_info = Some(info);
@@ -238,7 +245,7 @@ impl Game {
                     return Flow::Continue;
                 }
                 // Also the answers of stopped ponder searches: not ours.
-                if self.thinking.as_ref().is_none_or(|t| t.id != id) {
+                if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
                     return Flow::Continue;
                 }
                 let done = Instant::now();
@@ -327,6 +334,7 @@ impl Game {
         let clock = thinking.clock;
         let queued = thinking.queued;
         let arrived = thinking.arrived;
+        let source = thinking.source;
         // Our search is over: its permit goes back before any pondering
         // (a game waiting for one gets it first).
         drop(thinking);
@@ -337,6 +345,7 @@ impl Game {
                 ply,
                 mv = %uci,
                 san = %pos.san(mv),
+                source = %source,
                 depth,
                 score = %score,
                 nodes,
@@ -354,7 +363,9 @@ impl Game {
                 self.lag.posted(ply, posting);
                 // A save delays the next search on the engine thread: only
                 // with time to spare.
-                if self.moves_posted % hashstore::SAVE_EVERY_MOVES == 0
+                if self
+                    .moves_posted
+                    .is_multiple_of(hashstore::SAVE_EVERY_MOVES)
                     && clock_left.is_none_or(|c| c >= SAVE_MIN_CLOCK)
                 {
                     // Before any pondering: the engine runs it first.
@@ -475,14 +486,15 @@ impl Game {
         let (_, clock) = self.limits(state, us, Duration::ZERO, false);
         let now = Instant::now();
         self.thinking = Some(Thinking {
-            id: p.id,
+            id: Some(p.id),
             ply,
             arrived,
             started: now,
             queued: Duration::ZERO,
             clock,
             last_info: p.last_info,
-            _permit: permit,
+            source: Source::Search,
+            _permit: Some(permit),
         });
     }
 

@@ -241,12 +241,11 @@ impl Game {
             .map_err(|_| format!("Illegal move: {uci}"))?;
         if let (CastlingMode::Chess960, Move::Castle { rook, .. }, UciMove::Normal { to, .. }) =
             (self.mode, m, parsed)
+            && to != rook
         {
-            if to != rook {
-                return Err(format!(
-                    "Illegal move: {uci} (Chess960 castles king-takes-rook)"
-                ));
-            }
+            return Err(format!(
+                "Illegal move: {uci} (Chess960 castles king-takes-rook)"
+            ));
         }
         Ok(m)
     }

@@ -24,7 +24,8 @@
 //! The parts: [`setup`] (what a test asks for), [`records`] (what it reads
 //! back), [`opponent`] (the other side, driven by the test), [`bots`]
 //! (other bots online, answering the bot's challenges), [`faults`]
-//! (what it can break), and inside the server [`world`] (the state),
+//! (what it can break), [`online`] (the public tablebase and cloud
+//! evaluation, with canned answers), and inside the server [`world`] (the state),
 //! [`game`] (rules and clocks), [`challenge`], [`stream`] (ndjson
 //! responses) and [`routes`] (the HTTP handlers).
 
@@ -32,6 +33,7 @@ mod bots;
 mod challenge;
 mod faults;
 mod game;
+mod online;
 mod opponent;
 mod records;
 mod routes;
@@ -104,6 +106,7 @@ impl FakeLichess {
                 requests: Vec::new(),
                 max_simultaneous: 0,
                 online_bots: Vec::new(),
+                online: online::OnlineAnswers::default(),
             }),
             changed: Notify::new(),
         });

@@ -41,6 +41,8 @@ pub(super) fn router(app: App) -> Router {
         .route("/api/challenge/{id}/{action}", post(challenge_action))
         .route("/api/challenge/{username}", post(create_challenge))
         .layer(middleware::from_fn_with_state(app.clone(), gatekeeper))
+        // The public online sources: no token, so outside the gatekeeper.
+        .merge(super::online::router())
         .with_state(app)
 }
 
@@ -154,23 +156,23 @@ pub(super) async fn event_stream(State(app): State<App>) -> Response {
         world.event_connections += 1;
         // Like Lichess, replay what is open: challenges, then games.
         for id in &world.challenge_order {
-            if let Some(c) = world.challenges.get(id) {
-                if c.status == "created" {
-                    conn.send(
-                        &json!({"type": "challenge", "challenge": world.challenge_json(c),
+            if let Some(c) = world.challenges.get(id)
+                && c.status == "created"
+            {
+                conn.send(
+                    &json!({"type": "challenge", "challenge": world.challenge_json(c),
                                       "compat": {"bot": true, "board": true}}),
-                    );
-                }
+                );
             }
         }
         for id in &world.game_order {
             if world.faults.no_game_replay {
                 break;
             }
-            if let Some(g) = world.games.get(id) {
-                if g.started() {
-                    conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
-                }
+            if let Some(g) = world.games.get(id)
+                && g.started()
+            {
+                conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
             }
         }
         response

@@ -40,6 +40,7 @@ pub(super) struct World {
     pub(super) requests: Vec<RequestRecord>,
     pub(super) max_simultaneous: usize,
     pub(super) online_bots: Vec<OnlineBot>,
+    pub(super) online: super::online::OnlineAnswers,
 }
 
 pub(super) struct Shared {
@@ -306,15 +307,15 @@ impl World {
                 app.with(|world, app| world.flag(app, &id, generation));
             });
         }
-        if to_move != game.bot_color {
-            if let Some(auto) = game.autoplay {
-                let app = app.clone();
-                let id = id.to_owned();
-                tokio::spawn(async move {
-                    tokio::time::sleep(auto.think).await;
-                    app.with(|world, app| world.auto_move(app, &id, generation, auto));
-                });
-            }
+        if to_move != game.bot_color
+            && let Some(auto) = game.autoplay
+        {
+            let app = app.clone();
+            let id = id.to_owned();
+            tokio::spawn(async move {
+                tokio::time::sleep(auto.think).await;
+                app.with(|world, app| world.auto_move(app, &id, generation, auto));
+            });
         }
     }
 

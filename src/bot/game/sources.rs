@@ -1,0 +1,261 @@
+//! The moves a game plays without a search, asked in this order before
+//! the engine: the opening books and the endgame tables (local, instant:
+//! [`Sources::choose`]), then Lichess's online tablebase and cloud
+//! evaluation. Each only when it applies (book: standard chess within the
+//! book depth; tables: no castling rights and few enough pieces; online:
+//! no local table covers the position, or early in a standard game) and
+//! the clock allows. An online question runs in its own task with a short
+//! timeout while the game goes on reading its stream; its answer comes
+//! back as an [`Asking`] the game task waits on, and a stale or useless
+//! answer sends the game to the search.
+
+use super::mover::Thinking;
+use super::{Flow, Game};
+use crate::chess::{CastlingNotation, Color, Move, Position};
+use crate::engine::book::game_ply;
+use crate::engine::sources::{Source, SourceMove, Sources};
+use crate::engine::tablebase::Outcome;
+use crate::engine::{Score, SearchInfo};
+use crate::lichess::online::Online;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+/// The books and tables of the bot (opened once, shared by every game)
+/// and its online sources.
+#[derive(Debug, Default)]
+pub struct MoveSources {
+    pub local: Sources,
+    pub online: Option<Online>,
+}
+
+/// An online question under way for the position at `ply`.
+pub(super) struct Asking {
+    pub(super) ply: usize,
+    pub(super) key: u64,
+    pub(super) answer: oneshot::Receiver<Option<(String, Source)>>,
+}
+
+/// Which online source a position is for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Query {
+    Tablebase,
+    CloudEval,
+}
+
+/// The online source that applies to `pos` with `clock` on our clock, if
+/// any: the tablebase when no local table covers the position, else the
+/// cloud evaluation early in a standard game.
+fn online_query(
+    online: &Online,
+    local: &Sources,
+    pos: &Position,
+    chess960: bool,
+    clock: Option<Duration>,
+) -> Option<Query> {
+    let o = &online.options;
+    if clock.is_some_and(|c| c < o.min_clock.max(o.timeout * 5)) {
+        return None;
+    }
+    let covered = local.tablebases.as_ref().is_some_and(|t| t.covers(pos));
+    if o.tablebase_url.is_some()
+        && !covered
+        && pos.castle_rooks().is_empty()
+        && pos.occupied().count() <= o.tablebase_pieces
+    {
+        return Some(Query::Tablebase);
+    }
+    if o.cloud_eval_url.is_some() && !chess960 && game_ply(pos) < o.cloud_eval_plies {
+        return Some(Query::CloudEval);
+    }
+    None
+}
+
+/// The tablebase server's category as an outcome (`None`: unknown).
+fn category_outcome(category: &str) -> Option<Outcome> {
+    Some(match category {
+        "win" | "syzygy-win" | "maybe-win" => Outcome::Win,
+        "cursed-win" => Outcome::CursedWin,
+        "draw" => Outcome::Draw,
+        "blessed-loss" => Outcome::BlessedLoss,
+        "loss" | "syzygy-loss" | "maybe-loss" => Outcome::Loss,
+        _ => return None,
+    })
+}
+
+/// Asks `query` about `fen` (`us` to move); the answer is a move in UCI
+/// and its source, or `None` (logged).
+async fn ask(
+    online: Online,
+    query: Query,
+    fen: String,
+    us: Color,
+    game: String,
+) -> Option<(String, Source)> {
+    let answer = match query {
+        Query::Tablebase => online.tablebase(&fen).await.map(|a| {
+            a.and_then(|a| {
+                let outcome = category_outcome(&a.category)?;
+                Some((a.uci, Source::OnlineTablebase { outcome }))
+            })
+        }),
+        Query::CloudEval => online.cloud_eval(&fen).await.map(|e| {
+            e.map(|e| {
+                // White's view to ours; a mate counts as a decisive score.
+                let white = e.cp.unwrap_or(match e.mate {
+                    Some(m) if m > 0 => 10_000,
+                    _ => -10_000,
+                });
+                let cp = if us == Color::White { white } else { -white };
+                (e.uci, Source::CloudEval { cp, depth: e.depth })
+            })
+        }),
+    };
+    match answer {
+        Ok(Some(a)) => Some(a),
+        Ok(None) => {
+            tracing::debug!(game = %game, source = ?query, "online source: no move");
+            None
+        }
+        Err(e) => {
+            tracing::info!(game = %game, source = ?query, "online source: {e}");
+            None
+        }
+    }
+}
+
+impl Game {
+    /// Our turn, before the search: plays a book or table move at once, or
+    /// starts an online question (then `Flow::Continue`: the answer comes
+    /// through `asking`). `Flow::Think`: no source applies, search.
+    pub(super) async fn before_search(&mut self, asking: &mut Option<Asking>) -> Flow {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, &self.record, &self.state)
+        else {
+            return Flow::Think;
+        };
+        let ply = record.ply();
+        let pos = record.position();
+        if !state.status.is_ongoing()
+            || pos.turn() != us
+            || self.thinking.is_some()
+            || self.moved_at_ply == Some(ply)
+        {
+            return Flow::Continue;
+        }
+        if asking
+            .as_ref()
+            .is_some_and(|a| a.ply == ply && a.key == pos.key())
+        {
+            // An online answer for this very position is on its way.
+            return Flow::Continue;
+        }
+        let arrived = *arrived;
+        let chess960 = record.chess960();
+        let last_move = record.moves().last().copied();
+        let (_, clock) = self.limits(state, us, arrived.elapsed(), false);
+        let sources = std::sync::Arc::clone(&self.ctx.sources);
+        if let Some(choice) = sources
+            .local
+            .choose(pos, last_move, chess960, fastrand::f64())
+        {
+            return self.play_source(choice, arrived).await;
+        }
+        let Some(online) = &sources.online else {
+            return Flow::Think;
+        };
+        if self.online_asked_at == Some(ply) {
+            return Flow::Think;
+        }
+        let Some(query) = online_query(online, &sources.local, pos, chess960, clock) else {
+            return Flow::Think;
+        };
+        self.online_asked_at = Some(ply);
+        let (tx, rx) = oneshot::channel();
+        let fen = pos.to_fen(CastlingNotation::XFen);
+        let task = ask(online.clone(), query, fen, us, self.id.clone());
+        tokio::spawn(async move {
+            let _ = tx.send(task.await);
+        });
+        tracing::debug!(game = %self.id, ply, source = ?query, "asking an online source");
+        *asking = Some(Asking {
+            ply,
+            key: pos.key(),
+            answer: rx,
+        });
+        Flow::Continue
+    }
+
+    /// An online source answered `asked`: plays its move if the position
+    /// is still the one asked about and the move is legal, else searches.
+    pub(super) async fn on_online(
+        &mut self,
+        asked: (usize, u64),
+        answer: Option<(String, Source)>,
+    ) -> Flow {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, &self.record, &self.state)
+        else {
+            return Flow::Continue;
+        };
+        let pos = record.position();
+        let ply = record.ply();
+        if !state.status.is_ongoing()
+            || pos.turn() != us
+            || self.thinking.is_some()
+            || self.moved_at_ply == Some(ply)
+        {
+            return Flow::Continue;
+        }
+        if (ply, pos.key()) != asked {
+            // The position changed meanwhile: answer the new one.
+            return Flow::Think;
+        }
+        let arrived = *arrived;
+        let legal = answer.and_then(|(uci, source)| {
+            let mv = pos.parse_uci(&uci, record.chess960()).ok()?;
+            Some(SourceMove { mv, source })
+        });
+        match legal {
+            Some(choice) => self.play_source(choice, arrived).await,
+            None => Flow::Think,
+        }
+    }
+
+    /// Posts a move chosen without a search (logged with its source).
+    async fn play_source(&mut self, choice: SourceMove, arrived: Instant) -> Flow {
+        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
+        else {
+            return Flow::Continue;
+        };
+        let ply = record.ply();
+        // The clock as it stood at the state's arrival (as for a search).
+        let (_, clock) = self.limits(state, us, Duration::ZERO, false);
+        let last_info = choice.source.value().map(|v| SearchInfo {
+            depth: 0,
+            seldepth: 0,
+            multipv: 1,
+            score: Score::from_value(v),
+            nodes: 0,
+            nps: 0,
+            time: Duration::ZERO,
+            hashfull: 0,
+            tbhits: 0,
+            pv: vec![choice.mv],
+        });
+        let now = Instant::now();
+        let answer = Thinking {
+            id: None,
+            ply,
+            arrived,
+            started: now,
+            queued: Duration::ZERO,
+            clock,
+            last_info,
+            source: choice.source,
+            _permit: None,
+        };
+        let mv: Move = choice.mv;
+        self.play(answer, mv, None, now).await
+    }
+}

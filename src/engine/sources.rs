@@ -1,0 +1,108 @@
+//! The local move sources asked before a search: the opening books, then
+//! the endgame tables. [`Sources::choose`] is the one place that decides
+//! whether a position is answered without a search; the bot's mover (which
+//! adds Lichess's online sources after it) and `kaissa uci` both call it.
+
+use super::book::{BookChoice, Books};
+use super::score::{DRAW, TB_WIN};
+use super::tablebase::{CURSED, Outcome, TablebaseMove, Tablebases};
+use crate::chess::{Move, Position};
+use std::fmt;
+use std::sync::Arc;
+
+/// Where a move came from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// An opening book: the move's weight and the position's total.
+    Book { weight: u16, total: u32 },
+    /// The local endgame tables.
+    Tablebase { outcome: Outcome, dtz: i32 },
+    /// Lichess's tablebase server.
+    OnlineTablebase { outcome: Outcome },
+    /// Lichess's cloud evaluation (an online book).
+    CloudEval { cp: i32, depth: u32 },
+    /// kaissa's own search.
+    Search,
+}
+
+impl Source {
+    /// The score the source gives the position, from the mover's view
+    /// (as the search would: tables' wins just below mates), if any.
+    pub fn value(&self) -> Option<i32> {
+        match *self {
+            Source::Tablebase { outcome, .. } | Source::OnlineTablebase { outcome } => {
+                Some(outcome_value(outcome))
+            }
+            Source::CloudEval { cp, .. } => Some(cp),
+            _ => None,
+        }
+    }
+}
+
+/// The search's value of a tablebase outcome at the root.
+pub fn outcome_value(outcome: Outcome) -> i32 {
+    match outcome {
+        Outcome::Win => TB_WIN,
+        Outcome::CursedWin => DRAW + CURSED,
+        Outcome::Draw => DRAW,
+        Outcome::BlessedLoss => DRAW - CURSED,
+        Outcome::Loss => -TB_WIN,
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Book { weight, total } => write!(f, "book (weight {weight} of {total})"),
+            Source::Tablebase { outcome, dtz } => write!(f, "tablebase ({outcome}, dtz {dtz})"),
+            Source::OnlineTablebase { outcome } => write!(f, "online tablebase ({outcome})"),
+            Source::CloudEval { cp, depth } => write!(f, "cloud eval (cp {cp}, depth {depth})"),
+            Source::Search => f.write_str("search"),
+        }
+    }
+}
+
+/// A move chosen without a search.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SourceMove {
+    pub mv: Move,
+    pub source: Source,
+}
+
+/// The books and tables of a bot or a UCI session.
+#[derive(Debug, Default)]
+pub struct Sources {
+    pub books: Option<Books>,
+    pub tablebases: Option<Arc<Tablebases>>,
+}
+
+impl Sources {
+    /// A move for `pos` (reached by `last_move`, if known) from the first
+    /// source that has one: the books (standard chess only, within their
+    /// depth), then the tables (no castling rights, few enough pieces).
+    /// `random` in `0..1` picks among weighted book moves.
+    pub fn choose(
+        &self,
+        pos: &Position,
+        last_move: Option<Move>,
+        chess960: bool,
+        random: f64,
+    ) -> Option<SourceMove> {
+        if !chess960
+            && let Some(BookChoice { mv, weight, total }) = self
+                .books
+                .as_ref()
+                .and_then(|b| b.choose(pos, last_move, random))
+        {
+            return Some(SourceMove {
+                mv,
+                source: Source::Book { weight, total },
+            });
+        }
+        let TablebaseMove { mv, outcome, dtz } = self.tablebases.as_ref()?.best_move(pos)?;
+        Some(SourceMove {
+            mv,
+            source: Source::Tablebase { outcome, dtz },
+        })
+    }
+}
