@@ -23,7 +23,7 @@
 //!   `pick`/`offer` of `src/bot/matchmaking.rs`. The daemon
 //!   (`src/bot/daemon.rs`) only applies them.
 //! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
-//!   and its `!help` line; the game task (`src/bot/game.rs`) posts the
+//!   and its `!help` line; the game task (`src/bot/game/mod.rs`) posts the
 //!   answer.
 //! - **An eval term**: the recipe in `src/engine/weights.rs` (offset,
 //!   `N_PARAMS`, `SECTIONS`), its weights in `src/engine/params.rs`, its
@@ -50,8 +50,8 @@
 //!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in
 //!   the dispatch of `src/main.rs`.
 //! - **What a signal does**: `src/shutdown.rs` turns SIGTERM/SIGINT/SIGUSR1
-//!   (and whether systemd is restarting the unit) into a `Stop` request;
-//!   the daemon (`src/bot/daemon.rs`) carries it out.
+//!   into a `Stop` request; the daemon (`src/bot/daemon.rs`) carries it
+//!   out. `systemctl restart` sends SIGUSR1 from the unit's `ExecStop=`.
 
 pub mod bot;
 pub mod chess;
