@@ -509,10 +509,7 @@ async fn a_429_on_a_decline_does_not_delay_reopening_a_bullet_game() {
         reopened < Duration::from_secs(2),
         "reopened after {reopened:?}"
     );
-    let game = fake.wait_game_over(&id, GAME).await.unwrap();
-    check_finished(&bot, &game).await;
-    let log = bot.stop().await;
-    check_log(&log, &fake.token());
+    finish_then_stop(&fake, bot, &id).await;
 }
 
 /// The event stream used to be opened through the request queue and the
@@ -528,33 +525,18 @@ async fn a_429_on_a_decline_does_not_delay_reopening_the_event_stream() {
     let connections = fake.view(|v| v.event_stream_connections());
     let cut = Instant::now();
     fake.cut_event_stream();
-    let id = fake
-        .start_game(
-            ChallengeSpec::default()
-                .clock(60, 0)
-                .autoplay(Some(opponent(20))),
-            shakmaty::Color::White,
-        )
-        .unwrap();
+    let id = bullet_started_by_the_server(&fake);
     fake.wait_until("the event stream reopened", WAIT, |v| {
         v.event_stream_connections() > connections
     })
     .await
     .unwrap();
-    fake.wait_until("the game stream opened", WAIT, |v| {
-        v.game(&id).is_some_and(|g| g.stream_connections >= 1)
-    })
-    .await
-    .unwrap();
-    let handled = cut.elapsed();
+    let handled = game_stream_opened(&fake, &id, cut).await;
     assert!(
         handled < Duration::from_secs(5),
         "the game was seen after {handled:?}"
     );
-    let game = fake.wait_game_over(&id, GAME).await.unwrap();
-    check_finished(&bot, &game).await;
-    let log = bot.stop().await;
-    check_log(&log, &fake.token());
+    finish_then_stop(&fake, bot, &id).await;
 }
 
 /// The event loop used to await each decline behind the 60 s pause: a
@@ -565,25 +547,40 @@ async fn fifty_challenges_while_paused_then_a_game_start_is_handled_at_once() {
     let bot = Bot::start(&fake, "").await;
     decline_rate_limited(&fake, 60, 50).await;
     let start = Instant::now();
-    let id = fake
-        .start_game(
-            ChallengeSpec::default()
-                .clock(60, 0)
-                .autoplay(Some(opponent(20))),
-            shakmaty::Color::White,
-        )
-        .unwrap();
-    fake.wait_until("the game stream opened", WAIT, |v| {
-        v.game(&id).is_some_and(|g| g.stream_connections >= 1)
-    })
-    .await
-    .unwrap();
-    let handled = start.elapsed();
+    let id = bullet_started_by_the_server(&fake);
+    let handled = game_stream_opened(&fake, &id, start).await;
     assert!(
         handled < Duration::from_secs(1),
         "gameStart handled after {handled:?}"
     );
-    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    finish_then_stop(&fake, bot, &id).await;
+}
+
+/// A 1+0 game started by the server (no challenge), the bot White.
+fn bullet_started_by_the_server(fake: &FakeLichess) -> String {
+    fake.start_game(
+        ChallengeSpec::default()
+            .clock(60, 0)
+            .autoplay(Some(opponent(20))),
+        shakmaty::Color::White,
+    )
+    .unwrap()
+}
+
+/// Waits until the bot opened the game stream of `id`; returns the time
+/// since `since`.
+async fn game_stream_opened(fake: &FakeLichess, id: &str, since: Instant) -> Duration {
+    fake.wait_until("the game stream opened", WAIT, |v| {
+        v.game(id).is_some_and(|g| g.stream_connections >= 1)
+    })
+    .await
+    .unwrap();
+    since.elapsed()
+}
+
+/// The game is played to its end, then the daemon stops cleanly.
+async fn finish_then_stop(fake: &FakeLichess, bot: Bot, id: &str) {
+    let game = fake.wait_game_over(id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
     let log = bot.stop().await;
     check_log(&log, &fake.token());
@@ -614,10 +611,7 @@ async fn a_proxy_that_stops_forwarding_mid_game_is_detected() {
         resumed < Duration::from_secs(10),
         "resumed after {resumed:?}"
     );
-    let game = fake.wait_game_over(&id, GAME).await.unwrap();
-    check_finished(&bot, &game).await;
-    let log = bot.stop().await;
-    check_log(&log, &fake.token());
+    finish_then_stop(&fake, bot, &id).await;
 }
 
 /// A `gameStart` line for a game the server does not know.
@@ -668,10 +662,7 @@ async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
     );
     // And it still plays.
     let id = challenge(&fake, 20);
-    let game = fake.wait_game_over(&id, GAME).await.unwrap();
-    check_finished(&bot, &game).await;
-    let log = bot.stop().await;
-    check_log(&log, &fake.token());
+    finish_then_stop(&fake, bot, &id).await;
 }
 
 /// A `gameFull` that did not parse was skipped, and the game never
