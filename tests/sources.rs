@@ -23,6 +23,7 @@ async fn start(fake: &FakeLichess, sources: &str) -> Bot {
     let mut bot = Bot::configured(fake, |_| {
         format!(
             "[lichess]\nurl = \"{url}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n[bot]\nconcurrency = 2\n\
+             [challenge]\nmax_games_per_opponent = 2\n\
              [sources]\nbook_files = []\nonline_min_clock_secs = 0\n\
              online_tablebase_url = \"{url}\"\n{sources}\n",
             url = fake.url()
