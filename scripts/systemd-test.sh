@@ -253,28 +253,29 @@ restarts=$(show kaissa NRestarts)
     fail "crash restart: NRestarts $restarts_before -> $restarts, game $over"
 in_ct journalctl -u kaissa -o cat --no-pager | grep -E 'resum|hash|Main process exited|Scheduled restart' | tail -6 | sed 's/^/    /'
 
+# Starts the unit, expecting it to fail with exit status $1 and stay
+# failed (no restart loop); $2 names the case.
+expect_fatal() {
+    in_ct systemctl start kaissa && fail "start succeeded with a $2" || true
+    sleep 8
+    local result
+    result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
+    say "unit: $result"
+    in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
+    [[ $result == "failed exit-code status=$1 restarts=0" ]] && pass "failed with status $1, not restarted" ||
+        fail "$2: $result"
+}
+
 step "5. A rejected token: exit status 77, no restart loop"
 in_ct systemctl stop kaissa
 in_ct bash -euo pipefail -c "cd /root/kaissa && $token_line" <<<"lip_not_the_right_token"
-in_ct systemctl start kaissa && fail "start succeeded with a rejected token" || true
-sleep 8
-result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
-say "unit: $result"
-in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
-[[ $result == "failed exit-code status=77 restarts=0" ]] && pass "failed with status 77, not restarted" ||
-    fail "rejected token: $result"
+expect_fatal 77 "rejected token"
 
 step "6. A bad configuration: exit status 78, no restart loop"
 in_ct bash -euo pipefail -c "cd /root/kaissa && $token_line" <<<"$token"
 sed -i 's/^concurrency = 1/concurrency = 0/' "$root/etc/kaissa/kaissa.toml"
 in_ct systemctl reset-failed kaissa
-in_ct systemctl start kaissa && fail "start succeeded with a bad configuration" || true
-sleep 8
-result="$(show kaissa ActiveState) $(show kaissa Result) status=$(show kaissa ExecMainStatus) restarts=$(show kaissa NRestarts)"
-say "unit: $result"
-in_ct journalctl -u kaissa -o cat --no-pager | grep 'error:' | tail -1 | sed 's/^/    /'
-[[ $result == "failed exit-code status=78 restarts=0" ]] && pass "failed with status 78, not restarted" ||
-    fail "bad configuration: $result"
+expect_fatal 78 "bad configuration"
 
 step "7. The token encrypted with systemd-creds (README steps, verbatim)"
 sed -i 's/^concurrency = 0/concurrency = 1/' "$root/etc/kaissa/kaissa.toml"
