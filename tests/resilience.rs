@@ -629,7 +629,10 @@ fn threads(pid: u32) -> Option<u64> {
 }
 
 /// Every `gameStart` used to spawn a task with its own engine thread and
-/// table, whatever the id and however many.
+/// table, whatever the id and however many. With the cap, the tables of
+/// the refused games still stayed resident: freed through malloc, they
+/// went back to glibc's arenas, not to the kernel (+40 to +72 MiB here);
+/// tables are now mapped pages, unmapped when dropped (+8 to +13 MiB).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
     let fake = FakeLichess::start().await;
@@ -657,7 +660,7 @@ async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
         "{threads_before} -> {threads_max} threads"
     );
     assert!(
-        rss_max <= rss_before + 64 * 1024,
+        rss_max <= rss_before + 32 * 1024,
         "{rss_before} -> {rss_max} KiB"
     );
     // And it still plays.

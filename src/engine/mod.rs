@@ -24,6 +24,7 @@ pub mod history;
 pub mod limits;
 pub mod movepick;
 pub mod nnue;
+pub mod pages;
 pub mod params;
 pub mod score;
 pub mod search;

@@ -13,6 +13,7 @@
 //! Data word layout (low bit first): move 16 | score 16 | eval 16 |
 //! depth 8 | bound 2 | generation 6.
 
+use super::pages::{Pages, Zeroable};
 use super::score::{from_tt, to_tt};
 use crate::chess::Move;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,12 +56,14 @@ pub struct TtHit {
     pub bound: Bound,
 }
 
-#[derive(Default)]
 #[repr(align(64))]
 struct Bucket([AtomicU64; 2 * ENTRIES]);
 
+// SAFETY: atomics, all zero: an empty bucket.
+unsafe impl Zeroable for Bucket {}
+
 pub struct TranspositionTable {
-    buckets: Vec<Bucket>,
+    buckets: Pages<Bucket>,
     generation: u8,
 }
 
@@ -89,7 +92,7 @@ impl TranspositionTable {
     /// A table of about `mb` mebibytes (at least one bucket).
     pub fn new(mb: usize) -> TranspositionTable {
         let mut tt = TranspositionTable {
-            buckets: Vec::new(),
+            buckets: Pages::default(),
             generation: 0,
         };
         tt.resize(mb);
@@ -98,9 +101,9 @@ impl TranspositionTable {
 
     /// Reallocates to about `mb` mebibytes; the contents are lost.
     pub fn resize(&mut self, mb: usize) {
-        let n = Self::buckets_for(mb);
-        self.buckets = Vec::new();
-        self.buckets.resize_with(n, Bucket::default);
+        // The old table goes first: two never live at once.
+        self.buckets = Pages::default();
+        self.buckets = Pages::zeroed(Self::buckets_for(mb));
         self.generation = 0;
     }
 
@@ -109,10 +112,11 @@ impl TranspositionTable {
     pub fn resize_words(&mut self, words: usize) {
         let n = (words / (2 * ENTRIES)).max(1);
         if n != self.buckets.len() {
-            self.buckets = Vec::new();
-            self.buckets.resize_with(n, Bucket::default);
+            self.buckets = Pages::default();
+            self.buckets = Pages::zeroed(n);
+        } else {
+            self.clear();
         }
-        self.clear();
     }
 
     /// Size in mebibytes.
@@ -122,11 +126,7 @@ impl TranspositionTable {
 
     /// Forgets everything (new game, or "Clear Hash").
     pub fn clear(&mut self) {
-        for b in &mut self.buckets {
-            for w in &mut b.0 {
-                *w.get_mut() = 0;
-            }
-        }
+        self.buckets.zero();
         self.generation = 0;
     }
 
