@@ -262,6 +262,10 @@ pub struct TrainArgs {
     pub seed: u64,
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Mirror each training position left-right half the time (the net
+    /// sees no castling rights; doubles small data sets).
+    #[arg(long)]
+    pub mirror: bool,
 }
 
 impl TrainArgs {
@@ -277,6 +281,7 @@ impl TrainArgs {
             val_permille: self.val_permille.min(1000),
             seed: self.seed,
             threads: self.threads.clamp(1, 256),
+            mirror: self.mirror,
         }
     }
 }
