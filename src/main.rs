@@ -244,7 +244,7 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
             kaissa::engine::nnue::set_default(net);
         }
         Err(e) => {
-            tracing::error!("engine.eval_file: {e}; playing with the hand-crafted evaluation")
+            tracing::error!("engine.eval_file: {e}; playing with the embedded net")
         }
     }
     let sources = open_sources(&config).context("configuration")?;

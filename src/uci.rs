@@ -192,7 +192,7 @@ impl Session {
                     "option name HashFile type string default <empty>",
                     "option name Save Hash type button",
                     "option name Load Hash type button",
-                    "option name EvalFile type string default classical",
+                    "option name EvalFile type string default <embedded>",
                     "option name OwnBook type check default false",
                     "option name BookDepth type spin default 20 min 0 max 1000",
                     "option name BookSelection type combo default weighted var weighted var best",

@@ -217,7 +217,7 @@ fn eval_file_option() {
     let l = e.until("uciok");
     assert!(
         l.iter()
-            .any(|x| x == "option name EvalFile type string default classical"),
+            .any(|x| x == "option name EvalFile type string default <embedded>"),
         "{l:?}"
     );
     e.send("eval");

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::nnue;
 use crate::lichess::ClientOptions;
 use crate::lichess::model::Speed;
 use crate::lichess::model::VariantKey;
@@ -107,7 +108,7 @@ impl Default for EngineConfig {
             state_dir: None,
             max_depth: 0,
             max_nodes: 0,
-            eval_file: "classical".to_owned(),
+            eval_file: nnue::EMBEDDED.to_owned(),
         }
     }
 }

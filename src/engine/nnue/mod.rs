@@ -60,11 +60,15 @@ pub fn set_default(net: Option<Arc<Network>>) {
     }
 }
 
-/// The evaluation new engines and searchers start with: the hand-crafted
-/// evaluation unless `set_default` said otherwise. The embedded net does
-/// not beat it yet (gen1: -127 Elo at 10+0.1), so it is opt-in.
+/// The evaluation new engines and searchers start with: the embedded net
+/// unless `set_default` said otherwise (gen3 beats the hand-crafted
+/// evaluation at 10+0.1; see scripts/README.md).
 pub fn default_net() -> Option<Arc<Network>> {
-    DEFAULT.read().ok().and_then(|d| d.clone()).flatten()
+    DEFAULT
+        .read()
+        .ok()
+        .and_then(|d| d.clone())
+        .unwrap_or_else(|| Some(embedded()))
 }
 
 /// Inputs: 2 colours (relative to the perspective) x 6 roles x 64 squares.
