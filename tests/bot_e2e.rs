@@ -96,12 +96,8 @@ fn check_finished(game: &GameRecord, pgn_dir: &Path) -> String {
 
 /// A game where the bot is White and the opponent moves by hand; returns
 /// once the bot made its first move.
-async fn bot_white_by_hand(fake: &FakeLichess) -> String {
-    let id = fake.send_challenge(
-        ChallengeSpec::default()
-            .challenger_color(Side::Black)
-            .autoplay(None),
-    );
+async fn bot_white_by_hand(fake: &FakeLichess, spec: ChallengeSpec) -> String {
+    let id = fake.send_challenge(spec.challenger_color(Side::Black).autoplay(None));
     fake.wait_until("the bot's first move", WAIT, |v| {
         v.game(&id).is_some_and(|g| g.moves.len() == 1)
     })
@@ -265,17 +261,11 @@ async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
 async fn greets_answers_chat_commands_and_says_goodbye() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "").await;
-    let id = fake.send_challenge(
-        ChallengeSpec::default()
-            .challenger(Opponent::human("Carol"))
-            .challenger_color(Side::Black)
-            .autoplay(None),
-    );
-    fake.wait_until("the bot's first move", WAIT, |v| {
-        v.game(&id).is_some_and(|g| g.moves.len() == 1)
-    })
-    .await
-    .unwrap();
+    let id = bot_white_by_hand(
+        &fake,
+        ChallengeSpec::default().challenger(Opponent::human("Carol")),
+    )
+    .await;
     fake.opponent_says(&id, "player", "!help").unwrap();
     fake.opponent_says(&id, "player", "!name").unwrap();
     fake.opponent_says(&id, "spectator", "!eval").unwrap();
@@ -414,7 +404,7 @@ async fn draws_takebacks_abort_and_claims_follow_the_policy() {
 async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "").await;
-    let id = bot_white_by_hand(&fake).await;
+    let id = bot_white_by_hand(&fake, ChallengeSpec::default()).await;
     // Default policy: ten equal moves are needed; one is not enough.
     fake.opponent_offers_draw(&id).unwrap();
     fake.wait_until("the draw answer", WAIT, |v| {
@@ -706,7 +696,7 @@ async fn ponders_on_the_opponents_time() {
 async fn takebacks_are_accepted_up_to_max_takebacks() {
     let fake = FakeLichess::start().await;
     let bot = Bot::start(&fake, "[bot]\nmax_takebacks = 1").await;
-    let id = bot_white_by_hand(&fake).await;
+    let id = bot_white_by_hand(&fake, ChallengeSpec::default()).await;
     fake.opponent_move(&id, "g8f6").unwrap();
     fake.wait_until("the bot's second move", WAIT, |v| {
         v.game(&id).is_some_and(|g| g.moves.len() == 3)

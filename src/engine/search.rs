@@ -800,12 +800,7 @@ impl Searcher {
             && pos.halfmove_clock() < 90
             && let Some(h) = tt_hit
             && h.depth >= depth
-            && match h.bound {
-                Bound::Exact => true,
-                Bound::Lower => h.score >= beta,
-                Bound::Upper => h.score <= alpha,
-                Bound::None => false,
-            }
+            && h.cuts(alpha, beta)
         {
             return h.score;
         }
@@ -1291,12 +1286,7 @@ impl Searcher {
         let tt_hit = tt.probe(key, ply, pos.halfmove_clock());
         if !PV
             && let Some(h) = tt_hit
-            && match h.bound {
-                Bound::Exact => true,
-                Bound::Lower => h.score >= beta,
-                Bound::Upper => h.score <= alpha,
-                Bound::None => false,
-            }
+            && h.cuts(alpha, beta)
         {
             return h.score;
         }

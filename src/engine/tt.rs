@@ -56,6 +56,20 @@ pub struct TtHit {
     pub bound: Bound,
 }
 
+impl TtHit {
+    /// The stored score decides a node searched with (`alpha`, `beta`):
+    /// exact, or a bound on the side of the window it proves.
+    #[inline(always)]
+    pub fn cuts(&self, alpha: i32, beta: i32) -> bool {
+        match self.bound {
+            Bound::Exact => true,
+            Bound::Lower => self.score >= beta,
+            Bound::Upper => self.score <= alpha,
+            Bound::None => false,
+        }
+    }
+}
+
 #[repr(align(64))]
 struct Bucket([AtomicU64; 2 * ENTRIES]);
 
