@@ -18,7 +18,9 @@
 use super::datagen::Rng;
 use super::packed::{PackedBoard, read_records};
 use crate::chess::{Color, Square};
-use crate::engine::nnue::{HIDDEN, INPUTS, QA, QB, SCALE, WEIGHT_CLIP, encode_net, feature_index};
+use crate::engine::nnue::{
+    HIDDEN, INPUTS, OUTPUT_PERCENT, QA, QB, SCALE, WEIGHT_CLIP, encode_net, feature_index,
+};
 use anyhow::{Context, Result};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -390,8 +392,9 @@ impl Trainer {
         encode_net(&fw, &fb, &ow, ob)
     }
 
-    /// The float net's evaluation of a record's position, in centipawns
-    /// for the side to move (tests compare it with the quantized net).
+    /// The float net's evaluation of a record's position, in the engine's
+    /// centipawns for the side to move (tests compare it with the
+    /// quantized net).
     pub fn eval_cp(&self, r: &PackedBoard) -> f32 {
         let s = sample(r, &self.cfg, false);
         let mut acc = [[0f32; H]; 2];
@@ -404,7 +407,7 @@ impl Trainer {
                 out += c * c * self.params[OW + half * H + j];
             }
         }
-        out * SCALE as f32
+        out * (SCALE * OUTPUT_PERCENT) as f32 / 100.0
     }
 
     /// Writes the weights, Adam moments and epoch (atomically).

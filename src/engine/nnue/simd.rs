@@ -11,7 +11,7 @@
 //! times `v`, summed with wrapping i32 adds, which are order-independent.
 
 use super::network::Row;
-use super::{HIDDEN, QA, QB, SCALE};
+use super::{HIDDEN, OUTPUT_PERCENT, QA, QB, SCALE};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Level {
@@ -98,11 +98,12 @@ pub fn output(level: SimdLevel, us: &Row, them: &Row, weights: &[Row; 2], bias: 
     finish(sum, bias)
 }
 
-/// From the output sum (scale QA * QA * QB) to centipawns.
+/// From the output sum (scale QA * QA * QB) to the engine's centipawns.
 #[inline(always)]
 fn finish(sum: i32, bias: i32) -> i32 {
     let v = (sum / QA) as i64 + bias as i64;
-    (v * SCALE as i64 / (QA * QB) as i64).clamp(-20_000, 20_000) as i32
+    let cp = v * (SCALE * OUTPUT_PERCENT) as i64 / (QA * QB * 100) as i64;
+    cp.clamp(-20_000, 20_000) as i32
 }
 
 mod scalar {
