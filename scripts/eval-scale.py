@@ -47,29 +47,42 @@ def static_evals(engine, options, fens):
     for fen in fens:
         lines += [f"position fen {fen}", "eval"]
     lines.append("quit")
-    out = subprocess.run(shlex.split(engine), input="\n".join(lines) + "\n",
-                         capture_output=True, text=True, check=True).stdout
+    try:
+        run = subprocess.run(shlex.split(engine), input="\n".join(lines) + "\n",
+                             capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"cannot start {engine!r}: {e}")
+    if run.returncode != 0:
+        sys.exit(f"{engine!r} exited with status {run.returncode}: {run.stderr.strip()[-500:]}")
+    out = run.stdout
     evals = [int(x) for x in re.findall(r"static eval (-?\d+) cp", out)]
     if len(evals) != len(fens):
         sys.exit(f"expected {len(fens)} evaluations from {engine!r}, got {len(evals)}")
     return evals
 
 
+def option(text):
+    """A `NAME=VALUE` UCI option."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pgn", required=True, help="played games to take positions from")
     p.add_argument("--engine", default="target/release/kaissa uci")
-    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+    p.add_argument("--option", action="append", default=[], type=option, metavar="NAME=VALUE",
                    help="UCI option for the net side (e.g. EvalFile=PATH)")
     p.add_argument("--every", type=int, default=7, help="one position every N plies")
     p.add_argument("--positions", type=int, default=3000)
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
-    options = [tuple(o.split("=", 1)) for o in a.option]
     fens = positions(a.pgn, a.every, a.positions, a.seed)
     if len(fens) < 100:
         sys.exit(f"only {len(fens)} positions in {a.pgn}: give more games")
-    net = static_evals(a.engine, options, fens)
+    net = static_evals(a.engine, a.option, fens)
     classical = static_evals(a.engine, [("EvalFile", "classical")], fens)
     pairs = [(n, c) for n, c in zip(net, classical) if abs(c) < 1000]
     nn, cc = [n for n, _ in pairs], [c for _, c in pairs]

@@ -49,7 +49,7 @@ pub enum Command {
         depth: Option<u32>,
         /// Evaluation: `<embedded>` (the default net), `classical` (the
         /// hand-crafted evaluation) or the path of a net file.
-        #[arg(long, default_value = "<embedded>")]
+        #[arg(long, default_value = crate::engine::nnue::EMBEDDED)]
         eval_file: String,
         /// Syzygy table directories (separated by `:`) probed by the
         /// search; the signature is taken without.
@@ -205,7 +205,7 @@ pub struct DatagenArgs {
     pub hash: usize,
     /// Evaluation of the players: `<embedded>` (the default net),
     /// `classical` (hand-crafted) or the path of a net file.
-    #[arg(long, default_value = "<embedded>")]
+    #[arg(long, default_value = crate::engine::nnue::EMBEDDED)]
     pub eval_file: String,
 }
 

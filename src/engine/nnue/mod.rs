@@ -80,7 +80,8 @@ pub const HIDDEN: usize = 256;
 pub const QA: i32 = 255;
 /// Quantization of the output weights: a weight of 1.0 is `QB`.
 pub const QB: i32 = 64;
-/// A net output of 1.0 is `SCALE` centipawns.
+/// A net output of 1.0 is `SCALE` of the net's centipawns, the trainer's
+/// (`sigmoid(cp / 400)`); the engine reads `OUTPUT_PERCENT` of them.
 pub const SCALE: i32 = 400;
 /// The evaluation the engine reads, in percent of the net's output. A net
 /// learns its scale from its targets (search scores blended with game
