@@ -209,6 +209,92 @@ async fn plays_chess960_from_position_and_correspondence() {
     bot.stop().await;
 }
 
+/// "From position" games set up the Chess960 way (Shredder castling
+/// letters, king or rooks off their standard squares) castle by Chess960's
+/// rules, and Lichess takes the castling move only king-takes-rook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn castles_king_takes_rook_in_from_position_games_set_up_like_chess960() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    // King d1, castling rook a1: the only mate is O-O-O (d1a1), and the
+    // two-step form (d1c1) is an ordinary king move that does not mate.
+    let mate = "2rkr3/2p1p2p/8/8/8/8/PP3PPP/R2K4 w A - 0 1";
+    let by_castling = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .variant(FakeVariant::FromPosition {
+                fen: mate.to_owned(),
+            })
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    // Chess960 start position 0 (BBQNNRKR) as a "from position" game, in
+    // Shredder notation, played to the end.
+    let start = "bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w HFhf - 0 1";
+    let whole = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .variant(FakeVariant::FromPosition {
+                fen: start.to_owned(),
+            })
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&by_castling, GAME).await.unwrap();
+    assert_eq!(game.moves, ["d1a1"], "{game:?}");
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("mate", Some(Color::White))
+    );
+    assert!(game.illegal_moves.is_empty(), "{game:?}");
+    pgn_written(&bot, &by_castling).await;
+    let pgn = std::fs::read_to_string(bot.pgn_dir().join(format!("{by_castling}.pgn"))).unwrap();
+    assert!(pgn.contains("O-O-O#"), "{pgn}");
+
+    let game = fake.wait_game_over(&whole, GAME).await.unwrap();
+    pgn_written(&bot, &whole).await;
+    check_finished(&game, &bot.pgn_dir());
+    bot.stop().await;
+}
+
+/// A move Lichess refuses is not posted again in the same position: the
+/// bot searches the other moves and the game goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_move_is_replaced_by_another_legal_move() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    // Ra8# is the only mate; the server refuses it once.
+    fake.refuse_move("a1a8", 1);
+    let fen = "6k1/5ppp/8/8/8/2N5/5PPP/R5K1 w - - 0 1";
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .variant(FakeVariant::FromPosition {
+                fen: fen.to_owned(),
+            })
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    let refused: Vec<_> = game
+        .illegal_moves
+        .iter()
+        .map(|m| (m.uci.as_str(), m.ply))
+        .collect();
+    assert_eq!(refused, [("a1a8", 0)], "{game:?}");
+    assert_ne!(
+        game.moves.first().map(String::as_str),
+        Some("a1a8"),
+        "{game:?}"
+    );
+    assert!(game.moves.len() >= 2, "{game:?}");
+    assert!(
+        !(game.status == "outoftime" && game.winner != Some(game.bot_color)),
+        "{game:?}"
+    );
+    let log = bot.stop().await;
+    assert_eq!(log.matches("move not played").count(), 1, "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
     let fake = FakeLichess::start().await;

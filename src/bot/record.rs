@@ -34,7 +34,11 @@ pub struct GameRecord {
 }
 
 impl GameRecord {
-    /// A record starting at `initial_fen` ("startpos" or a FEN).
+    /// A record starting at `initial_fen` ("startpos" or a FEN). Moves are
+    /// read and written in Chess960 notation (castling king-takes-rook)
+    /// when `chess960` is set or when the initial castling rights are not
+    /// standard chess's (a "from position" game set up the Chess960 way,
+    /// which Lichess also plays by Chess960's castling rules).
     pub fn new(initial_fen: &str, chess960: bool) -> Result<GameRecord, RecordError> {
         let initial = if initial_fen.trim().is_empty() || initial_fen.trim() == "startpos" {
             Position::startpos()
@@ -43,8 +47,8 @@ impl GameRecord {
         };
         Ok(GameRecord {
             positions: vec![initial.clone()],
+            chess960: chess960 || initial.has_chess960_castling(),
             initial,
-            chess960,
             texts: Vec::new(),
             moves: Vec::new(),
         })

@@ -194,6 +194,20 @@ impl Position {
         rights
     }
 
+    /// Whether some castling right is not one of standard chess's (king on
+    /// the e-file, rook in the a- or h-file corner): such a position only
+    /// castles the Chess960 way, and its castling moves are written
+    /// king-takes-rook (`e1f1` with the rook on f1), as Lichess expects in
+    /// a "from position" game set up like this.
+    pub fn has_chess960_castling(&self) -> bool {
+        Color::ALL.into_iter().any(|color| {
+            let rooks = self.castle_rooks & self.by_color(color);
+            rooks.any()
+                && (self.king(color).file() != 4
+                    || rooks.into_iter().any(|r| !matches!(r.file(), 0 | 7)))
+        })
+    }
+
     /// Non-pawn, non-king material of `color` exists (null-move safety).
     #[inline]
     pub fn has_non_pawn_material(&self, color: Color) -> bool {

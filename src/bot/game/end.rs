@@ -166,7 +166,6 @@ impl Game {
             },
             termination: Some(termination.to_owned()),
         };
-        debug_assert_eq!(facts.chess960, record.chess960());
         Some(write_pgn(&headers, record, &self.evals))
     }
 }

@@ -53,7 +53,7 @@ use crate::lichess::model::{
     ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
     VariantKey,
 };
-use mover::{Lag, Pondering, Thinking};
+use mover::{Lag, Pondering, Refused, Thinking};
 use reader::{Line, Reader};
 use sources::{Asking, MoveSources};
 use std::future::Future;
@@ -183,7 +183,6 @@ struct Facts {
     clock: Option<(u64, u64)>,
     rated: bool,
     speed: &'static str,
-    chess960: bool,
     created_at: Option<u64>,
 }
 
@@ -242,6 +241,8 @@ struct Game {
     resyncs: u32,
     /// When the resyncs are spent: think again at this instant.
     rethink_at: Option<Instant>,
+    /// Our moves the server refused in the current position.
+    refused: Refused,
     /// Our move posts and their echo on the stream.
     lag: Lag,
     /// Chat commands answered in the current minute, and its start.
@@ -359,6 +360,7 @@ impl Game {
             finish_by: None,
             resyncs: 0,
             rethink_at: None,
+            refused: Refused::default(),
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
@@ -489,9 +491,8 @@ impl Game {
         ) {
             return self.refuse_variant(&full).await;
         }
-        let chess960 = variant == VariantKey::Chess960;
         if self.record.is_none() {
-            match GameRecord::new(&full.initial_fen, chess960) {
+            match GameRecord::new(&full.initial_fen, variant == VariantKey::Chess960) {
                 Ok(record) => self.record = Some(record),
                 Err(e) => {
                     tracing::error!(game = %self.id, "cannot play this game: {e}");
@@ -520,7 +521,6 @@ impl Game {
             clock: full.clock.map(|c| (c.initial, c.increment)),
             rated: full.rated,
             speed: full.speed.as_str(),
-            chess960,
             created_at: full.created_at,
         });
         if first_time {

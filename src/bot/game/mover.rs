@@ -82,6 +82,41 @@ impl Lag {
     }
 }
 
+/// Moves Lichess refused in the position we are answering (a 400 to the
+/// post itself, not to a retry whose first attempt may have gone
+/// through). The next search leaves them out and the move sources are
+/// skipped there, so a move the server will not take is never posted
+/// twice: whatever the cause (a castling form it does not read, a rule
+/// we see otherwise), the game goes on with another legal move instead of
+/// losing on time.
+#[derive(Debug, Default)]
+pub(super) struct Refused {
+    /// The ply and key of the position they were refused in.
+    at: (usize, u64),
+    moves: Vec<Move>,
+}
+
+impl Refused {
+    fn add(&mut self, ply: usize, key: u64, mv: Move) {
+        if self.at != (ply, key) {
+            self.at = (ply, key);
+            self.moves.clear();
+        }
+        if !self.moves.contains(&mv) {
+            self.moves.push(mv);
+        }
+    }
+
+    /// The moves refused in the position `key` at `ply`.
+    pub(super) fn at(&self, ply: usize, key: u64) -> &[Move] {
+        if self.at == (ply, key) {
+            &self.moves
+        } else {
+            &[]
+        }
+    }
+}
+
 /// The answer in progress for one of our moves: a search (with its id
 /// and search permit), or a move a source gave without a search (no id,
 /// no permit; never stored in `Game::thinking`).
@@ -203,7 +238,22 @@ impl Game {
         }
         let first_move = self.moved_at_ply.is_none() && ply < 2;
         // The engine counts our clock from the state's arrival.
-        let (limits, our_clock) = self.limits(state, us, Duration::ZERO, first_move);
+        let (mut limits, our_clock) = self.limits(state, us, Duration::ZERO, first_move);
+        let pos = record.position();
+        let refused = self.refused.at(ply, pos.key());
+        if !refused.is_empty() {
+            let others: Vec<Move> = pos
+                .legal_moves()
+                .iter()
+                .copied()
+                .filter(|m| !refused.contains(m))
+                .collect();
+            if others.is_empty() {
+                tracing::error!(game = %self.id, ply, "Lichess refused every legal move here");
+            } else {
+                limits.searchmoves = others;
+            }
+        }
         let mut request = GoRequest::new(record.position().clone(), record.history(), limits);
         request.clock_start = Some(arrived.into_std());
         let arrived = *arrived;
@@ -381,6 +431,13 @@ impl Game {
                 // in transit: reopen the game stream, whose `gameFull`
                 // tells whether the move was played, and answer the
                 // position again if not. Bounded, so it cannot loop.
+                if let ClientError::MoveRejected {
+                    after_retry: false, ..
+                } = e
+                {
+                    // The server's word on this very move: never again here.
+                    self.refused.add(ply, pos.key(), mv);
+                }
                 let refused = matches!(e, ClientError::MoveRejected { .. });
                 if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
                     self.resyncs += 1;

@@ -143,6 +143,11 @@ impl Game {
         {
             return Flow::Continue;
         }
+        if !self.refused.at(ply, pos.key()).is_empty() {
+            // A move was refused here (perhaps the source's): search
+            // among the others.
+            return Flow::Think;
+        }
         if asking
             .as_ref()
             .is_some_and(|a| a.ply == ply && a.key == pos.key())

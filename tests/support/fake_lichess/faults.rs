@@ -41,6 +41,9 @@ pub(super) struct Faults {
     pub(super) no_game_replay: bool,
     /// Answer 400 "Not your turn" to this many move posts (not played).
     pub(super) reject_moves: u32,
+    /// Refuse this move (UCI, as posted) this many times with Lichess's
+    /// 400 for a move it will not play, as for a rule the bot got wrong.
+    pub(super) refuse_move: Option<(String, u32)>,
     /// Answer 429 to this many requests whose path contains the text,
     /// with this Retry-After.
     pub(super) fail_429_matching: Option<(String, u32, Option<u64>)>,
@@ -264,6 +267,14 @@ impl FakeLichess {
     /// played), as when the bot's view of the game is stale.
     pub fn reject_moves_not_your_turn(&self, n: u32) {
         self.app.with(|world, _| world.faults.reject_moves = n)
+    }
+
+    /// The next `n` posts of move `uci` are refused as illegal (400,
+    /// recorded as illegal moves), whatever the position: a rule the bot
+    /// does not know.
+    pub fn refuse_move(&self, uci: &str, n: u32) {
+        self.app
+            .with(|world, _| world.faults.refuse_move = Some((uci.to_owned(), n)))
     }
 
     /// Writes a raw line (a newline is added) on the event stream.

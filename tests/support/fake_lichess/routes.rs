@@ -231,6 +231,13 @@ pub(super) async fn bot_move(
         if !game.started() || game.pos.turn() != game.bot_color {
             return refuse(game, "Not your turn, or game already over".to_owned());
         }
+        if let Some((refused, n)) = &mut world.faults.refuse_move
+            && *refused == uci
+            && *n > 0
+        {
+            *n -= 1;
+            return refuse(game, format!("Illegal move: {uci}"));
+        }
         let m = match game.parse_move(&uci) {
             Ok(m) => m,
             Err(reason) => return refuse(game, reason),
