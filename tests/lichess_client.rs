@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kaissa::lichess::client::BOT_VS_BOT_DAY;
+use kaissa::lichess::client::{BOT_VS_BOT_DAY, Endpoint};
 use kaissa::lichess::model::{ChatRoom, Direction, GameStatus};
 use kaissa::lichess::{
     ChallengeColor, ChallengeTime, Client, ClientOptions, CreateChallenge, DeclineReason, Error,
@@ -16,8 +16,8 @@ use kaissa::lichess::{
 };
 use shakmaty::{Color, Position};
 use support::fake_lichess::{
-    AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, Opponent, Policy,
-    Side, chess960_back_rank, chess960_fen,
+    Answer, AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, OnlineBot,
+    Opponent, Policy, Side, chess960_back_rank, chess960_fen,
 };
 use tokio::time::Instant;
 
@@ -451,7 +451,7 @@ async fn rate_limit_pauses_the_next_request() {
     // Retry-After (1 s) is longer than the configured 300 ms: it wins.
     assert_eq!(*retry_after, Some(Duration::from_secs(1)));
     assert_eq!(*pause, Duration::from_secs(1));
-    assert!(client.rate_limited_for().is_some());
+    assert!(client.rate_limited_for(Endpoint::Account).is_some());
 
     let start = Instant::now();
     client.account().await.unwrap();
@@ -489,7 +489,7 @@ async fn moves_skip_the_rate_limit_gate() {
         .unwrap();
     fake.fail_requests_with_429(1, None);
     assert!(client.account().await.is_err());
-    assert!(client.rate_limited_for().unwrap() > Duration::from_secs(50));
+    assert!(client.rate_limited_for(Endpoint::Account).unwrap() > Duration::from_secs(50));
     let start = Instant::now();
     client
         .make_move(&game, "e2e4", false, deadline())
@@ -524,10 +524,138 @@ async fn bot_vs_bot_daily_cap_is_recognised() {
     );
     assert!(error.to_string().contains("bot.vsBot.day"), "{error}");
     // A quota on games, not a request rate: nothing else waits.
-    assert_eq!(client.rate_limited_for(), None);
+    assert_eq!(client.rate_limited(), []);
     let start = std::time::Instant::now();
     client.account().await.unwrap();
     assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+/// Lichess limits each kind of request apart: a 429 to a chat line pauses
+/// chat, not the accept of a challenge that expires in 20 s.
+#[tokio::test]
+async fn a_429_pauses_its_endpoint_only() {
+    let fake = FakeLichess::start().await;
+    let client = Client::new(
+        Token::new(fake.token()).unwrap(),
+        ClientOptions {
+            rate_limit_pause: Duration::from_secs(60),
+            ..options(&fake)
+        },
+    )
+    .unwrap();
+    let game = fake
+        .start_game(ChallengeSpec::default().autoplay(None), Color::White)
+        .unwrap();
+    fake.fail_matching_with_429("/chat", 1, None);
+    let error = client
+        .chat(&game, ChatRoom::Player, "hello")
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(429), "{error:?}");
+    assert!(client.rate_limited_for(Endpoint::Chat).unwrap() > Duration::from_secs(50));
+    let challenge = fake.send_challenge(ChallengeSpec::default());
+    let start = Instant::now();
+    client.accept_challenge(&challenge).await.unwrap();
+    client.account().await.unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(fake.challenge(&challenge).unwrap().status, "accepted");
+    let closed: Vec<Endpoint> = client.rate_limited().into_iter().map(|(e, _)| e).collect();
+    assert_eq!(closed, [Endpoint::Chat]);
+}
+
+fn clock_challenge(limit_secs: u32, increment_secs: u32) -> CreateChallenge {
+    CreateChallenge {
+        time: ChallengeTime::Clock {
+            limit_secs,
+            increment_secs,
+        },
+        rated: false,
+        color: ChallengeColor::Random,
+        variant: VariantKey::Standard,
+        fen: None,
+    }
+}
+
+/// What Lichess answers a challenge besides a challenge: a form error for
+/// a clock it does not allow (our fault), a 400 with a `ratelimit` for an
+/// opponent that played its bot games for the day (theirs).
+#[tokio::test]
+async fn refused_clocks_and_capped_opponents_are_told_apart() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new(
+        "Capped",
+        2000,
+        Answer::DailyCapReached(3600),
+    )]);
+    let client = client(&fake);
+    for (limit, increment) in [(150, 0), (20, 0), (180, 61)] {
+        let error = client
+            .create_challenge("someone", &clock_challenge(limit, increment))
+            .await
+            .unwrap_err();
+        assert!(error.is_form_error(), "{limit}+{increment}: {error:?}");
+        assert!(error.refused_by_limit().is_none());
+    }
+    for (limit, increment) in [(0, 1), (15, 2), (90, 0), (10_800, 60)] {
+        client
+            .create_challenge("someone", &clock_challenge(limit, increment))
+            .await
+            .unwrap_or_else(|e| panic!("{limit}+{increment}: {e}"));
+    }
+    let error = client
+        .create_challenge("Capped", &clock_challenge(60, 1))
+        .await
+        .unwrap_err();
+    assert_eq!(error.status(), Some(400));
+    assert!(!error.is_form_error());
+    let limit = error.refused_by_limit().unwrap();
+    assert_eq!(limit.key.as_deref(), Some(BOT_VS_BOT_DAY));
+    assert_eq!(limit.seconds, Some(3600));
+    // The opponent's cap is not ours: nothing pauses.
+    assert_eq!(error.bot_vs_bot_daily_limit(), None);
+    assert_eq!(client.rate_limited(), []);
+}
+
+/// A real-time challenge expires (20 s on Lichess, 300 ms here) unless it
+/// is created with `keepAliveStream`; then it lives while its stream
+/// does, and the stream says how it ended.
+#[tokio::test]
+async fn kept_challenges_outlive_the_expiry_and_end_with_their_stream() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        challenge_expiry: Duration::from_millis(300),
+        ..FakeConfig::default()
+    })
+    .await;
+    let client = client(&fake);
+    let plain = client
+        .create_challenge("someone", &clock_challenge(60, 1))
+        .await
+        .unwrap();
+    let (kept, keep_alive) = client
+        .create_challenge_kept("someone", &clock_challenge(60, 1))
+        .await
+        .unwrap();
+    let (dropped, dropped_keep_alive) = client
+        .create_challenge_kept("other", &clock_challenge(60, 1))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    assert_eq!(fake.challenge(&plain.id).unwrap().status, "canceled");
+    assert_eq!(fake.challenge(&kept.id).unwrap().status, "created");
+    assert_eq!(fake.challenge(&dropped.id).unwrap().status, "created");
+    drop(dropped_keep_alive);
+    fake.wait_until("the dropped challenge canceled", WAIT, |v| {
+        v.challenge(&dropped.id).unwrap().status == "canceled"
+    })
+    .await
+    .unwrap();
+    fake.accept_bot_challenge(&kept.id).unwrap();
+    let done = tokio::time::timeout(WAIT, keep_alive.done()).await.unwrap();
+    assert_eq!(done.as_deref(), Some("accepted"));
 }
 
 #[tokio::test]

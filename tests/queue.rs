@@ -334,6 +334,76 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
     assert!(log.contains("stopped until it resets"), "{log}");
 }
 
+/// Lichess's answers to a challenge that are not the opponent's word on
+/// us: a form error (our clock) blames nobody, an opponent's daily cap
+/// (a 400 with `ratelimit`) skips it for as long as Lichess says, and a
+/// challenge kept open by its stream outlives the 20 s (here 1 s) that
+/// Lichess gives one without.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_blames_no_one_for_its_own_clock_waits_out_a_capped_bot_and_keeps_its_challenge_alive()
+ {
+    let fake = FakeLichess::start_with(FakeConfig {
+        challenge_expiry: Duration::from_secs(1),
+        ..FakeConfig::default()
+    })
+    .await;
+    fake.set_online_bots(vec![
+        OnlineBot::new("Capped", 2005, Answer::DailyCapReached(5000)),
+        OnlineBot::new("Late", 2050, Answer::Ignore),
+    ]);
+    fake.refuse_challenge_form(1);
+    let bot = Bot::start(
+        &fake,
+        "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+         time_controls = [\"1+1\"]\nchallenge_timeout_secs = 60",
+    )
+    .await;
+    let late = fake
+        .wait_for("a challenge to Late", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.dest.as_deref() == Some("late"))
+                .map(|c| c.id)
+        })
+        .await
+        .unwrap();
+    // Twice the fake's expiry: still open, because its stream is.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let game = fake.accept_bot_challenge(&late).unwrap();
+    let challenge = fake.challenge(&late).unwrap();
+    assert_eq!(
+        challenge.form.get("keepAliveStream").map(String::as_str),
+        Some("true")
+    );
+    let to_capped: Vec<u16> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == "/api/challenge/capped")
+        .map(|r| r.status)
+        .collect();
+    // The form error, then the cap: the first blamed nobody.
+    assert_eq!(to_capped, [400, 400]);
+    let declined = std::fs::read_to_string(bot.dir.path().join("state/declined.json")).unwrap();
+    let skips: serde_json::Value = serde_json::from_str(&declined).unwrap();
+    let until = skips["capped"]["until"].as_u64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(until > now + 4900 && until <= now + 5000, "{declined}");
+    assert!(
+        skips["capped"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("bot.vsBot.day"),
+        "{declined}"
+    );
+    fake.opponent_resigns(&game).unwrap();
+    fake.wait_game_over(&game, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert!(log.contains("check matchmaking.time_controls"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_incoming_challenge_takes_the_slot_of_our_pending_one() {
     let fake = FakeLichess::start().await;

@@ -5,7 +5,7 @@
 //! reserves a game slot with [`Slots`].
 
 use crate::config::ChallengeConfig;
-use crate::lichess::model::{Challenge, DeclineReason, Speed, TimeControl, VariantKey};
+use crate::lichess::model::{Challenge, Compat, DeclineReason, Speed, TimeControl, VariantKey};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,6 +20,8 @@ pub enum Decision {
 /// slots come after, see [`fair`]). Rules, in order (the first that fails
 /// gives the reason):
 ///
+/// 0. a game the Bot API cannot play (the event's `compat.bot` is false,
+///    as for an ultraBullet clock): `tooFast` for a clock, else `generic`;
 /// 1. challenger blocked, or not on a non-empty allow list: `generic`;
 /// 2. a bot when `accept_bots = false`: `noBot`; a human when
 ///    `only_bots`: `onlyBot`;
@@ -36,15 +38,29 @@ pub enum Decision {
 /// 6. challenger rating outside the range: `generic` (no rating passes);
 /// 7. more than `max_rating_diff` between the challenger's rating and
 ///    ours (`destUser.rating`): `generic`.
-pub fn decide(challenge: &Challenge, policy: &ChallengeConfig) -> Decision {
-    match check(challenge, policy) {
+pub fn decide(
+    challenge: &Challenge,
+    compat: Option<&Compat>,
+    policy: &ChallengeConfig,
+) -> Decision {
+    match check(challenge, compat, policy) {
         Ok(()) => Decision::Accept,
         Err(reason) => Decision::Decline(reason),
     }
 }
 
-fn check(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), DeclineReason> {
+fn check(
+    challenge: &Challenge,
+    compat: Option<&Compat>,
+    policy: &ChallengeConfig,
+) -> Result<(), DeclineReason> {
     use DeclineReason::*;
+    if compat.is_some_and(|c| !c.bot) {
+        return Err(match challenge.time_control {
+            crate::lichess::model::TimeControl::Clock { .. } => TooFast,
+            _ => Generic,
+        });
+    }
     let user = &challenge.challenger;
     if is_blocked(policy, &user.id) || !is_allowed(policy, &user.id) {
         return Err(Generic);
@@ -329,12 +345,23 @@ mod tests {
     }
 
     fn d(c: &Challenge, p: &ChallengeConfig) -> Decision {
-        decide(c, p)
+        decide(c, None, p)
     }
 
     #[test]
     fn accepts_a_plain_challenge() {
         assert_eq!(d(&std_challenge(), &policy()), Decision::Accept);
+    }
+
+    #[test]
+    fn declines_what_the_bot_api_cannot_play() {
+        let c = std_challenge();
+        let compat = |bot| Compat { bot, board: true };
+        assert_eq!(decide(&c, Some(&compat(true)), &policy()), Decision::Accept);
+        assert_eq!(
+            decide(&c, Some(&compat(false)), &policy()),
+            Decision::Decline(DeclineReason::TooFast)
+        );
     }
 
     fn load(in_use: usize, bots: usize, with_challenger: usize) -> Load {

@@ -79,9 +79,11 @@ use super::quota::BotQuota;
 use super::state::unix_now;
 use crate::config::Config;
 use crate::lichess::backoff::Backoff;
-use crate::lichess::client::{Client, Error as ClientError, EventStream, is_valid_id};
+use crate::lichess::client::{
+    ChallengeKeepAlive, Client, Endpoint, Error as ClientError, EventStream, is_valid_id,
+};
 use crate::lichess::model::{
-    Account, Challenge, DeclineReason, Direction, Event, GameInfo, OnlineBot, Speed,
+    Account, Challenge, Compat, DeclineReason, Direction, Event, GameInfo, OnlineBot, Speed,
 };
 use crate::lichess::stream::StreamEvent;
 use crate::systemd::Notifier;
@@ -446,7 +448,7 @@ impl Daemon {
                         conn = self.wait_to_reopen(&mut backoff);
                         // A 429 to the open itself: wait as Lichess asks.
                         if let (ClientError::RateLimited { .. }, Some(pause), Conn::Waiting(at)) =
-                            (&e, self.client.rate_limited_for(), &mut conn)
+                            (&e, self.client.rate_limited_for(Endpoint::Events), &mut conn)
                         {
                             *at = (*at).max(Instant::now() + pause);
                         }
@@ -803,13 +805,13 @@ impl Daemon {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Challenge { challenge, .. } => {
+            Event::Challenge { challenge, compat } => {
                 if challenge.direction == Some(Direction::Out) {
                     tracing::debug!(challenge = %challenge.id, "our own challenge");
                     return;
                 }
                 let stopping = self.phase != Phase::Running;
-                self.on_challenge(&challenge, stopping);
+                self.on_challenge(&challenge, compat.as_ref(), stopping);
             }
             Event::ChallengeCanceled { challenge } => {
                 if self.queue.remove(&challenge.id).is_some() {
@@ -946,7 +948,14 @@ impl Daemon {
 
     fn on_game_finish(&mut self, info: GameInfo) {
         let id = info.game_id.clone();
-        tracing::debug!(game = %id, "gameFinish");
+        tracing::info!(
+            game = %id,
+            status = ?info.status,
+            winner = info.winner.map(|w| w.as_str()),
+            rating = info.rating,
+            rating_diff = info.rating_diff,
+            "game finished on Lichess"
+        );
         if self.parked.remove(&id).is_some() {
             // Over while it waited (the opponent resigned, or mated us):
             // a task takes it up for the PGN and the goodbye.
@@ -1036,7 +1045,12 @@ impl Daemon {
         });
     }
 
-    fn on_challenge(&mut self, challenge: &Challenge, shutting_down: bool) {
+    fn on_challenge(
+        &mut self,
+        challenge: &Challenge,
+        compat: Option<&Compat>,
+        shutting_down: bool,
+    ) {
         if self.queue.contains(&challenge.id) {
             tracing::debug!(challenge = %challenge.id, "challenge already queued");
             return;
@@ -1067,7 +1081,7 @@ impl Daemon {
         let (reason, rule) = if shutting_down {
             (DeclineReason::Later, "shutting down")
         } else {
-            match decide(challenge, policy) {
+            match decide(challenge, compat, policy) {
                 Decision::Decline(reason) => (reason, "policy"),
                 Decision::Accept => {
                     let mut verdict = fair(challenge, policy, self.load_for(challenge));
@@ -1298,7 +1312,10 @@ impl Daemon {
             self.idle_since = Instant::now();
             return;
         }
-        if self.quota.reached(now) || self.client.rate_limited_for().is_some() {
+        let paused = [Endpoint::OnlineBots, Endpoint::ChallengeCreate]
+            .into_iter()
+            .any(|e| self.client.rate_limited_for(e).is_some());
+        if self.quota.reached(now) || paused {
             return;
         }
         if self.matchmaker.due(self.idle_since) {
@@ -1339,7 +1356,9 @@ impl Daemon {
         match event {
             MatchEvent::Found(found) => self.on_bots_found(*found, now),
             MatchEvent::Created { opponent, result } => match *result {
-                Ok(challenge) => self.on_challenge_created(opponent, challenge),
+                Ok((challenge, keep_alive)) => {
+                    self.on_challenge_created(opponent, challenge, keep_alive)
+                }
                 Err(e) => self.on_challenge_not_created(&opponent, &e, now),
             },
         }
@@ -1347,7 +1366,12 @@ impl Daemon {
 
     /// Our matchmaking challenge was created: it holds a slot until it is
     /// answered (an incoming challenge that needs the slot cancels it).
-    fn on_challenge_created(&mut self, opponent: String, challenge: Challenge) {
+    fn on_challenge_created(
+        &mut self,
+        opponent: String,
+        challenge: Challenge,
+        keep_alive: ChallengeKeepAlive,
+    ) {
         let id = challenge.id.clone();
         if !is_valid_id(&id) {
             self.matchmaker.failed();
@@ -1378,7 +1402,7 @@ impl Daemon {
         entry.bot = true;
         entry.outgoing = true;
         self.games.insert(id.clone(), entry);
-        self.matchmaker.created(id, opponent);
+        self.matchmaker.created(id, opponent, keep_alive);
     }
 
     fn on_challenge_not_created(&mut self, opponent: &str, e: &ClientError, now: u64) {
@@ -1394,9 +1418,23 @@ impl Daemon {
         } else if e.status() == Some(429) || e.is_transient() {
             tracing::warn!("matchmaking: challenge not sent: {e}");
             self.matchmaker.failed();
+        } else if let Some(limit) = e.refused_by_limit() {
+            // The opponent's own limit (its bot games for the day): it is
+            // skipped for as long as Lichess says.
+            let reason = format!("limit {}", limit.key.as_deref().unwrap_or("unknown"));
+            tracing::info!(opponent = %opponent, "matchmaking: challenge refused: {e}");
+            self.matchmaker
+                .refused(opponent, &reason, limit.seconds, now);
+        } else if e.is_form_error() {
+            // Our challenge's settings, not the opponent: nobody is skipped.
+            tracing::error!(
+                "matchmaking: Lichess refused the settings of our challenge ({e}); \
+                 check matchmaking.time_controls and matchmaking.variants"
+            );
+            self.matchmaker.failed();
         } else {
             tracing::warn!(opponent = %opponent, "matchmaking: challenge refused: {e}");
-            self.matchmaker.refused(opponent, "refused", now);
+            self.matchmaker.refused(opponent, "refused", None, now);
         }
     }
 
@@ -1469,7 +1507,7 @@ impl Daemon {
         if retry {
             let wait = self
                 .client
-                .rate_limited_for()
+                .rate_limited_for(Endpoint::ChallengeAnswer)
                 .unwrap_or_default()
                 .max(ANSWER_RETRY);
             answer.not_before = Instant::now() + wait;

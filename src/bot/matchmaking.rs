@@ -6,20 +6,25 @@
 //! The [`Matchmaker`] holds the decisions and the state; the daemon owns
 //! the timing and sends the requests through the `spawn_*` functions here,
 //! which report back on a channel (its loop never waits on a request).
-//! One challenge of ours is pending at most; it is cancelled after
+//! One challenge of ours is pending at most, created with Lichess's
+//! `keepAliveStream` (a real-time challenge made without it expires after
+//! 20 s) and held open by a task of its own; it is cancelled after
 //! `challenge_timeout_secs`. A bot that declined (or did not answer) is
 //! skipped for `decline_cooldown_secs`; these [`Cooldowns`] are kept with
 //! their reason in `engine.state_dir/declined.json`.
 
 use super::state;
 use crate::config::{MatchmakingConfig, PlayableVariant};
-use crate::lichess::client::{ChallengeTime, Client, CreateChallenge, Error as ClientError};
+use crate::lichess::client::{
+    ChallengeKeepAlive, ChallengeTime, Client, CreateChallenge, Error as ClientError,
+};
 use crate::lichess::model::{Account, Challenge, ChallengeColor, OnlineBot, perf_rating};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 /// The state file's name.
@@ -34,10 +39,11 @@ const DEFAULT_RATING: u32 = 1500;
 pub enum MatchEvent {
     /// The bots online and our account (for our rating).
     Found(Box<Result<(Vec<OnlineBot>, Account), ClientError>>),
-    /// Our challenge to `opponent` was created (or not).
+    /// Our challenge to `opponent` was created (or not), with the stream
+    /// that keeps it open.
     Created {
         opponent: String,
-        result: Box<Result<Challenge, ClientError>>,
+        result: Box<Result<(Challenge, ChallengeKeepAlive), ClientError>>,
     },
 }
 
@@ -149,6 +155,9 @@ pub struct Pending {
     pub id: String,
     pub opponent: String,
     pub since: Instant,
+    /// The task that holds the challenge's stream open (Lichess keeps the
+    /// challenge while it is): aborted when the challenge is settled.
+    keep_alive: Option<AbortHandle>,
 }
 
 /// Where matchmaking stands.
@@ -283,7 +292,7 @@ impl Matchmaker {
         let tx = tx.clone();
         let who = opponent.clone();
         tokio::spawn(async move {
-            let result = Box::new(client.create_challenge(&who, &offer).await);
+            let result = Box::new(client.create_challenge_kept(&who, &offer).await);
             let _ = tx.send(MatchEvent::Created {
                 opponent: who,
                 result,
@@ -297,21 +306,35 @@ impl Matchmaker {
         self.stage = Stage::Idle;
     }
 
-    /// Our challenge was created.
-    pub fn created(&mut self, id: String, opponent: String) {
+    /// Our challenge was created; `keep_alive` holds it open until it is
+    /// answered or settled here.
+    pub fn created(&mut self, id: String, opponent: String, keep_alive: ChallengeKeepAlive) {
         self.stage = Stage::Pending;
+        let challenge = id.clone();
+        let task = tokio::spawn(async move {
+            let done = keep_alive.done().await;
+            tracing::debug!(challenge = %challenge, done = done.as_deref().unwrap_or("-"), "our challenge's stream ended");
+        });
         self.pending = Some(Pending {
             id,
             opponent,
             since: Instant::now(),
+            keep_alive: Some(task.abort_handle()),
         });
     }
 
     /// The opponent could not be challenged (refused by Lichess): skipped
-    /// like a decline.
-    pub fn refused(&mut self, opponent: &str, reason: &str, now: u64) {
+    /// like a decline, or for `secs` when Lichess says how long (the
+    /// opponent's daily cap).
+    pub fn refused(&mut self, opponent: &str, reason: &str, secs: Option<u64>, now: u64) {
         self.stage = Stage::Idle;
-        self.cool_down(opponent, reason, now);
+        match secs {
+            Some(secs) => {
+                tracing::info!(opponent = %opponent, reason, skip_s = secs, "matchmaking: skipping this bot until its limit lifts");
+                self.cooldowns.skip(opponent, now + secs, reason, now);
+            }
+            None => self.cool_down(opponent, reason, now),
+        }
     }
 
     /// Our pending challenge `id` ended: `declined` with a reason (the
@@ -320,6 +343,9 @@ impl Matchmaker {
         let Some(pending) = self.pending.take_if(|p| p.id == id) else {
             return false;
         };
+        if let Some(task) = &pending.keep_alive {
+            task.abort();
+        }
         self.stage = Stage::Idle;
         if let Some(reason) = declined {
             self.cool_down(&pending.opponent, reason, now);

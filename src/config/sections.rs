@@ -419,9 +419,21 @@ impl MatchmakingConfig {
     }
 }
 
+/// The clock limits (seconds) Lichess takes for a challenge: 0, 15, 30,
+/// 45, 60 or 90 seconds, or whole minutes up to three hours (the API
+/// specification of `POST /api/challenge/{username}`).
+pub fn is_challenge_clock_limit(secs: u32) -> bool {
+    matches!(secs, 0 | 15 | 30 | 45 | 60 | 90) || (secs % 60 == 0 && secs <= 10_800)
+}
+
+/// The largest increment (seconds) Lichess takes for a challenge.
+pub const MAX_CHALLENGE_INCREMENT: u32 = 60;
+
 /// Parses `minutes+seconds` ("3+2", "0.5+0") into base and increment
-/// seconds, within what Lichess lets a bot play (not ultraBullet: a base
-/// and increment that are both 0, or a game under 30 s, are refused).
+/// seconds, and checks it is a clock Lichess lets a bot offer: a base of
+/// 0, 1/4, 1/2, 3/4, 1 or 1.5 minutes or whole minutes up to 180, an
+/// increment of 0 to 60 seconds, and not ultraBullet (bots cannot play it:
+/// base + 40 x increment under 30 s).
 pub fn parse_time_control(text: &str) -> Result<(u32, u32), String> {
     let (minutes, seconds) = text
         .split_once('+')
@@ -434,14 +446,23 @@ pub fn parse_time_control(text: &str) -> Result<(u32, u32), String> {
         .trim()
         .parse()
         .map_err(|_| format!("{text:?}: {seconds:?} is not a number of seconds"))?;
-    if !(0.0..=180.0).contains(&minutes) || increment > 180 {
+    const ALLOWED: &str = "Lichess takes a base of 0, 0.25, 0.5, 0.75, 1 or 1.5 minutes or whole \
+                           minutes up to 180, and an increment of 0 to 60 seconds";
+    let base = minutes * 60.0;
+    if !(0.0..=10_800.0).contains(&base)
+        || base.fract() != 0.0
+        || !is_challenge_clock_limit(base as u32)
+        || increment > MAX_CHALLENGE_INCREMENT
+    {
         return Err(format!(
-            "{text:?} is out of range (0 to 180 minutes, 0 to 180 seconds)"
+            "{text:?} is not a clock Lichess allows ({ALLOWED})"
         ));
     }
-    let base = (minutes * 60.0).round() as u32;
+    let base = base as u32;
     if base + 40 * increment < 30 {
-        return Err(format!("{text:?} is too fast for a bot"));
+        return Err(format!(
+            "{text:?} is too fast for a bot (ultraBullet: base + 40 x increment under 30 s)"
+        ));
     }
     Ok((base, increment))
 }

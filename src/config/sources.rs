@@ -55,7 +55,7 @@ impl Default for SourcesConfig {
             book_depth: 20,
             syzygy_path: String::new(),
             online_tablebase: false,
-            online_tablebase_url: "https://tablebase.lichess.ovh".to_owned(),
+            online_tablebase_url: "https://tablebase.lichess.org".to_owned(),
             online_tablebase_pieces: 7,
             cloud_eval: false,
             cloud_eval_moves: 20,

@@ -231,6 +231,22 @@ fn validation_names_the_key() {
             "sources.book_depth: 1001 is out of range 0..=1000",
         ),
         (
+            "[matchmaking]\ntime_controls = [\"3+2\", \"2.5+0\"]\n",
+            "matchmaking.time_controls: \"2.5+0\" is not a clock Lichess allows (Lichess takes a base of 0, 0.25, 0.5, 0.75, 1 or 1.5 minutes or whole minutes up to 180",
+        ),
+        (
+            "[matchmaking]\ntime_controls = [\"3+61\"]\n",
+            "matchmaking.time_controls: \"3+61\" is not a clock",
+        ),
+        (
+            "[matchmaking]\ntime_controls = [\"181+0\"]\n",
+            "matchmaking.time_controls: \"181+0\" is not a clock",
+        ),
+        (
+            "[matchmaking]\ntime_controls = [\"0.25+0\"]\n",
+            "matchmaking.time_controls: \"0.25+0\" is too fast for a bot",
+        ),
+        (
             "[sources]\nonline_tablebase_url = \"ftp://x\"\n",
             "sources.online_tablebase_url:",
         ),

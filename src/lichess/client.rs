@@ -13,13 +13,18 @@
 //!   posts skip the gate and the queue and have their own quick backoff.
 //!   The event stream's open skips them too, with one attempt per call:
 //!   its caller's reconnect loop is its backoff (and waits out a 429).
-//! - **Rate limits**: an HTTP 429 closes the gate shared by all clones of
-//!   the client: every queued request then waits `rate_limit_pause` (60 s
-//!   by default) or the `Retry-After` delay if longer, clamped to
-//!   [`MAX_PAUSE`]. The bot-vs-bot daily cap (`bot.vsBot.day`) is a
-//!   quota on games, not a request rate: it does not close the gate, and
-//!   its ratelimit body is kept in the error, so the caller can stop
-//!   playing bots for `ratelimit.seconds`.
+//! - **Rate limits**, per [`Endpoint`]: Lichess limits each kind of
+//!   request on its own, so an HTTP 429 closes the gate of the endpoint
+//!   that got it, shared by all clones of the client: its queued requests
+//!   then wait `rate_limit_pause` (60 s by default) or the `Retry-After`
+//!   delay if longer, clamped to [`MAX_PAUSE`], while the other endpoints
+//!   go on (a 429 to a chat line or to our own challenge never holds up
+//!   the accept of a challenge that expires in 20 s). The bot-vs-bot daily
+//!   cap (`bot.vsBot.day`) is a quota on games, not a request rate: it
+//!   closes no gate, and its ratelimit body is kept in the error, so the
+//!   caller can stop playing bots for `ratelimit.seconds`. A 400 to a
+//!   challenge we create may carry a `ratelimit` too (the opponent's
+//!   daily cap): [`Error::Status`] keeps it.
 //! - **Retries**: transport errors, timeouts and 5xx answers are retried
 //!   with exponential backoff and jitter. A move post retries quickly (a
 //!   429 included) until the deadline the caller gives; a 400 reply ("Not
@@ -35,6 +40,7 @@
 //! Streams (`/api/stream/event`, game streams) come back as
 //! [`NdjsonStream`]s with the silence watchdog of [`ClientOptions`].
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,7 +59,7 @@ use super::model::{
     Account, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason, ErrorBody, Event,
     GameEvent, NowPlaying, OnlineBot, RateLimitInfo, VariantKey,
 };
-use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream};
+use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream, StreamEvent};
 
 /// The ratelimit key of the daily cap on bot-vs-bot games.
 pub const BOT_VS_BOT_DAY: &str = "bot.vsBot.day";
@@ -277,11 +283,17 @@ pub enum Error {
         after_retry: bool,
     },
     /// Any other 4xx answer.
-    #[error("{path}: HTTP {status}: {message}")]
+    #[error("{path}: HTTP {status}: {message}{}", limit_key(.limit))]
     Status {
         path: String,
         status: u16,
         message: String,
+        /// The `ratelimit` body, if any (a 400 to a challenge: the
+        /// opponent's daily cap).
+        limit: Option<RateLimitInfo>,
+        /// The body names the request's own fields (`{"error": {"field":
+        /// [...]}}` or the field map alone): Lichess's form errors.
+        form: bool,
     },
     /// A 5xx answer, after the retries.
     #[error("{path}: server error (HTTP {status})")]
@@ -346,12 +358,42 @@ impl Error {
         }
     }
 
-    /// The ratelimit key of a 429 body, e.g. [`BOT_VS_BOT_DAY`].
+    /// The ratelimit key of the answer's body, e.g. [`BOT_VS_BOT_DAY`].
     pub fn rate_limit_key(&self) -> Option<&str> {
         match self {
-            Error::RateLimited { limit, .. } => limit.as_ref()?.key.as_deref(),
+            Error::RateLimited { limit, .. } | Error::Status { limit, .. } => {
+                limit.as_ref()?.key.as_deref()
+            }
             _ => None,
         }
+    }
+
+    /// A 400 (not a 429) with a `ratelimit` body: the other side's limit
+    /// (a bot that played its games for the day), with how long it lasts
+    /// if the body says.
+    pub fn refused_by_limit(&self) -> Option<&RateLimitInfo> {
+        match self {
+            Error::Status {
+                status: 400,
+                limit: Some(limit),
+                ..
+            } => Some(limit),
+            _ => None,
+        }
+    }
+
+    /// A 400 that names the request's own fields (`{"error": {"field":
+    /// [...]}}`, Lichess's form errors): the request was wrong, not the
+    /// other side's answer.
+    pub fn is_form_error(&self) -> bool {
+        matches!(
+            self,
+            Error::Status {
+                status: 400,
+                form: true,
+                ..
+            }
+        )
     }
 
     /// If this is the bot-vs-bot daily cap, how long until it lifts.
@@ -407,21 +449,51 @@ pub struct CreateChallenge {
     pub fen: Option<String>,
 }
 
-/// Closed for everyone after a 429.
-#[derive(Debug, Default)]
-struct Gate {
-    paused_until: Mutex<Option<Instant>>,
+/// The kinds of request Lichess rate-limits apart: a 429 closes the gate
+/// of one of them only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Endpoint {
+    /// `GET /api/account`, `POST /api/bot/account/upgrade`.
+    Account,
+    /// `POST /api/token/test`.
+    TokenTest,
+    /// `GET /api/account/playing`.
+    Playing,
+    /// `GET /api/bot/online`.
+    OnlineBots,
+    /// The event stream's open.
+    Events,
+    /// Game-stream opens, moves, resign, abort, claims (the game lane:
+    /// they skip the gates; a 429 there is retried quickly).
+    Game,
+    /// Chat lines and the chat history.
+    Chat,
+    /// Draw and takeback answers.
+    Offers,
+    /// Accepting and declining challenges.
+    ChallengeAnswer,
+    /// Creating a challenge.
+    ChallengeCreate,
+    /// Cancelling our challenge.
+    ChallengeCancel,
 }
 
-impl Gate {
-    fn until(&self) -> Option<Instant> {
-        *self
-            .paused_until
+/// The rate-limit gates, one per [`Endpoint`], closed after a 429 there.
+#[derive(Debug, Default)]
+struct Gates {
+    paused_until: Mutex<HashMap<Endpoint, Instant>>,
+}
+
+impl Gates {
+    fn until(&self, endpoint: Endpoint) -> Option<Instant> {
+        self.paused_until
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&endpoint)
+            .copied()
     }
 
-    fn pause(&self, pause: Duration) {
+    fn pause(&self, endpoint: Endpoint, pause: Duration) {
         let now = Instant::now();
         let until = now
             .checked_add(pause.min(MAX_PAUSE))
@@ -430,14 +502,15 @@ impl Gate {
             .paused_until
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if paused.is_none_or(|current| current < until) {
-            *paused = Some(until);
-        }
+        paused.retain(|_, at| *at > now);
+        let at = paused.entry(endpoint).or_insert(until);
+        *at = (*at).max(until);
     }
 
-    /// Waits until the gate is open; it may close again while we sleep.
-    async fn wait(&self) {
-        while let Some(until) = self.until() {
+    /// Waits until `endpoint`'s gate is open; it may close again while we
+    /// sleep.
+    async fn wait(&self, endpoint: Endpoint) {
+        while let Some(until) = self.until(endpoint) {
             if until <= Instant::now() {
                 return;
             }
@@ -445,17 +518,33 @@ impl Gate {
         }
     }
 
-    fn remaining(&self) -> Option<Duration> {
-        let until = self.until()?;
+    fn remaining(&self, endpoint: Endpoint) -> Option<Duration> {
+        let until = self.until(endpoint)?;
         let left = until.saturating_duration_since(Instant::now());
         (!left.is_zero()).then_some(left)
+    }
+
+    /// The endpoints closed now, with their time left.
+    fn closed(&self) -> Vec<(Endpoint, Duration)> {
+        let now = Instant::now();
+        let paused = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut closed: Vec<_> = paused
+            .iter()
+            .filter(|(_, at)| **at > now)
+            .map(|(e, at)| (*e, at.saturating_duration_since(now)))
+            .collect();
+        closed.sort();
+        closed
     }
 }
 
 /// Which path a request takes (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lane {
-    /// One at a time, behind the rate-limit gate.
+    /// One at a time, behind its endpoint's rate-limit gate.
     Queued,
     /// Keeps a game alive: no gate, no queue, quick retries.
     Game,
@@ -470,6 +559,8 @@ enum Lane {
 struct Call {
     method: Method,
     path: String,
+    /// Whose rate-limit gate it waits at and closes.
+    endpoint: Endpoint,
     query: Vec<(&'static str, String)>,
     form: Option<Vec<(&'static str, String)>>,
     lane: Lane,
@@ -480,10 +571,11 @@ struct Call {
 }
 
 impl Call {
-    fn new(method: Method, path: String) -> Call {
+    fn new(method: Method, path: String, endpoint: Endpoint) -> Call {
         Call {
             method,
             path,
+            endpoint,
             query: Vec::new(),
             form: None,
             lane: Lane::Queued,
@@ -492,12 +584,12 @@ impl Call {
         }
     }
 
-    fn get(path: String) -> Call {
-        Call::new(Method::GET, path)
+    fn get(path: String, endpoint: Endpoint) -> Call {
+        Call::new(Method::GET, path, endpoint)
     }
 
-    fn post(path: String) -> Call {
-        Call::new(Method::POST, path)
+    fn post(path: String, endpoint: Endpoint) -> Call {
+        Call::new(Method::POST, path, endpoint)
     }
 }
 
@@ -516,7 +608,7 @@ struct Inner {
     base_url: String,
     token: Token,
     options: ClientOptions,
-    gate: Gate,
+    gates: Gates,
     /// One non-urgent request at a time, as Lichess asks.
     queue: Semaphore,
 }
@@ -526,7 +618,7 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("base_url", &self.inner.base_url)
             .field("token", &self.inner.token)
-            .field("rate_limited_for", &self.inner.gate.remaining())
+            .field("rate_limited", &self.inner.gates.closed())
             .finish_non_exhaustive()
     }
 }
@@ -635,7 +727,7 @@ impl Client {
                 base_url,
                 token,
                 options,
-                gate: Gate::default(),
+                gates: Gates::default(),
                 queue: Semaphore::new(1),
             }),
         })
@@ -651,27 +743,37 @@ impl Client {
         &self.inner.options
     }
 
-    /// How long non-urgent requests still wait after a 429, if they do.
-    pub fn rate_limited_for(&self) -> Option<Duration> {
-        self.inner.gate.remaining()
+    /// How long `endpoint`'s requests still wait after a 429 there, if
+    /// they do.
+    pub fn rate_limited_for(&self, endpoint: Endpoint) -> Option<Duration> {
+        self.inner.gates.remaining(endpoint)
+    }
+
+    /// The endpoints paused by a 429 now, with their time left.
+    pub fn rate_limited(&self) -> Vec<(Endpoint, Duration)> {
+        self.inner.gates.closed()
     }
 
     /// `GET /api/account`: who we are. Use it to check the token at startup.
     pub async fn account(&self) -> Result<Account, Error> {
-        self.json(Call::get("/api/account".to_owned())).await
+        self.json(Call::get("/api/account".to_owned(), Endpoint::Account))
+            .await
     }
 
     /// `POST /api/bot/account/upgrade`: turn the account into a bot account.
     /// Irreversible, and only for an account that never played a game.
     pub async fn upgrade_to_bot(&self) -> Result<(), Error> {
-        self.ok(Call::post("/api/bot/account/upgrade".to_owned()))
-            .await
+        self.ok(Call::post(
+            "/api/bot/account/upgrade".to_owned(),
+            Endpoint::Account,
+        ))
+        .await
     }
 
     /// `GET /api/bot/online`: bots online now (up to `nb`), ndjson. Lines
     /// that do not parse are skipped.
     pub async fn online_bots(&self, nb: u32) -> Result<Vec<OnlineBot>, Error> {
-        let mut call = Call::get("/api/bot/online".to_owned());
+        let mut call = Call::get("/api/bot/online".to_owned(), Endpoint::OnlineBots);
         call.query.push(("nb", nb.to_string()));
         let body = self.body(&call).await?;
         Ok(body
@@ -683,7 +785,7 @@ impl Client {
 
     /// `GET /api/account/playing`: our ongoing games (up to 50).
     pub async fn playing(&self) -> Result<NowPlaying, Error> {
-        let mut call = Call::get("/api/account/playing".to_owned());
+        let mut call = Call::get("/api/account/playing".to_owned(), Endpoint::Playing);
         call.query.push(("nb", "50".to_owned()));
         self.json(call).await
     }
@@ -692,7 +794,7 @@ impl Client {
     /// connect Lichess replays open challenges and ongoing games. Opening
     /// it closes any other event stream of the same token.
     pub async fn stream_events(&self) -> Result<EventStream, Error> {
-        let mut call = Call::get("/api/stream/event".to_owned());
+        let mut call = Call::get("/api/stream/event".to_owned(), Endpoint::Events);
         call.lane = Lane::Events;
         self.stream(call).await
     }
@@ -701,7 +803,7 @@ impl Client {
     /// every move, chat lines and opponent-gone notices.
     pub async fn stream_game(&self, game_id: &str) -> Result<GameStream, Error> {
         check_id("game id", game_id)?;
-        let mut call = Call::get(format!("/api/bot/game/stream/{game_id}"));
+        let mut call = Call::get(format!("/api/bot/game/stream/{game_id}"), Endpoint::Game);
         call.lane = Lane::Game;
         self.stream(call).await
     }
@@ -719,7 +821,10 @@ impl Client {
     ) -> Result<(), Error> {
         check_id("game id", game_id)?;
         check_uci(uci)?;
-        let mut call = Call::post(format!("/api/bot/game/{game_id}/move/{uci}"));
+        let mut call = Call::post(
+            format!("/api/bot/game/{game_id}/move/{uci}"),
+            Endpoint::Game,
+        );
         if offering_draw {
             call.query.push(("offeringDraw", "true".to_owned()));
         }
@@ -738,7 +843,7 @@ impl Client {
                 value: room.as_str().to_owned(),
             });
         }
-        let mut call = Call::post(format!("/api/bot/game/{game_id}/chat"));
+        let mut call = Call::post(format!("/api/bot/game/{game_id}/chat"), Endpoint::Chat);
         call.form = Some(vec![
             ("room", room.as_str().to_owned()),
             ("text", truncate_chars(text, MAX_CHAT_LEN).to_owned()),
@@ -749,8 +854,11 @@ impl Client {
     /// `GET /api/bot/game/{id}/chat`: the player chat so far.
     pub async fn chat_history(&self, game_id: &str) -> Result<Vec<ChatMessage>, Error> {
         check_id("game id", game_id)?;
-        self.json(Call::get(format!("/api/bot/game/{game_id}/chat")))
-            .await
+        self.json(Call::get(
+            format!("/api/bot/game/{game_id}/chat"),
+            Endpoint::Chat,
+        ))
+        .await
     }
 
     /// `POST /api/bot/game/{id}/abort` (only before both sides moved).
@@ -799,7 +907,11 @@ impl Client {
 
     async fn game_action(&self, game_id: &str, action: &str, lane: Lane) -> Result<(), Error> {
         check_id("game id", game_id)?;
-        let mut call = Call::post(format!("/api/bot/game/{game_id}/{action}"));
+        let endpoint = match lane {
+            Lane::Queued => Endpoint::Offers,
+            _ => Endpoint::Game,
+        };
+        let mut call = Call::post(format!("/api/bot/game/{game_id}/{action}"), endpoint);
         call.lane = lane;
         self.ok(call).await
     }
@@ -808,8 +920,11 @@ impl Client {
     /// challenge is gone.
     pub async fn accept_challenge(&self, challenge_id: &str) -> Result<(), Error> {
         check_id("challenge id", challenge_id)?;
-        self.ok(Call::post(format!("/api/challenge/{challenge_id}/accept")))
-            .await
+        self.ok(Call::post(
+            format!("/api/challenge/{challenge_id}/accept"),
+            Endpoint::ChallengeAnswer,
+        ))
+        .await
     }
 
     /// `POST /api/challenge/{id}/decline` with a reason.
@@ -819,7 +934,10 @@ impl Client {
         reason: DeclineReason,
     ) -> Result<(), Error> {
         check_id("challenge id", challenge_id)?;
-        let mut call = Call::post(format!("/api/challenge/{challenge_id}/decline"));
+        let mut call = Call::post(
+            format!("/api/challenge/{challenge_id}/decline"),
+            Endpoint::ChallengeAnswer,
+        );
         call.form = Some(vec![("reason", reason.as_str().to_owned())]);
         self.ok(call).await
     }
@@ -827,54 +945,63 @@ impl Client {
     /// `POST /api/challenge/{id}/cancel`: withdraw our own challenge.
     pub async fn cancel_challenge(&self, challenge_id: &str) -> Result<(), Error> {
         check_id("challenge id", challenge_id)?;
-        self.ok(Call::post(format!("/api/challenge/{challenge_id}/cancel")))
-            .await
+        self.ok(Call::post(
+            format!("/api/challenge/{challenge_id}/cancel"),
+            Endpoint::ChallengeCancel,
+        ))
+        .await
     }
 
-    /// `POST /api/challenge/{username}`: challenge someone. A bot that
-    /// played its daily bot games gets [`Error::RateLimited`] with
-    /// [`Error::bot_vs_bot_daily_limit`] set.
+    /// `POST /api/challenge/{username}`: challenge someone. A real-time
+    /// challenge made this way expires after 20 s unless accepted: see
+    /// [`Client::create_challenge_kept`] for one that waits longer. A bot
+    /// that played its daily bot games gets [`Error::RateLimited`] with
+    /// [`Error::bot_vs_bot_daily_limit`] set; an opponent that played its
+    /// own gets a 400 with [`Error::refused_by_limit`].
     pub async fn create_challenge(
         &self,
         username: &str,
         challenge: &CreateChallenge,
     ) -> Result<Challenge, Error> {
-        check_id("username", username)?;
-        let mut form = vec![
-            ("rated", challenge.rated.to_string()),
-            ("color", challenge.color.as_str().to_owned()),
-            ("variant", challenge.variant.as_str().to_owned()),
-        ];
-        match challenge.time {
-            ChallengeTime::Clock {
-                limit_secs,
-                increment_secs,
-            } => {
-                form.push(("clock.limit", limit_secs.to_string()));
-                form.push(("clock.increment", increment_secs.to_string()));
-            }
-            ChallengeTime::Correspondence { days } => form.push(("days", days.to_string())),
-            ChallengeTime::Unlimited => {}
-        }
-        if let Some(fen) = &challenge.fen {
-            form.push(("fen", fen.clone()));
-        }
-        let mut call = Call::post(format!("/api/challenge/{username}"));
-        call.form = Some(form);
+        let call = challenge_call(username, challenge, false)?;
         let path = call.path.clone();
-        // The spec documents the challenge itself; lila has also answered
-        // `{"challenge": {...}}`. Accept both.
         let value: serde_json::Value = self.json(call).await?;
-        let value = match value {
-            serde_json::Value::Object(mut map) if map.contains_key("challenge") => {
-                map.remove("challenge").unwrap_or_default()
+        challenge_from(value, &path)
+    }
+
+    /// `POST /api/challenge/{username}` with `keepAliveStream=true`: the
+    /// answer is a stream, and Lichess keeps the challenge open (past its
+    /// usual 20 s) as long as the stream is: drop the returned
+    /// [`ChallengeKeepAlive`] to let the challenge go.
+    pub async fn create_challenge_kept(
+        &self,
+        username: &str,
+        challenge: &CreateChallenge,
+    ) -> Result<(Challenge, ChallengeKeepAlive), Error> {
+        let call = challenge_call(username, challenge, true)?;
+        let path = call.path.clone();
+        let mut stream: NdjsonStream<ByteStream, serde_json::Value> = self.stream(call).await?;
+        loop {
+            match stream.next().await {
+                Some(Ok(StreamEvent::Item(value))) => {
+                    let challenge = challenge_from(value, &path)?;
+                    return Ok((challenge, ChallengeKeepAlive { stream }));
+                }
+                Some(Ok(StreamEvent::KeepAlive | StreamEvent::Skipped(_))) => {}
+                Some(Err(e)) => {
+                    return Err(Error::Decode {
+                        path,
+                        message: e.to_string(),
+                    });
+                }
+                None => {
+                    return Err(Error::Decode {
+                        path,
+                        message: "the stream ended before the challenge".to_owned(),
+                    });
+                }
             }
-            other => other,
-        };
-        serde_json::from_value(value).map_err(|e| Error::Decode {
-            path,
-            message: e.to_string(),
-        })
+        }
     }
 
     /// Sends a call and expects `{"ok": true}` (or any 2xx).
@@ -952,15 +1079,17 @@ impl Client {
         loop {
             attempt += 1;
             let permit = match call.lane {
-                Lane::Queued => {
-                    inner.gate.wait().await;
+                Lane::Queued => loop {
+                    inner.gates.wait(call.endpoint).await;
                     // The semaphore is never closed; if it were, go on
                     // without it rather than fail.
                     let permit = inner.queue.acquire().await.ok();
-                    // The gate may have closed while we queued.
-                    inner.gate.wait().await;
-                    permit
-                }
+                    // The gate may have closed while we queued: then the
+                    // queue goes to the others while we wait again.
+                    if inner.gates.remaining(call.endpoint).is_none() {
+                        break permit;
+                    }
+                },
                 Lane::Game | Lane::Move { .. } | Lane::Events => None,
             };
             let timeout = self.attempt_timeout(call);
@@ -1085,12 +1214,13 @@ impl Client {
                         "lichess daily bot-game quota reached (429 [{BOT_VS_BOT_DAY}]); other requests go on"
                     );
                 } else {
-                    self.inner.gate.pause(pause);
+                    self.inner.gates.pause(call.endpoint, pause);
                     warn!(
                         method = %call.method,
                         path = %call.path,
+                        endpoint = ?call.endpoint,
                         pause_s = pause.as_secs(),
-                        "lichess rate limit (429){}: pausing requests",
+                        "lichess rate limit (429){}: pausing these requests (others go on)",
                         limit_key(&limit)
                     );
                 }
@@ -1119,8 +1249,102 @@ impl Client {
                 path,
                 status: status.as_u16(),
                 message,
+                limit: parsed.and_then(|p| p.ratelimit),
+                form: is_form_error(&body),
             },
         }
+    }
+}
+
+/// Whether an error body is a form error: the request's fields with what
+/// is wrong with each, under `error` or at the top level.
+fn is_form_error(body: &[u8]) -> bool {
+    use serde_json::Value;
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => match map.get("error") {
+            Some(error) => error.is_object(),
+            None => {
+                !map.is_empty()
+                    && !map.contains_key("ratelimit")
+                    && map.values().all(Value::is_array)
+            }
+        },
+        _ => false,
+    }
+}
+
+/// The request that creates a challenge to `username`.
+fn challenge_call(
+    username: &str,
+    challenge: &CreateChallenge,
+    keep_alive: bool,
+) -> Result<Call, Error> {
+    check_id("username", username)?;
+    let mut form = vec![
+        ("rated", challenge.rated.to_string()),
+        ("color", challenge.color.as_str().to_owned()),
+        ("variant", challenge.variant.as_str().to_owned()),
+    ];
+    match challenge.time {
+        ChallengeTime::Clock {
+            limit_secs,
+            increment_secs,
+        } => {
+            form.push(("clock.limit", limit_secs.to_string()));
+            form.push(("clock.increment", increment_secs.to_string()));
+        }
+        ChallengeTime::Correspondence { days } => form.push(("days", days.to_string())),
+        ChallengeTime::Unlimited => {}
+    }
+    if let Some(fen) = &challenge.fen {
+        form.push(("fen", fen.clone()));
+    }
+    if keep_alive {
+        form.push(("keepAliveStream", "true".to_owned()));
+    }
+    let mut call = Call::post(
+        format!("/api/challenge/{username}"),
+        Endpoint::ChallengeCreate,
+    );
+    call.form = Some(form);
+    Ok(call)
+}
+
+/// The challenge of a create answer. The spec documents the challenge
+/// itself; lila has also answered `{"challenge": {...}}`. Both are taken.
+fn challenge_from(value: serde_json::Value, path: &str) -> Result<Challenge, Error> {
+    let value = match value {
+        serde_json::Value::Object(mut map) if map.contains_key("challenge") => {
+            map.remove("challenge").unwrap_or_default()
+        }
+        other => other,
+    };
+    serde_json::from_value(value).map_err(|e| Error::Decode {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// The open answer to a challenge created with `keepAliveStream`: the
+/// challenge lives while this does.
+#[derive(Debug)]
+pub struct ChallengeKeepAlive {
+    stream: NdjsonStream<ByteStream, serde_json::Value>,
+}
+
+impl ChallengeKeepAlive {
+    /// Reads the stream until Lichess says how the challenge ended
+    /// (`{"done": "accepted"}`: that word), or until it ends or fails
+    /// (`None`).
+    pub async fn done(mut self) -> Option<String> {
+        while let Some(Ok(event)) = self.stream.next().await {
+            if let StreamEvent::Item(value) = event
+                && let Some(done) = value.get("done").and_then(|d| d.as_str())
+            {
+                return Some(done.to_owned());
+            }
+        }
+        None
     }
 }
 
@@ -1231,26 +1455,48 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn gate_keeps_the_longest_pause() {
-        let gate = Gate::default();
-        assert_eq!(gate.remaining(), None);
-        gate.pause(Duration::from_secs(60));
-        gate.pause(Duration::from_secs(10));
-        let left = gate.remaining().unwrap();
+    async fn a_gate_keeps_the_longest_pause_of_its_endpoint_only() {
+        let gates = Gates::default();
+        let chat = Endpoint::Chat;
+        assert_eq!(gates.remaining(chat), None);
+        gates.pause(chat, Duration::from_secs(60));
+        gates.pause(chat, Duration::from_secs(10));
+        let left = gates.remaining(chat).unwrap();
         assert!(left > Duration::from_secs(59));
+        assert_eq!(gates.remaining(Endpoint::ChallengeAnswer), None);
+        assert_eq!(gates.closed(), [(chat, left)]);
         let start = Instant::now();
-        gate.wait().await;
+        gates.wait(Endpoint::ChallengeAnswer).await;
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        gates.wait(chat).await;
         assert!(start.elapsed() >= Duration::from_secs(59));
-        assert_eq!(gate.remaining(), None);
+        assert_eq!(gates.remaining(chat), None);
+        assert!(gates.closed().is_empty());
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_huge_pause_is_clamped() {
-        let gate = Gate::default();
-        gate.pause(Duration::from_secs(99_999_999_999_999));
-        gate.pause(Duration::MAX);
-        let left = gate.remaining().unwrap();
+        let gates = Gates::default();
+        gates.pause(Endpoint::Account, Duration::from_secs(99_999_999_999_999));
+        gates.pause(Endpoint::Account, Duration::MAX);
+        let left = gates.remaining(Endpoint::Account).unwrap();
         assert!(left <= MAX_PAUSE && left > MAX_PAUSE - Duration::from_secs(1));
+    }
+
+    #[test]
+    fn form_errors_are_told_apart() {
+        assert!(is_form_error(
+            br#"{"error":{"clock.limit":["Invalid value"]}}"#
+        ));
+        assert!(is_form_error(
+            br#"{"clock.limit":["Invalid value"],"error":{"clock.limit":["Invalid value"]}}"#
+        ));
+        assert!(is_form_error(br#"{"clock.limit":["Invalid value"]}"#));
+        assert!(!is_form_error(br#"{"error":"Not your turn"}"#));
+        assert!(!is_form_error(
+            br#"{"error":"bob played 100 games","ratelimit":{"key":"bot.vsBot.day","seconds":9}}"#
+        ));
+        assert!(!is_form_error(b"not json"));
     }
 
     #[test]

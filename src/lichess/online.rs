@@ -10,6 +10,8 @@
 //! checks they are legal before playing one.
 
 use serde::Deserialize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// What the online sources are and when they are asked.
@@ -96,11 +98,32 @@ struct PvJson {
     mate: Option<i32>,
 }
 
+/// Consecutive failures of one online source, shared by every game, so
+/// that a dead or moved host is said once, loudly, instead of once per
+/// move at a low level (or not at all).
+#[derive(Debug, Default)]
+pub struct Health(AtomicU32);
+
+impl Health {
+    /// A request failed: the number of failures in a row, this one included.
+    pub fn failed(&self) -> u32 {
+        self.0.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+    }
+
+    /// A request was answered: the failures in a row before it.
+    pub fn answered(&self) -> u32 {
+        self.0.swap(0, Ordering::Relaxed)
+    }
+}
+
 /// The online sources' HTTP client.
 #[derive(Clone, Debug)]
 pub struct Online {
     pub options: OnlineOptions,
     http: reqwest::Client,
+    /// How the tablebase server and the cloud evaluation have been doing.
+    pub tablebase_health: Arc<Health>,
+    pub cloud_eval_health: Arc<Health>,
 }
 
 impl Online {
@@ -110,7 +133,12 @@ impl Online {
             .timeout(options.timeout)
             .connect_timeout(options.timeout)
             .build()?;
-        Ok(Online { options, http })
+        Ok(Online {
+            options,
+            http,
+            tablebase_health: Arc::default(),
+            cloud_eval_health: Arc::default(),
+        })
     }
 
     /// The tablebase server's best move for `fen`; `Ok(None)` when it has

@@ -3,8 +3,10 @@
 //! and the server's whole move list on every `gameState`), asks its own
 //! engine for a move when it is our turn, posts it on the urgent path, and
 //! handles everything else a game brings: draw offers and takebacks,
-//! aborting a game the opponent never starts, claiming the win when the
-//! opponent leaves, chat greetings and commands, and the PGN at the end.
+//! aborting a game the opponent never starts (never an arena game: there
+//! the player who does not start loses), claiming the win (or the draw,
+//! when we cannot win on material) when the opponent leaves, chat
+//! greetings and commands, and the PGN at the end.
 //!
 //! Each game has its own [`Engine`] (own thread, own transposition table of
 //! `engine.hash_mb / bot.concurrency` MiB): games never share a table or
@@ -243,6 +245,8 @@ struct Game {
     rethink_at: Option<Instant>,
     /// Our moves the server refused in the current position.
     refused: Refused,
+    /// The arena tournament of the game, if it is an arena pairing.
+    tournament: Option<String>,
     /// Our move posts and their echo on the stream.
     lag: Lag,
     /// Chat commands answered in the current minute, and its start.
@@ -361,6 +365,7 @@ impl Game {
             resyncs: 0,
             rethink_at: None,
             refused: Refused::default(),
+            tournament: info.tournament_id.clone(),
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
@@ -500,6 +505,9 @@ impl Game {
                 }
             }
         }
+        if full.tournament_id.is_some() {
+            self.tournament.clone_from(&full.tournament_id);
+        }
         if let Some(color) = full.color_of(&self.ctx.me.id) {
             self.color = Some(to_chess(color));
         }
@@ -534,8 +542,14 @@ impl Game {
                 rated = full.rated,
                 clock = %full.clock.map(|c| format!("{}+{}", c.initial / 1000, c.increment / 1000)).unwrap_or_else(|| "-".to_owned()),
                 initial_fen = %full.initial_fen,
+                tournament = self.tournament.as_deref(),
                 "game start"
             );
+            if self.record.as_ref().is_some_and(|r| r.ply() >= 2) {
+                // Both sides moved before this run took the game up: an
+                // earlier run played (and greeted) it.
+                self.greeted = true;
+            }
         }
         let flow = self.on_state(full.state, arrived);
         if !self.greeted && self.status.is_ongoing() {
@@ -686,7 +700,10 @@ impl Game {
         }
         if opponent_moved {
             self.abort_at = None;
-        } else if turn != us && self.abort_at.is_none() {
+        } else if turn != us && self.abort_at.is_none() && self.tournament.is_none() {
+            // Not in an arena: there Lichess ends a game nobody starts
+            // against the player who did not move, and an abort would
+            // throw our point away (Lichess refuses it anyway).
             self.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
         }
         self.state = Some((state, arrived));
@@ -782,11 +799,24 @@ impl Game {
         Flow::Think
     }
 
+    /// The opponent left long enough ago: claim the win, or the draw when
+    /// we cannot win on material (a lone king, say), where Lichess would
+    /// not give the win.
     async fn on_claim_timer(&mut self) -> Flow {
         self.claim_at = None;
         self.claims += 1;
-        tracing::info!(game = %self.id, "claiming victory: the opponent left");
-        if let Err(e) = self.ctx.client.claim_victory(&self.id).await {
+        let can_win = match (self.color, &self.record) {
+            (Some(us), Some(record)) => !record.position().has_insufficient_material(us),
+            _ => true,
+        };
+        let claim = if can_win {
+            tracing::info!(game = %self.id, "claiming victory: the opponent left");
+            self.ctx.client.claim_victory(&self.id).await
+        } else {
+            tracing::info!(game = %self.id, "claiming a draw: the opponent left and we cannot win on material");
+            self.ctx.client.claim_draw(&self.id).await
+        };
+        if let Err(e) = claim {
             tracing::warn!(game = %self.id, "claim failed: {e}");
             if self.claims < MAX_CLAIMS {
                 self.claim_at = Some(Instant::now() + CLAIM_RETRY);
@@ -812,7 +842,7 @@ impl Game {
     fn resign_now(&mut self) -> Flow {
         self.stop_pondering("resigning");
         let ply = self.record.as_ref().map_or(0, GameRecord::ply);
-        if ply < 2 {
+        if ply < 2 && self.tournament.is_none() {
             tracing::info!(game = %self.id, "aborting on request");
             self.spawn_action(|client, id| async move { client.abort(&id).await });
         } else {

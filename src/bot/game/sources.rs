@@ -111,14 +111,31 @@ async fn ask(
             })
         }),
     };
+    let health = match query {
+        Query::Tablebase => &online.tablebase_health,
+        Query::CloudEval => &online.cloud_eval_health,
+    };
     match answer {
-        Ok(Some(a)) => Some(a),
-        Ok(None) => {
-            tracing::debug!(game = %game, source = ?query, "online source: no move");
+        Ok(answer) => {
+            let failed = health.answered();
+            if failed > 0 {
+                tracing::info!(game = %game, source = ?query, failed, "online source answers again");
+            }
+            if answer.is_none() {
+                tracing::debug!(game = %game, source = ?query, "online source: no move");
+            }
+            answer
+        }
+        Err(e) if health.failed() == 1 => {
+            tracing::warn!(
+                game = %game,
+                source = ?query,
+                "online source failing: {e}; the search moves instead (until it answers again, its failures are logged at debug level)"
+            );
             None
         }
         Err(e) => {
-            tracing::info!(game = %game, source = ?query, "online source: {e}");
+            tracing::debug!(game = %game, source = ?query, "online source: {e}");
             None
         }
     }

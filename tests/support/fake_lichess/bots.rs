@@ -24,6 +24,10 @@ pub enum Answer {
     Decline(String),
     /// Never answers.
     Ignore,
+    /// Has played its bot games for the day: creating a challenge to it
+    /// gets Lichess's 400 with a `ratelimit` (lila's `BotLimit`), lifting
+    /// in this many seconds.
+    DailyCapReached(u64),
 }
 
 /// A bot listed by `/api/bot/online`.
@@ -71,6 +75,19 @@ pub(super) async fn online(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
+/// The 400 Lichess answers a challenge to a bot that played its daily bot
+/// games (lila's `BotLimit.OpponentLimit`).
+pub(super) fn opponent_daily_cap(name: &str, seconds: u64) -> Response {
+    (
+        axum::http::StatusCode::BAD_REQUEST,
+        axum::Json(json!({
+            "error": format!("{name} played 100 games against other bots today, please wait until 2026-11-25T00:00:00Z to challenge them."),
+            "ratelimit": {"key": "bot.vsBot.day", "seconds": seconds}
+        })),
+    )
+        .into_response()
+}
+
 /// The online bot `username`, if there is one.
 pub(super) fn find(bots: &[OnlineBot], username: &str) -> Option<OnlineBot> {
     bots.iter()
@@ -80,7 +97,7 @@ pub(super) fn find(bots: &[OnlineBot], username: &str) -> Option<OnlineBot> {
 
 /// Has the online bot answer challenge `id` shortly, as it is set to.
 pub(super) fn answer_later(app: &App, id: String, answer: Answer) {
-    if answer == Answer::Ignore {
+    if matches!(answer, Answer::Ignore | Answer::DailyCapReached(_)) {
         return;
     }
     let app = app.clone();
@@ -113,7 +130,7 @@ pub(super) fn answer_later(app: &App, id: String, answer: Answer) {
                     world.send_event(&json!({"type": "challengeDeclined",
                                              "challenge": world.challenge_json(c)}));
                 }
-                Answer::Ignore => {}
+                Answer::Ignore | Answer::DailyCapReached(_) => {}
             }
         });
     });

@@ -41,6 +41,9 @@ pub(super) struct Faults {
     pub(super) no_game_replay: bool,
     /// Answer 400 "Not your turn" to this many move posts (not played).
     pub(super) reject_moves: u32,
+    /// This many challenge creations get the form error of a refused
+    /// clock, whatever their clock.
+    pub(super) refuse_challenge_form: u32,
     /// Refuse this move (UCI, as posted) this many times with Lichess's
     /// 400 for a move it will not play, as for a rule the bot got wrong.
     pub(super) refuse_move: Option<(String, u32)>,
@@ -267,6 +270,13 @@ impl FakeLichess {
     /// played), as when the bot's view of the game is stale.
     pub fn reject_moves_not_your_turn(&self, n: u32) {
         self.app.with(|world, _| world.faults.reject_moves = n)
+    }
+
+    /// The next `n` challenges the bot creates are refused with Lichess's
+    /// form error for their clock (`{"error": {"clock.limit": [...]}}`).
+    pub fn refuse_challenge_form(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.refuse_challenge_form = n)
     }
 
     /// The next `n` posts of move `uci` are refused as illegal (400,

@@ -55,6 +55,8 @@ pub(super) struct Game {
     pub(super) takeback_answers: Vec<bool>,
     pub(super) bot_draw_offers: usize,
     pub(super) stream_connections: usize,
+    /// The arena of an arena pairing.
+    pub(super) tournament_id: Option<String>,
 }
 
 pub(super) fn idx(color: Color) -> usize {
@@ -187,6 +189,9 @@ impl Game {
         if let Some(days) = self.days {
             full["daysPerTurn"] = json!(days);
         }
+        if let Some(t) = &self.tournament_id {
+            full["tournamentId"] = json!(t);
+        }
         full
     }
 
@@ -201,6 +206,7 @@ impl Game {
             "timeout" => 33,
             "draw" => 34,
             "outoftime" => 35,
+            "noStart" => 37,
             _ => 38,
         };
         let seconds_left = self.times[idx(self.bot_color)] / 1000;
@@ -217,12 +223,15 @@ impl Game {
                          "rating": self.opponent.rating},
             "perf": self.speed,
             "rated": self.rated,
-            "source": "friend",
+            "source": if self.tournament_id.is_some() { "arena" } else { "friend" },
             "speed": self.speed,
             "variant": variant_json(self.variant),
             "status": {"id": status_id, "name": self.status},
-            "compat": {"bot": true, "board": true},
+            "compat": compat_json(self.speed),
         });
+        if let Some(t) = &self.tournament_id {
+            info["tournamentId"] = json!(t);
+        }
         if self.clock.is_some() {
             info["secondsLeft"] = json!(seconds_left);
         }
@@ -249,6 +258,12 @@ impl Game {
         }
         Ok(m)
     }
+}
+
+/// Which APIs can play a game of this speed (`GameCompat.yaml`): bots
+/// cannot play ultraBullet, the Board API neither bullet.
+pub(super) fn compat_json(speed: &str) -> Value {
+    json!({"bot": speed != "ultraBullet", "board": !matches!(speed, "ultraBullet" | "bullet")})
 }
 
 pub(super) fn variant_json(key: &str) -> Value {

@@ -53,7 +53,7 @@ impl FakeLichess {
             };
             world.send_event(&json!({"type": "challenge",
                                      "challenge": world.challenge_json(&state),
-                                     "compat": {"bot": true, "board": true}}));
+                                     "compat": compat_json(speed_of(state.spec.time))}));
             world.challenges.insert(id.clone(), state);
             world.challenge_order.push(id.clone());
             id

@@ -16,9 +16,10 @@ use shakmaty::uci::UciMove;
 use shakmaty::{Color, Position};
 use tokio::time::Instant;
 
+use super::bots::{Answer, OnlineBot};
 use super::challenge::ChallengeState;
 use super::faults::gatekeeper;
-use super::game::{Game, STARTPOS_FEN};
+use super::game::{Game, STARTPOS_FEN, compat_json, speed_of};
 use super::records::{ChatRecord, IllegalMove};
 use super::setup::{AutoPlay, ChallengeSpec, FakeTime, FakeVariant, Opponent, Side};
 use super::stream::Conn;
@@ -161,7 +162,7 @@ pub(super) async fn event_stream(State(app): State<App>) -> Response {
             {
                 conn.send(
                     &json!({"type": "challenge", "challenge": world.challenge_json(c),
-                                      "compat": {"bot": true, "board": true}}),
+                                      "compat": compat_json(speed_of(c.spec.time))}),
                 );
             }
         }
@@ -323,7 +324,7 @@ pub(super) async fn abort(State(app): State<App>, Path(id): Path<String>) -> Res
         let Some(game) = world.games.get(&id) else {
             return not_found();
         };
-        if !game.started() || game.ply() >= 2 {
+        if !game.started() || game.ply() >= 2 || game.tournament_id.is_some() {
             return error(StatusCode::BAD_REQUEST, "This game cannot be aborted.");
         }
         world.finish(app, &id, "aborted", None);
@@ -541,17 +542,33 @@ pub(super) async fn create_challenge(
         if world.faults.bot_vs_bot_exhausted {
             return bot_vs_bot_day();
         }
+        if world.faults.refuse_challenge_form > 0 {
+            world.faults.refuse_challenge_form -= 1;
+            return form_error("clock.limit", "Invalid value");
+        }
         let time = match (
             form.get("clock.limit"),
             form.get("clock.increment"),
             form.get("days"),
         ) {
-            (Some(l), Some(i), _) => match (l.parse(), i.parse()) {
+            (Some(l), Some(i), _) => match (l.parse::<u32>(), i.parse::<u32>()) {
+                // The challenge form's rules (API specification): a limit
+                // of 0, 15, 30, 45, 60, 90 s or whole minutes up to 3 h,
+                // an increment up to 60 s; refused as a form error.
+                (Ok(limit), _)
+                    if !(matches!(limit, 0 | 15 | 30 | 45 | 60 | 90)
+                        || (limit % 60 == 0 && limit <= 10_800)) =>
+                {
+                    return form_error("clock.limit", "Invalid value");
+                }
+                (_, Ok(increment)) if increment > 60 => {
+                    return form_error("clock.increment", "Must be less than or equal to 60");
+                }
                 (Ok(limit_secs), Ok(increment_secs)) => FakeTime::Clock {
                     limit_secs,
                     increment_secs,
                 },
-                _ => return error(StatusCode::BAD_REQUEST, "invalid clock"),
+                _ => return form_error("clock.limit", "Numeric value expected"),
             },
             (_, _, Some(d)) => match d.parse() {
                 Ok(days) => FakeTime::Correspondence { days },
@@ -583,8 +600,15 @@ pub(super) async fn create_challenge(
                 }
             }
         };
-        let id = world.new_id();
         let online = super::bots::find(&world.online_bots, &username);
+        if let Some(OnlineBot {
+            answer: Answer::DailyCapReached(seconds),
+            opponent,
+        }) = &online
+        {
+            return super::bots::opponent_daily_cap(&opponent.name, *seconds);
+        }
+        let id = world.new_id();
         let spec = ChallengeSpec {
             variant,
             time,
@@ -594,6 +618,7 @@ pub(super) async fn create_challenge(
                 .as_ref()
                 .map_or_else(|| Opponent::human(&username), |b| b.opponent.clone()),
             autoplay: Some(AutoPlay::default()),
+            tournament: None,
         };
         let state = ChallengeState {
             id: id.clone(),
@@ -608,14 +633,34 @@ pub(super) async fn create_challenge(
         };
         let json = world.challenge_json(&state);
         world.send_event(&json!({"type": "challenge", "challenge": json,
-                                 "compat": {"bot": true, "board": true}}));
+                                 "compat": compat_json(speed_of(time))}));
         world.challenges.insert(id.clone(), state);
         world.challenge_order.push(id.clone());
         if let Some(bot) = online {
-            super::bots::answer_later(app, id, bot.answer);
+            super::bots::answer_later(app, id.clone(), bot.answer);
         }
+        let expiry = match time {
+            FakeTime::Clock { .. } => world.cfg.challenge_expiry,
+            FakeTime::Correspondence { .. } | FakeTime::Unlimited => Duration::MAX,
+        };
+        if form.get("keepAliveStream").is_some_and(|v| v == "true") {
+            let (conn, response) = Conn::open(world.cfg.keepalive);
+            conn.send_raw(Bytes::from(format!("{json}\n")));
+            super::challenge::watch_created(app, id, Some(conn), expiry);
+            return response;
+        }
+        super::challenge::watch_created(app, id, None, expiry);
         axum::Json(json).into_response()
     })
+}
+
+/// A 400 of Lichess's form validation: `{"error": {field: [message]}}`.
+fn form_error(field: &str, message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"error": {field: [message]}})),
+    )
+        .into_response()
 }
 
 /// The 429 of Lichess's daily cap on bot-vs-bot games.

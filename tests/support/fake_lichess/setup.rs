@@ -24,6 +24,9 @@ pub struct FakeConfig {
     /// Announce with `gameStart` on the event stream when the bot's turn
     /// comes in a correspondence game.
     pub correspondence_turn_events: bool,
+    /// A real-time challenge the bot creates without `keepAliveStream`
+    /// is canceled after this (Lichess: 20 s).
+    pub challenge_expiry: Duration,
 }
 
 impl Default for FakeConfig {
@@ -37,6 +40,7 @@ impl Default for FakeConfig {
             claim_win_secs: 10,
             seed: 0x5eed,
             correspondence_turn_events: true,
+            challenge_expiry: Duration::from_secs(20),
         }
     }
 }
@@ -155,6 +159,10 @@ pub struct ChallengeSpec {
     pub challenger: Opponent,
     /// How the challenger plays once the game starts; `None`: by hand.
     pub autoplay: Option<AutoPlay>,
+    /// An arena pairing (`start_game` only): the game carries this
+    /// `tournamentId`, cannot be aborted, and a player who does not make
+    /// a first move in time loses it (`noStart`).
+    pub tournament: Option<String>,
 }
 
 impl Default for ChallengeSpec {
@@ -169,6 +177,7 @@ impl Default for ChallengeSpec {
             color: Side::Random,
             challenger: Opponent::human("Alice"),
             autoplay: Some(AutoPlay::default()),
+            tournament: None,
         }
     }
 }
@@ -189,6 +198,12 @@ impl ChallengeSpec {
 
     pub fn time(mut self, time: FakeTime) -> ChallengeSpec {
         self.time = time;
+        self
+    }
+
+    /// An arena game of tournament `id` (see [`ChallengeSpec::tournament`]).
+    pub fn tournament(mut self, id: &str) -> ChallengeSpec {
+        self.tournament = Some(id.to_owned());
         self
     }
 

@@ -237,6 +237,7 @@ impl World {
             takeback_answers: Vec::new(),
             bot_draw_offers: 0,
             stream_connections: 0,
+            tournament_id: spec.tournament.clone(),
         };
         if self.faults.drop_game_starts > 0 {
             self.faults.drop_game_starts -= 1;
@@ -328,7 +329,11 @@ impl World {
         if game.generation != generation || !game.started() {
             return;
         }
-        if game.ply() < 2 {
+        if game.ply() < 2 && game.tournament_id.is_some() {
+            // An arena game is not aborted: who did not start it loses.
+            game.status = "noStart";
+            game.winner = Some(!game.pos.turn());
+        } else if game.ply() < 2 {
             game.status = "aborted";
         } else {
             let loser = game.pos.turn();
