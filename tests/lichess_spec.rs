@@ -1,4 +1,5 @@
-//! Conformance of kaissa's Lichess models to the API specification.
+//! Conformance of kaissa's Lichess models to the API specification, and
+//! of the fake Lichess server to the same fixtures.
 //!
 //! # The specification
 //!
@@ -64,10 +65,21 @@
 //! | `errors/400-invalid-speed.json` | lila: the same, for the form-level "Invalid speed" (renamed `global`) |
 //! | `errors/400-move.json` | lila: `BotPlayer`'s "Not your turn, or game already over" (schema `Error`) |
 //! | `errors/404-cloud-eval.json` | the 404 example of `GET /api/cloud-eval` |
+//!
+//! # The fake server
+//!
+//! [`fake_server_sends_the_spec_shapes`] drives the fake Lichess of
+//! `tests/support/fake_lichess` through every event it can send, reads
+//! what it sends over HTTP, and checks every key against the fixtures
+//! above (a key the fixtures of that kind never have, or a JSON type they
+//! never use there, is a divergence), and the spec's required keys. The
+//! divergences known today are listed, with their reason, in
+//! [`KNOWN_FAKE_DIVERGENCES`]; any other fails the test, and so does a
+//! listed one that no longer happens.
 
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -1111,4 +1123,1081 @@ async fn error_bodies_through_the_client() {
         }
         other => panic!("not a rejected move: {other}"),
     }
+}
+
+// ---------------------------------------------------------------------
+// The fake Lichess sends the spec's shapes
+// ---------------------------------------------------------------------
+
+/// The JSON type of a value, as the spec names it.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Objects whose keys are names, each value of one schema: `perfs`
+/// (`Perfs.yaml`: one `Perf` per perf key).
+const MAP_KEYS: &[&str] = &["perfs"];
+
+/// Keys whose values follow one schema wherever they are: their shape is
+/// merged from every fixture (`Variant`, `GameEventPlayer`,
+/// `ChallengeUser`).
+const SHARED_SCHEMAS: &[&[&str]] = &[
+    &["variant"],
+    &["white", "black"],
+    &["challenger", "destUser"],
+];
+
+/// The keys and JSON types a set of fixtures has, merged: every key any
+/// of them has, with every type it has there.
+#[derive(Debug, Default, Clone)]
+struct Shape {
+    types: BTreeSet<&'static str>,
+    /// By key; a map (see [`MAP_KEYS`]) has one entry, `*`.
+    fields: BTreeMap<String, Shape>,
+    items: Option<Box<Shape>>,
+}
+
+impl Shape {
+    fn of<'a>(values: impl IntoIterator<Item = &'a Value>) -> Shape {
+        let mut shape = Shape::default();
+        for value in values {
+            shape.add(value, false);
+        }
+        shape
+    }
+
+    fn add(&mut self, value: &Value, is_map: bool) {
+        self.types.insert(json_type(value));
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    let field = if is_map { "*" } else { key.as_str() };
+                    self.fields
+                        .entry(field.to_owned())
+                        .or_default()
+                        .add(v, MAP_KEYS.contains(&key.as_str()));
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    self.items.get_or_insert_default().add(v, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Replaces the shape of field `key` (a sub-object whose fixtures are
+    /// found elsewhere too).
+    fn with(mut self, key: &str, shape: Shape) -> Shape {
+        self.fields.insert(key.to_owned(), shape);
+        self
+    }
+
+    /// Gives every field of a shared schema its shape from `shared`.
+    fn share(&mut self, shared: &HashMap<&str, Shape>) {
+        for (key, field) in &mut self.fields {
+            match shared.get(key.as_str()) {
+                Some(shape) => *field = shape.clone(),
+                None => field.share(shared),
+            }
+        }
+        if let Some(items) = &mut self.items {
+            items.share(shared);
+        }
+    }
+
+    /// The divergences of `value` from this shape, as `(path, what)`.
+    fn check(&self, value: &Value, path: &str, is_map: bool, out: &mut Vec<(String, String)>) {
+        let ty = json_type(value);
+        if !self.types.contains(ty) {
+            out.push((
+                path.to_owned(),
+                format!("{ty} where the spec has {:?}", self.types),
+            ));
+            return;
+        }
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    let sub = format!("{path}.{key}");
+                    let field = if is_map { "*" } else { key.as_str() };
+                    match self.fields.get(field) {
+                        Some(shape) => shape.check(v, &sub, MAP_KEYS.contains(&key.as_str()), out),
+                        None => out.push((sub, "a key the spec does not have".to_owned())),
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(shape) = &self.items {
+                    for v in items {
+                        shape.check(v, &format!("{path}[]"), false, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The merged shapes of the [`SHARED_SCHEMAS`] in `values`, by key.
+fn shared_shapes<'a>(values: impl IntoIterator<Item = &'a Value>) -> HashMap<&'static str, Shape> {
+    fn collect(value: &Value, groups: &mut [Shape]) {
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    match SHARED_SCHEMAS
+                        .iter()
+                        .position(|g| g.contains(&key.as_str()))
+                    {
+                        Some(group) => groups[group].add(v, false),
+                        None => collect(v, groups),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| collect(v, groups)),
+            _ => {}
+        }
+    }
+    let mut groups = vec![Shape::default(); SHARED_SCHEMAS.len()];
+    for value in values {
+        collect(value, &mut groups);
+    }
+    let mut shared = HashMap::new();
+    for (keys, shape) in SHARED_SCHEMAS.iter().zip(groups) {
+        for key in *keys {
+            shared.insert(*key, shape.clone());
+        }
+    }
+    shared
+}
+
+/// The keys the spec's schemas require, by the path of the object.
+fn required_keys(kind: &str, value: &Value) -> Vec<(String, String)> {
+    const CHALLENGE: &[&str] = &[
+        "id",
+        "url",
+        "status",
+        "challenger",
+        "destUser",
+        "variant",
+        "rated",
+        "speed",
+        "timeControl",
+        "color",
+        "perf",
+    ];
+    const CHALLENGE_USER: &[&str] = &["id", "name"];
+    const VARIANT: &[&str] = &["key", "name"];
+    const GAME_EVENT_INFO: &[&str] = &["fullId", "gameId"];
+    const GAME_STATUS: &[&str] = &["id", "name"];
+    const GAME_FULL: &[&str] = &[
+        "type",
+        "id",
+        "variant",
+        "speed",
+        "perf",
+        "rated",
+        "createdAt",
+        "white",
+        "black",
+        "initialFen",
+        "state",
+    ];
+    const GAME_PLAYER: &[&str] = &["id", "name"];
+    const GAME_STATE: &[&str] = &["type", "moves", "wtime", "btime", "winc", "binc", "status"];
+    const EXPIRATION: &[&str] = &["idleMillis", "millisToMove"];
+    const NOW_PLAYING: &[&str] = &[
+        "gameId",
+        "fullId",
+        "color",
+        "fen",
+        "hasMoved",
+        "isMyTurn",
+        "lastMove",
+        "opponent",
+        "perf",
+        "rated",
+        "secondsLeft",
+        "source",
+        "speed",
+        "variant",
+    ];
+    const PERF: &[&str] = &["games", "rating", "rd", "prog"];
+
+    let mut missing: Vec<(String, String)> = Vec::new();
+    let mut need = |v: &Value, path: &str, keys: &[&str]| {
+        for key in keys {
+            if v.get(key).is_none() {
+                missing.push((format!("{path}.{key}"), "required, missing".to_owned()));
+            }
+        }
+    };
+    let challenge = |need: &mut dyn FnMut(&Value, &str, &[&str]), c: &Value, path: &str| {
+        need(c, path, CHALLENGE);
+        need(
+            &c["challenger"],
+            &format!("{path}.challenger"),
+            CHALLENGE_USER,
+        );
+        if c["destUser"].is_object() {
+            need(&c["destUser"], &format!("{path}.destUser"), CHALLENGE_USER);
+        }
+        need(&c["variant"], &format!("{path}.variant"), VARIANT);
+        need(&c["perf"], &format!("{path}.perf"), &["icon", "name"]);
+    };
+    let state = |need: &mut dyn FnMut(&Value, &str, &[&str]), s: &Value, path: &str| {
+        need(s, path, GAME_STATE);
+        if s.get("expiration").is_some() {
+            need(&s["expiration"], &format!("{path}.expiration"), EXPIRATION);
+        }
+    };
+    let perfs = |need: &mut dyn FnMut(&Value, &str, &[&str]), v: &Value, path: &str| {
+        for (key, perf) in v["perfs"].as_object().into_iter().flatten() {
+            if perf.get("runs").is_none() {
+                need(perf, &format!("{path}.perfs.{key}"), PERF);
+            }
+        }
+    };
+    match kind {
+        "event challenge" | "event challengeCanceled" => {
+            need(value, "$", &["type", "challenge"]);
+            challenge(&mut need, &value["challenge"], "$.challenge");
+        }
+        "event challengeDeclined" => {
+            need(value, "$", &["type", "challenge"]);
+            challenge(&mut need, &value["challenge"], "$.challenge");
+            need(
+                &value["challenge"],
+                "$.challenge",
+                &["declineReason", "declineReasonKey"],
+            );
+        }
+        "challenge" => challenge(&mut need, value, "$"),
+        "event gameStart" | "event gameFinish" => {
+            need(value, "$", &["type", "game"]);
+            need(&value["game"], "$.game", GAME_EVENT_INFO);
+            if value["game"]["status"].is_object() {
+                need(&value["game"]["status"], "$.game.status", GAME_STATUS);
+            }
+        }
+        "game gameFull" => {
+            need(value, "$", GAME_FULL);
+            need(&value["variant"], "$.variant", VARIANT);
+            for color in ["white", "black"] {
+                if value[color].get("aiLevel").is_none() {
+                    need(&value[color], &format!("$.{color}"), GAME_PLAYER);
+                }
+            }
+            state(&mut need, &value["state"], "$.state");
+        }
+        "game gameState" => state(&mut need, value, "$"),
+        "game chatLine" => need(value, "$", &["type", "room", "username", "text"]),
+        "game opponentGone" => need(value, "$", &["type", "gone"]),
+        "playing" => {
+            need(value, "$", &["nowPlaying", "nbMyTurn"]);
+            for game in value["nowPlaying"].as_array().into_iter().flatten() {
+                need(game, "$.nowPlaying[]", NOW_PLAYING);
+                need(
+                    &game["opponent"],
+                    "$.nowPlaying[].opponent",
+                    &["id", "username"],
+                );
+            }
+        }
+        "account" => {
+            need(value, "$", &["id", "username", "url"]);
+            perfs(&mut need, value, "$");
+        }
+        "bot" => {
+            need(value, "$", &["id", "username"]);
+            perfs(&mut need, value, "$");
+        }
+        "error" => need(value, "$", &["error"]),
+        other => panic!("no required keys for {other}"),
+    }
+    missing
+}
+
+/// The spec's enums, by the end of the path of a string value.
+const ENUMS: &[(&str, &[&str])] = &[
+    (
+        ".speed",
+        &[
+            "ultraBullet",
+            "bullet",
+            "blitz",
+            "rapid",
+            "classical",
+            "correspondence",
+        ],
+    ),
+    (
+        ".perf",
+        &[
+            "ultraBullet",
+            "bullet",
+            "blitz",
+            "rapid",
+            "classical",
+            "correspondence",
+            "chess960",
+            "crazyhouse",
+            "antichess",
+            "atomic",
+            "horde",
+            "kingOfTheHill",
+            "racingKings",
+            "threeCheck",
+        ],
+    ),
+    (
+        // `GameStatusName` in game events, `ChallengeStatus` in challenges.
+        ".status",
+        &[
+            "created",
+            "started",
+            "aborted",
+            "mate",
+            "resign",
+            "stalemate",
+            "timeout",
+            "draw",
+            "outoftime",
+            "cheat",
+            "noStart",
+            "unknownFinish",
+            "insufficientMaterialClaim",
+            "variantEnd",
+            "offline",
+            "canceled",
+            "declined",
+            "accepted",
+        ],
+    ),
+    (
+        ".status.name",
+        &[
+            "created",
+            "started",
+            "aborted",
+            "mate",
+            "resign",
+            "stalemate",
+            "timeout",
+            "draw",
+            "outoftime",
+            "cheat",
+            "noStart",
+            "unknownFinish",
+            "insufficientMaterialClaim",
+            "variantEnd",
+        ],
+    ),
+    (".color", &["white", "black", "random"]),
+    (".finalColor", &["white", "black"]),
+    (".winner", &["white", "black"]),
+    (
+        ".source",
+        &[
+            "lobby",
+            "friend",
+            "ai",
+            "api",
+            "tournament",
+            "position",
+            "import",
+            "importlive",
+            "simul",
+            "relay",
+            "pool",
+            "arena",
+            "swiss",
+        ],
+    ),
+    (
+        ".declineReasonKey",
+        &[
+            "generic",
+            "later",
+            "toofast",
+            "tooslow",
+            "timecontrol",
+            "rated",
+            "casual",
+            "standard",
+            "variant",
+            "nobot",
+            "onlybot",
+        ],
+    ),
+    (".room", &["player", "spectator"]),
+    (
+        ".variant.key",
+        &[
+            "standard",
+            "chess960",
+            "crazyhouse",
+            "antichess",
+            "atomic",
+            "horde",
+            "kingOfTheHill",
+            "racingKings",
+            "threeCheck",
+            "fromPosition",
+        ],
+    ),
+    (
+        ".timeControl.type",
+        &["clock", "correspondence", "unlimited"],
+    ),
+    (".direction", &["in", "out"]),
+    (
+        ".title",
+        &[
+            "GM", "WGM", "IM", "WIM", "FM", "WFM", "NM", "CM", "WCM", "WNM", "LM", "BOT",
+        ],
+    ),
+];
+
+/// String values outside the spec's enum for their place.
+fn enum_violations(value: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::String(s) => {
+            if let Some((_, values)) = ENUMS.iter().find(|(end, _)| path.ends_with(end))
+                && !values.contains(&s.as_str())
+            {
+                out.push((path.to_owned(), format!("{s:?} is not in the spec's enum")));
+            }
+        }
+        Value::Object(map) => {
+            for (key, v) in map {
+                enum_violations(v, &format!("{path}.{key}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                enum_violations(v, &format!("{path}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The fixtures' shapes, by kind (`event challenge`, `game gameFull`,
+/// `account`...).
+fn spec_shapes() -> HashMap<String, Shape> {
+    let events: Vec<Value> = fixture_files("event")
+        .iter()
+        .map(|name| json(&format!("event/{name}")))
+        .collect();
+    let of_type = |ty: &str| -> Vec<&Value> { events.iter().filter(|e| e["type"] == ty).collect() };
+    let mut challenges: Vec<Value> = events
+        .iter()
+        .filter(|e| {
+            e["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("challenge"))
+        })
+        .map(|e| e["challenge"].clone())
+        .collect();
+    challenges.push(json("challenge/create.json"));
+    let challenge = Shape::of(&challenges);
+    let games: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "gameStart" || e["type"] == "gameFinish")
+        .map(|e| &e["game"])
+        .collect();
+    let game = Shape::of(games);
+
+    let mut full = Vec::new();
+    let mut states = Vec::new();
+    let mut chat = Vec::new();
+    let mut gone = Vec::new();
+    for name in fixture_files("game") {
+        let rel = format!("game/{name}");
+        let values: Vec<Value> = if name.ends_with(".ndjson") {
+            parse_lines(&rel)
+        } else {
+            vec![json(&rel)]
+        };
+        for value in values {
+            match value["type"].as_str() {
+                Some("gameFull") => {
+                    states.push(value["state"].clone());
+                    full.push(value);
+                }
+                Some("gameState") => states.push(value),
+                Some("chatLine") => chat.push(value),
+                Some("opponentGone") => gone.push(value),
+                other => panic!("{rel}: type {other:?}"),
+            }
+        }
+    }
+    let state = Shape::of(&states);
+
+    let in_dir = |dir: &str, prefix: &str| -> Vec<Value> {
+        fixture_files(dir)
+            .iter()
+            .filter(|name| name.starts_with(prefix))
+            .map(|name| json(&format!("{dir}/{name}")))
+            .collect()
+    };
+    let mut shapes = HashMap::new();
+    for ty in ["challenge", "challengeCanceled", "challengeDeclined"] {
+        shapes.insert(
+            format!("event {ty}"),
+            Shape::of(of_type(ty)).with("challenge", challenge.clone()),
+        );
+    }
+    for ty in ["gameStart", "gameFinish"] {
+        shapes.insert(
+            format!("event {ty}"),
+            Shape::of(of_type(ty)).with("game", game.clone()),
+        );
+    }
+    shapes.insert("challenge".to_owned(), challenge);
+    shapes.insert(
+        "game gameFull".to_owned(),
+        Shape::of(&full).with("state", state.clone()),
+    );
+    shapes.insert("game gameState".to_owned(), state);
+    shapes.insert("game chatLine".to_owned(), Shape::of(&chat));
+    shapes.insert("game opponentGone".to_owned(), Shape::of(&gone));
+    shapes.insert(
+        "account".to_owned(),
+        Shape::of(&in_dir("account", "account")),
+    );
+    shapes.insert(
+        "playing".to_owned(),
+        Shape::of(&in_dir("account", "playing")),
+    );
+    let bots: Vec<Value> = parse_lines("bot/online.ndjson");
+    shapes.insert("bot".to_owned(), Shape::of(&bots));
+    shapes.insert("error".to_owned(), Shape::of(&in_dir("errors", "")));
+    let mut all = Vec::new();
+    for dir in ["event", "game", "account", "bot", "challenge"] {
+        for name in fixture_files(dir) {
+            let rel = format!("{dir}/{name}");
+            if name.ends_with(".ndjson") {
+                all.extend(parse_lines::<Value>(&rel));
+            } else {
+                all.push(json(&rel));
+            }
+        }
+    }
+    let shared = shared_shapes(&all);
+    for shape in shapes.values_mut() {
+        shape.share(&shared);
+    }
+    shapes
+}
+
+/// The fixtures themselves have the keys the spec requires, and their
+/// enums the spec's values.
+#[test]
+fn fixtures_have_the_required_keys_and_enum_values() {
+    let mut missing = Vec::new();
+    let mut check = |kind: String, rel: &str, value: &Value| {
+        let mut found = required_keys(&kind, value);
+        enum_violations(value, "$", &mut found);
+        for (path, what) in found {
+            missing.push(format!("{rel}: {path}: {what}"));
+        }
+    };
+    for name in fixture_files("event") {
+        let rel = format!("event/{name}");
+        let value = json(&rel);
+        if name != "unknown.json" {
+            check(
+                format!("event {}", value["type"].as_str().unwrap()),
+                &rel,
+                &value,
+            );
+        }
+    }
+    for name in fixture_files("game") {
+        let rel = format!("game/{name}");
+        let values: Vec<Value> = if name.ends_with(".ndjson") {
+            parse_lines(&rel)
+        } else {
+            vec![json(&rel)]
+        };
+        for value in values {
+            check(
+                format!("game {}", value["type"].as_str().unwrap()),
+                &rel,
+                &value,
+            );
+        }
+    }
+    check(
+        "challenge".into(),
+        "challenge/create.json",
+        &json("challenge/create.json"),
+    );
+    for name in ["account.json", "account-bot.json"] {
+        let rel = format!("account/{name}");
+        check("account".into(), &rel, &json(&rel));
+    }
+    for name in ["playing.json", "playing-schema.json"] {
+        let rel = format!("account/{name}");
+        check("playing".into(), &rel, &json(&rel));
+    }
+    for bot in parse_lines::<Value>("bot/online.ndjson") {
+        check("bot".into(), "bot/online.ndjson", &bot);
+    }
+    for name in fixture_files("errors") {
+        let rel = format!("errors/{name}");
+        check("error".into(), &rel, &json(&rel));
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
+/// The divergences of the fake from the spec known today: `(kind and
+/// path, why)`. The test fails on any other, and on one of these that no
+/// longer happens (then remove it here).
+const KNOWN_FAKE_DIVERGENCES: &[(&str, &str)] = &[
+    ("challenge $.destUser.title", UNTITLED_NULL),
+    (
+        "event challenge $.challenge.challenger.title",
+        UNTITLED_NULL,
+    ),
+    ("event challenge $.challenge.destUser.title", UNTITLED_NULL),
+    (
+        "event challengeCanceled $.challenge.challenger.title",
+        UNTITLED_NULL,
+    ),
+    (
+        "event challengeDeclined $.challenge.destUser.title",
+        UNTITLED_NULL,
+    ),
+    (
+        "playing $.nowPlaying[].status",
+        "the fake writes {id, name} as in gameStart; the spec's schema says a \
+         GameStatusName string, but lila's nowPlaying is game.JsonView.ownerPreview, which \
+         writes the object too: the fake follows lila (kaissa reads both)",
+    ),
+    (
+        "playing $.nowPlaying[].compat",
+        "the fake lists nowPlaying with the gameStart JSON; `compat` is added by lila's \
+         EventStream only, neither the spec nor lila's ownerPreview has it here",
+    ),
+    (
+        "playing $.nowPlaying[].id",
+        "as `compat`: the `id` of gameStart (\"API BC\" in lila's EventStream) is not in \
+         the spec's nowPlaying, nor in lila's ownerPreview",
+    ),
+    (
+        "playing $.nowPlaying[].secondsLeft",
+        "required by the spec; the fake omits it for games without a clock, where lila's \
+         ownerPreview gives the correspondence clock's seconds (pov.remainingSeconds)",
+    ),
+];
+
+/// Why a challenge user without a title diverges.
+const UNTITLED_NULL: &str = "the fake writes `title: null` for an untitled user; the spec's \
+    ChallengeUser.title is a Title string that \"only appears if the user is a titled player\", \
+    and its examples omit it (lila's challenge JsonView writes `.add(\"title\" -> \
+    light.map(_.title))`, the pattern that gives the `title: null` of the spec's gameFull \
+    example, so Lichess may send null as well; kaissa's Option<Title> reads both)";
+
+/// The lines an ndjson response sends, as they arrive.
+struct Tap {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl Tap {
+    async fn open(url: String, token: &str) -> Tap {
+        let response = reqwest::Client::new()
+            .get(url.as_str())
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        assert!(
+            response.status().is_success(),
+            "GET {url}: {}",
+            response.status()
+        );
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        tokio::spawn(async move {
+            let mut bytes = response.bytes_stream();
+            let mut buffer = Vec::new();
+            while let Some(Ok(chunk)) = bytes.next().await {
+                buffer.extend_from_slice(&chunk);
+                while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buffer.drain(..=end).collect();
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let value: Value = serde_json::from_slice(&line)
+                        .unwrap_or_else(|e| panic!("the fake sent a line that is not JSON: {e}"));
+                    sink.lock().unwrap().push(value);
+                }
+            }
+        });
+        Tap { lines }
+    }
+
+    /// Waits until `n` lines of type `ty` have arrived.
+    async fn wait(&self, ty: &str, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let count = self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|v| v["type"] == ty)
+                .count();
+            if count >= n {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {n} {ty} lines"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn lines(&self) -> Vec<Value> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+/// A bot-side HTTP client of the fake.
+struct Http {
+    base: String,
+    token: String,
+    client: reqwest::Client,
+}
+
+impl Http {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        let value = serde_json::from_str(&body)
+            .unwrap_or_else(|e| panic!("POST {path}: {status}: not JSON ({e}): {body:?}"));
+        (status, value)
+    }
+}
+
+/// Everything the fake sends, by kind, from a run through every event it
+/// can send.
+async fn fake_output() -> Vec<(String, Value)> {
+    use shakmaty::Color as Side;
+    use support::fake_lichess::{
+        Answer, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant,
+        OnlineBot as FakeBot, Opponent,
+    };
+
+    let fake = FakeLichess::start_with(FakeConfig {
+        keepalive: Duration::from_millis(100),
+        ..FakeConfig::default()
+    })
+    .await;
+    let http = Http {
+        base: fake.url(),
+        token: fake.token(),
+        client: reqwest::Client::new(),
+    };
+    let mut out: Vec<(String, Value)> = Vec::new();
+    let events = Tap::open(format!("{}/api/stream/event", fake.url()), &fake.token()).await;
+    fake.wait_event_stream(Duration::from_secs(10))
+        .await
+        .unwrap();
+
+    // Challenges to the bot: clock, correspondence from a bot, from a
+    // position, Chess960 unlimited; one cancelled.
+    let by_hand = || ChallengeSpec::default().autoplay(None);
+    let first = fake.send_challenge(by_hand());
+    fake.send_challenge(
+        by_hand()
+            .time(FakeTime::Correspondence { days: 3 })
+            .challenger(Opponent::bot("Bot2")),
+    );
+    fake.send_challenge(by_hand().variant(FakeVariant::FromPosition {
+        fen: "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3".to_owned(),
+    }));
+    fake.send_challenge(
+        by_hand()
+            .variant(FakeVariant::Chess960 { position: Some(0) })
+            .time(FakeTime::Unlimited),
+    );
+    events.wait("challenge", 4).await;
+    fake.cancel_challenge(&first).unwrap();
+    events.wait("challengeCanceled", 1).await;
+
+    // Challenges from the bot: to an online bot that declines, and to a
+    // player the test declines for.
+    fake.set_online_bots(vec![FakeBot::new(
+        "Bot1",
+        2000,
+        Answer::Decline("tooFast".to_owned()),
+    )]);
+    let (status, body) = http.get("/api/bot/online").await;
+    assert_eq!(status, 200);
+    for line in body.lines().filter(|l| !l.trim().is_empty()) {
+        out.push(("bot".to_owned(), serde_json::from_str(line).unwrap()));
+    }
+    let form = [
+        ("rated", "true"),
+        ("clock.limit", "180"),
+        ("clock.increment", "2"),
+        ("color", "random"),
+    ];
+    let (status, created) = http.post("/api/challenge/bot1", &form).await;
+    assert_eq!(status, 200, "{created}");
+    out.push(("challenge".to_owned(), created));
+    let (status, created) = http.post("/api/challenge/somebody", &form).await;
+    assert_eq!(status, 200, "{created}");
+    fake.decline_bot_challenge(created["id"].as_str().unwrap(), "later")
+        .unwrap();
+    out.push(("challenge".to_owned(), created));
+    events.wait("challengeDeclined", 2).await;
+
+    // A game by hand, the bot White: moves, a refused move, offers, chat,
+    // the opponent leaving and coming back, the opponent resigning.
+    let id = fake.start_game(by_hand(), Side::White).unwrap();
+    events.wait("gameStart", 1).await;
+    let game = Tap::open(
+        format!("{}/api/bot/game/stream/{id}", fake.url()),
+        &fake.token(),
+    )
+    .await;
+    game.wait("gameFull", 1).await;
+    let (status, _) = http
+        .post(&format!("/api/bot/game/{id}/move/e2e4"), &[])
+        .await;
+    assert_eq!(status, 200);
+    game.wait("gameState", 1).await;
+    let (status, refused) = http
+        .post(&format!("/api/bot/game/{id}/move/d2d4"), &[])
+        .await;
+    assert_eq!(status, 400);
+    out.push(("error".to_owned(), refused));
+    fake.opponent_move(&id, "e7e5").unwrap();
+    game.wait("gameState", 2).await;
+    fake.opponent_offers_draw(&id).unwrap();
+    game.wait("gameState", 3).await;
+    let (status, _) = http.post(&format!("/api/bot/game/{id}/draw/no"), &[]).await;
+    assert_eq!(status, 200);
+    game.wait("gameState", 4).await;
+    let (status, _) = http
+        .post(&format!("/api/bot/game/{id}/draw/yes"), &[])
+        .await;
+    assert_eq!(status, 200);
+    game.wait("gameState", 5).await;
+    fake.opponent_proposes_takeback(&id).unwrap();
+    game.wait("gameState", 6).await;
+    let (status, _) = http
+        .post(&format!("/api/bot/game/{id}/takeback/no"), &[])
+        .await;
+    assert_eq!(status, 200);
+    game.wait("gameState", 7).await;
+    fake.opponent_says(&id, "player", "hello").unwrap();
+    fake.opponent_says(&id, "spectator", "hi all").unwrap();
+    let (status, _) = http
+        .post(
+            &format!("/api/bot/game/{id}/chat"),
+            &[("room", "player"), ("text", "good luck")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    game.wait("chatLine", 3).await;
+    fake.opponent_gone(&id, true).unwrap();
+    fake.opponent_gone(&id, false).unwrap();
+    game.wait("opponentGone", 2).await;
+
+    // More games, for their gameFull: correspondence (the bot Black),
+    // Chess960 unlimited, from a position.
+    let correspondence = fake
+        .start_game(
+            by_hand().time(FakeTime::Correspondence { days: 3 }),
+            Side::Black,
+        )
+        .unwrap();
+    let chess960 = fake
+        .start_game(
+            by_hand()
+                .variant(FakeVariant::Chess960 { position: Some(0) })
+                .time(FakeTime::Unlimited),
+            Side::White,
+        )
+        .unwrap();
+    let from_position = fake
+        .start_game(
+            by_hand().variant(FakeVariant::FromPosition {
+                fen: "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3".to_owned(),
+            }),
+            Side::White,
+        )
+        .unwrap();
+    events.wait("gameStart", 4).await;
+    let mut others = Vec::new();
+    for other in [&correspondence, &chess960, &from_position] {
+        let tap = Tap::open(
+            format!("{}/api/bot/game/stream/{other}", fake.url()),
+            &fake.token(),
+        )
+        .await;
+        tap.wait("gameFull", 1).await;
+        others.push(tap);
+    }
+
+    // The account and the ongoing games.
+    let (status, body) = http.get("/api/account").await;
+    assert_eq!(status, 200);
+    out.push(("account".to_owned(), serde_json::from_str(&body).unwrap()));
+    let (status, body) = http.get("/api/account/playing").await;
+    assert_eq!(status, 200);
+    out.push(("playing".to_owned(), serde_json::from_str(&body).unwrap()));
+
+    // The end of the first game.
+    fake.opponent_resigns(&id).unwrap();
+    events.wait("gameFinish", 1).await;
+    game.wait("gameState", 8).await;
+
+    // Error bodies: the daily bot-game cap, an unknown game.
+    fake.exhaust_bot_vs_bot_games(true);
+    let (status, capped) = http.post("/api/challenge/bot1", &form).await;
+    assert_eq!(status, 429);
+    out.push(("error".to_owned(), capped));
+    fake.exhaust_bot_vs_bot_games(false);
+    let (status, body) = http.get("/api/bot/game/stream/nosuchgm").await;
+    assert_eq!(status, 404);
+    out.push(("error".to_owned(), serde_json::from_str(&body).unwrap()));
+
+    for value in events.lines() {
+        let kind = format!("event {}", value["type"].as_str().unwrap_or("?"));
+        out.push((kind, value));
+    }
+    for tap in std::iter::once(&game).chain(&others) {
+        for value in tap.lines() {
+            let kind = format!("game {}", value["type"].as_str().unwrap_or("?"));
+            out.push((kind, value));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn fake_server_sends_the_spec_shapes() {
+    let shapes = spec_shapes();
+    let output = fake_output().await;
+    // Every kind of line was sent at least once.
+    let kinds: BTreeSet<&str> = output.iter().map(|(kind, _)| kind.as_str()).collect();
+    for kind in shapes.keys() {
+        assert!(kinds.contains(kind.as_str()), "the fake sent no {kind}");
+    }
+    let mut divergences: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (kind, value) in &output {
+        let mut found = Vec::new();
+        match shapes.get(kind) {
+            Some(shape) => shape.check(value, "$", false, &mut found),
+            None => found.push(("$".to_owned(), "a kind the spec does not have".to_owned())),
+        }
+        if shapes.contains_key(kind) {
+            found.extend(required_keys(kind, value));
+        }
+        enum_violations(value, "$", &mut found);
+        for (path, what) in found {
+            divergences
+                .entry(format!("{kind} {path}"))
+                .or_default()
+                .insert(what);
+        }
+    }
+    let known: BTreeMap<&str, &str> = KNOWN_FAKE_DIVERGENCES.iter().copied().collect();
+    let unexpected: Vec<String> = divergences
+        .iter()
+        .filter(|(place, _)| !known.contains_key(place.as_str()))
+        .map(|(place, what)| {
+            format!(
+                "{place}: {}",
+                what.iter().cloned().collect::<Vec<_>>().join("; ")
+            )
+        })
+        .collect();
+    let stale: Vec<&str> = known
+        .keys()
+        .filter(|place| !divergences.contains_key(**place))
+        .copied()
+        .collect();
+    for (place, why) in &known {
+        if let Some(what) = divergences.get(*place) {
+            eprintln!("known divergence: {place}: {what:?} ({why})");
+        }
+    }
+    assert!(
+        unexpected.is_empty() && stale.is_empty(),
+        "the fake diverges from the spec:\n{}\nlisted divergences that no longer happen: {stale:?}",
+        unexpected.join("\n")
+    );
+}
+
+/// The checker itself: an invented key, a wrong type, a missing required
+/// key and a value outside an enum are all caught.
+#[test]
+fn the_shape_check_catches_divergences() {
+    let shapes = spec_shapes();
+    let mut line = json("event/gameStart.json");
+    line["game"]["invented"] = Value::from(1);
+    line["game"]["rating"] = Value::from("724");
+    line["game"]["speed"] = Value::from("hyperBullet");
+    line["game"].as_object_mut().unwrap().remove("fullId");
+    let mut found = Vec::new();
+    shapes["event gameStart"].check(&line, "$", false, &mut found);
+    found.extend(required_keys("event gameStart", &line));
+    enum_violations(&line, "$", &mut found);
+    let places: BTreeSet<&str> = found.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(
+        places,
+        BTreeSet::from([
+            "$.game.fullId",
+            "$.game.invented",
+            "$.game.rating",
+            "$.game.speed"
+        ]),
+        "{found:?}"
+    );
+    // A perf under any perf key is one Perf.
+    let mut bot: Value = parse_lines::<Value>("bot/online.ndjson").remove(0);
+    bot["perfs"]["atomic"] = bot["perfs"]["blitz"].clone();
+    let mut found = Vec::new();
+    shapes["bot"].check(&bot, "$", false, &mut found);
+    assert!(found.is_empty(), "{found:?}");
+    bot["perfs"]["atomic"]["glicko"] = Value::from(1);
+    shapes["bot"].check(&bot, "$", false, &mut found);
+    assert_eq!(found.len(), 1, "{found:?}");
 }
