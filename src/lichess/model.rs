@@ -923,6 +923,33 @@ pub struct OkBody {
     pub ok: bool,
 }
 
+/// What `POST /api/token/test` says of one token. The answer maps each
+/// token sent to one of these, or to `null` for an invalid token:
+/// `HashMap<String, Option<TokenInfo>>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenInfo {
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// Comma-separated scopes (`"bot:play,challenge:write"`); empty if
+    /// the token has none.
+    #[serde(default)]
+    pub scopes: Option<String>,
+    /// When the token expires, in milliseconds since the epoch; `None`:
+    /// never.
+    #[serde(default)]
+    pub expires: Option<u64>,
+}
+
+impl TokenInfo {
+    /// Whether the token has `scope` (e.g. `"bot:play"`).
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes
+            .as_deref()
+            .is_some_and(|scopes| scopes.split(',').any(|s| s.trim() == scope))
+    }
+}
+
 /// The `ratelimit` object of a 429 body, e.g. the bot-vs-bot daily cap:
 /// `{"key": "bot.vsBot.day", "seconds": 86398}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
