@@ -106,7 +106,8 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
     let url = config.lichess.url.clone();
-    let account = runtime()?.block_on(client.account());
+    let runtime = runtime()?;
+    let account = runtime.block_on(client.account());
     match account {
         Ok(account) => {
             let name = if account.username.is_empty() {
@@ -123,7 +124,7 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
                      running the bot"
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            check_scopes(&runtime, &client, &config)
         }
         Err(e @ LichessError::Unauthorized { .. }) => {
             eprintln!(
@@ -134,6 +135,44 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
         }
         Err(e) => Err(anyhow::Error::new(e).context(format!("GET {url}/api/account"))),
     }
+}
+
+/// The token's scopes against what the configuration needs: a missing
+/// `bot:play` fails the check (exit 77), another missing scope is a
+/// warning naming the feature.
+fn check_scopes(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    config: &Config,
+) -> Result<ExitCode> {
+    let info = match runtime.block_on(client.token_info()) {
+        Ok(Some(info)) => info,
+        Ok(None) => {
+            eprintln!("warning: Lichess does not know the token's scopes");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => {
+            eprintln!("warning: cannot read the token's scopes: {e}");
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    println!("token scopes: {}", info.scopes.as_deref().unwrap_or("none"));
+    let mut status = ExitCode::SUCCESS;
+    for need in kaissa::bot::scopes::missing(&info, config) {
+        if need.required {
+            eprintln!(
+                "error: the token lacks the {} scope, needed for {}; create a token with it",
+                need.scope, need.purpose
+            );
+            status = Status::TokenRejected.into();
+        } else {
+            eprintln!(
+                "warning: the token lacks the {} scope, needed for {}",
+                need.scope, need.purpose
+            );
+        }
+    }
+    Ok(status)
 }
 
 /// `kaissa upgrade`: turns the account into a BOT account, only with the

@@ -486,6 +486,97 @@ async fn draws_takebacks_abort_and_claims_follow_the_policy() {
     assert!(log.contains("claiming victory"), "{log}");
 }
 
+/// An arena game whose opponent never moves is not aborted (that would
+/// throw the point away): Lichess ends it against the player who did not
+/// start (`noStart`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arena_game_is_never_aborted() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        first_move_timeout: Duration::from_secs(4),
+        ..FakeConfig::default()
+    })
+    .await;
+    let bot = Bot::start(&fake, "[bot]\nabort_time_secs = 1").await;
+    let id = fake
+        .start_game(
+            ChallengeSpec::default()
+                .tournament("arena2026")
+                .autoplay(None),
+            Color::White,
+        )
+        .unwrap();
+    let game = fake.wait_game_over(&id, WAIT).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("noStart", Some(Color::White)),
+        "{game:?}"
+    );
+    assert_eq!(game.moves.len(), 1);
+    assert!(
+        !fake.requests().iter().any(|r| r.path.ends_with("/abort")),
+        "{:?}",
+        fake.requests()
+    );
+    let log = bot.stop().await;
+    assert!(log.contains("tournament=\"arena2026\""), "{log}");
+}
+
+/// A challenge the Bot API cannot play (`compat.bot` false) is declined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_the_bot_api_cannot_play_is_declined() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    let id = fake.send_challenge(ChallengeSpec::default().bot_compatible(false));
+    fake.wait_until("the decline", WAIT, |v| {
+        v.challenge(&id).is_some_and(|c| c.status == "declined")
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        fake.challenge(&id).unwrap().decline_reason.as_deref(),
+        Some("tooFast")
+    );
+    bot.stop().await;
+}
+
+/// When the opponent leaves and we cannot win on material, the bot
+/// claims the draw (Lichess would not give it the win); a rated game's
+/// rating change is logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logged() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        claim_win_secs: 1,
+        ..FakeConfig::default()
+    })
+    .await;
+    let bot = Bot::start(&fake, "").await;
+    // A lone white king (the bot) against king and rook.
+    let id = bot_white_by_hand(
+        &fake,
+        ChallengeSpec::default()
+            .rated(true)
+            .variant(FakeVariant::FromPosition {
+                fen: "4k3/8/8/8/8/8/r7/4K3 w - - 0 1".to_owned(),
+            }),
+    )
+    .await;
+    fake.opponent_gone(&id, true).unwrap();
+    let game = fake.wait_game_over(&id, WAIT).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("draw", None),
+        "{game:?}"
+    );
+    let log = bot.stop().await;
+    assert!(log.contains("claiming a draw"), "{log}");
+    assert!(!log.contains("claiming victory"), "{log}");
+    let finished = log
+        .lines()
+        .find(|l| l.contains("game finished on Lichess") && l.contains(id.as_str()))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(finished.contains("rating_diff=0"), "{finished}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
     let fake = FakeLichess::start().await;

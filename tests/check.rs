@@ -167,6 +167,83 @@ async fn bad_matchmaking_and_limit_keys_are_named() {
     }
 }
 
+/// A clock Lichess does not take for a challenge: the key and the
+/// allowed values are named, before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_matchmaking_clock_lichess_refuses_is_named_with_the_allowed_values() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kaissa.toml");
+    std::fs::write(
+        &path,
+        "[matchmaking]\nenabled = true\ntime_controls = [\"3+2\", \"2.5+1\"]\n",
+    )
+    .unwrap();
+    for command in ["check", "run"] {
+        let out = kaissa(
+            &fake,
+            &fake.token(),
+            command,
+            &["--config", path.to_str().unwrap()],
+        )
+        .await;
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(78),
+            "stdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(stderr.contains("matchmaking.time_controls"), "{stderr}");
+        assert!(stderr.contains("\"2.5+1\""), "{stderr}");
+        assert!(
+            stderr.contains("0, 0.25, 0.5, 0.75, 1 or 1.5 minutes or whole minutes up to 180")
+                && stderr.contains("0 to 60 seconds"),
+            "{stderr}"
+        );
+    }
+    assert!(fake.requests().is_empty(), "{:?}", fake.requests());
+}
+
+/// The token's scopes against the features configured: no `bot:play` is
+/// an error (exit 77, at `check` and at `run`), no `challenge:write` with
+/// matchmaking a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_scopes_are_checked_against_the_features() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        scopes: "challenge:read,board:play".to_owned(),
+        ..FakeConfig::default()
+    })
+    .await;
+    for command in ["check", "run"] {
+        let out = kaissa(&fake, &fake.token(), command, &[]).await;
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(77),
+            "stdout: {stdout}\nstderr: {stderr}"
+        );
+        assert!(stderr.contains("bot:play"), "{command}: {stderr}");
+        assert!(!stdout.contains(&fake.token()) && !stderr.contains(&fake.token()));
+    }
+    let fake = FakeLichess::start_with(FakeConfig {
+        scopes: "bot:play".to_owned(),
+        ..FakeConfig::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kaissa.toml");
+    std::fs::write(&path, "[matchmaking]\nenabled = true\n").unwrap();
+    let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("token scopes: bot:play"), "{stdout}");
+    assert!(
+        stderr.contains("lacks the challenge:write scope, needed for matchmaking"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(&fake.token()) && !stderr.contains(&fake.token()));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upgrade_needs_the_confirmation_flag() {
     let fake = human_account().await;

@@ -258,7 +258,7 @@ async fn a_daily_bot_quota_429_on_an_accept_stops_only_bot_games() {
     let log = bot.stop().await;
     assert!(log.contains("daily bot-game quota reached"), "{log}");
     assert!(log.contains("rule=\"daily bot quota\""), "{log}");
-    assert!(!log.contains("pausing requests"), "{log}");
+    assert!(!log.contains("pausing these requests"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

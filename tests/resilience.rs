@@ -191,7 +191,7 @@ async fn rate_limited_requests_wait_then_the_bot_plays() {
     check_finished(&bot, &game).await;
     let log = bot.stop().await;
     assert!(log.contains("rate limit (429)"), "{log}");
-    assert!(log.contains("pausing requests"), "{log}");
+    assert!(log.contains("pausing these requests"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,6 +253,13 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
     .unwrap();
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
+    // Greeted once, by the first run: not again mid-game by the second.
+    let greetings = game
+        .bot_chat("player")
+        .iter()
+        .filter(|t| t.starts_with("Hi "))
+        .count();
+    assert_eq!(greetings, 1, "{:?}", game.chat);
     let log = bot.stop().await;
     assert!(log.contains("resuming a game nobody watched"), "{log}");
     assert!(log.contains("hash table loaded"), "{log}");

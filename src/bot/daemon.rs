@@ -76,6 +76,7 @@ use super::hashstore;
 use super::matchmaking::{self, MatchEvent, Matchmaker};
 use super::queue::{ChallengeQueue, Pushed};
 use super::quota::BotQuota;
+use super::scopes;
 use super::state::unix_now;
 use crate::config::Config;
 use crate::lichess::backoff::Backoff;
@@ -411,6 +412,7 @@ impl Daemon {
             me = self.whoami() => me?,
             _ = stop_requested(signals) => return Ok(()),
         });
+        self.check_scopes().await?;
         let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -801,6 +803,45 @@ impl Daemon {
             }
             tokio::time::sleep(backoff.failed()).await;
         }
+    }
+
+    /// Logs the token's scopes and what the configuration needs of them;
+    /// a token that cannot play is fatal. If Lichess cannot say (a network
+    /// error), the bot goes on: the endpoints will tell.
+    async fn check_scopes(&self) -> Result<(), ClientError> {
+        let info = match self.client.token_info().await {
+            Ok(Some(info)) => info,
+            Ok(None) => {
+                tracing::warn!("Lichess does not know the token's scopes");
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!("cannot read the token's scopes: {e}");
+                return Ok(());
+            }
+        };
+        tracing::info!(scopes = info.scopes.as_deref().unwrap_or(""), "token");
+        for need in scopes::missing(&info, &self.config) {
+            if need.required {
+                tracing::error!(
+                    scope = need.scope,
+                    "the token lacks {}, needed for {}: create a token with it",
+                    need.scope,
+                    need.purpose
+                );
+                return Err(ClientError::Forbidden {
+                    path: "/api/token/test".to_owned(),
+                    message: format!("the token lacks the {} scope", need.scope),
+                });
+            }
+            tracing::warn!(
+                scope = need.scope,
+                "the token lacks {}, needed for {}",
+                need.scope,
+                need.purpose
+            );
+        }
+        Ok(())
     }
 
     fn handle(&mut self, event: Event) {

@@ -12,4 +12,5 @@ pub mod pgn;
 pub mod queue;
 pub mod quota;
 pub mod record;
+pub mod scopes;
 pub mod state;

@@ -29,6 +29,11 @@ fn defaults_without_file() {
     assert_eq!(config.lichess.stream_timeout(), Duration::from_secs(20));
     assert_eq!(config.lichess.rate_limit_pause(), Duration::from_secs(60));
     assert_eq!(config.bot.concurrency, 1);
+    // The host the API specification documents (the old .ovh one is gone).
+    assert_eq!(
+        config.sources.online_tablebase_url,
+        "https://tablebase.lichess.org"
+    );
     config.validate().unwrap();
 }
 

@@ -57,7 +57,7 @@ use tracing::{debug, warn};
 
 use super::model::{
     Account, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason, ErrorBody, Event,
-    GameEvent, NowPlaying, OnlineBot, RateLimitInfo, VariantKey,
+    GameEvent, NowPlaying, OnlineBot, RateLimitInfo, TokenInfo, VariantKey,
 };
 use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream, StreamEvent};
 
@@ -563,6 +563,8 @@ struct Call {
     endpoint: Endpoint,
     query: Vec<(&'static str, String)>,
     form: Option<Vec<(&'static str, String)>>,
+    /// A plain-text body (never logged: it may be the token).
+    text: Option<String>,
     lane: Lane,
     /// Keep the body open: no timeout past the headers.
     stream: bool,
@@ -578,6 +580,7 @@ impl Call {
             endpoint,
             query: Vec::new(),
             form: None,
+            text: None,
             lane: Lane::Queued,
             stream: false,
             mv: None,
@@ -768,6 +771,22 @@ impl Client {
             Endpoint::Account,
         ))
         .await
+    }
+
+    /// `POST /api/token/test`: what our token is (its scopes, its user,
+    /// when it expires); `None` if Lichess does not know it. The answer
+    /// is keyed by the token itself: only the value is kept, and no error
+    /// of this call quotes the body.
+    pub async fn token_info(&self) -> Result<Option<TokenInfo>, Error> {
+        let mut call = Call::post("/api/token/test".to_owned(), Endpoint::TokenTest);
+        call.text = Some(self.inner.token.expose().to_owned());
+        let body = self.body(&call).await?;
+        let tokens: HashMap<String, Option<TokenInfo>> =
+            serde_json::from_slice(&body).map_err(|_| Error::Decode {
+                path: call.path.clone(),
+                message: "not a map of tokens".to_owned(),
+            })?;
+        Ok(tokens.into_values().next().flatten())
     }
 
     /// `GET /api/bot/online`: bots online now (up to `nb`), ndjson. Lines
@@ -1164,6 +1183,9 @@ impl Client {
         }
         if let Some(form) = &call.form {
             request = request.form(form);
+        }
+        if let Some(text) = &call.text {
+            request = request.body(text.clone());
         }
         request
     }

@@ -545,7 +545,7 @@ impl Game {
                 tournament = self.tournament.as_deref(),
                 "game start"
             );
-            if self.record.as_ref().is_some_and(|r| r.ply() >= 2) {
+            if full.state.moves.split_whitespace().nth(1).is_some() {
                 // Both sides moved before this run took the game up: an
                 // earlier run played (and greeted) it.
                 self.greeted = true;

@@ -77,15 +77,18 @@ pub(super) async fn online(State(app): State<App>) -> Response {
 
 /// The 400 Lichess answers a challenge to a bot that played its daily bot
 /// games (lila's `BotLimit.OpponentLimit`).
+/// The body is the spec fixture's, with this bot's name and time.
 pub(super) fn opponent_daily_cap(name: &str, seconds: u64) -> Response {
-    (
-        axum::http::StatusCode::BAD_REQUEST,
-        axum::Json(json!({
-            "error": format!("{name} played 100 games against other bots today, please wait until 2026-11-25T00:00:00Z to challenge them."),
-            "ratelimit": {"key": "bot.vsBot.day", "seconds": seconds}
-        })),
-    )
-        .into_response()
+    let mut body: serde_json::Value = serde_json::from_str(include_str!(
+        "../../data/lichess/errors/400-opponent-bot-vs-bot-day.json"
+    ))
+    .unwrap_or_default();
+    body["error"] = json!(format!(
+        "{name} played 100 games against other bots today, please wait until \
+         2026-11-25T07:06:08.826Z to challenge them."
+    ));
+    body["ratelimit"]["seconds"] = json!(seconds);
+    (axum::http::StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
 
 /// The online bot `username`, if there is one.

@@ -9,7 +9,7 @@ use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role};
 use tokio::time::Instant;
 
 use super::records::{ChatRecord, GameRecord, IllegalMove};
-use super::setup::{AutoPlay, FakeTime, Opponent};
+use super::setup::{AutoPlay, ChallengeSpec, FakeTime, Opponent};
 use super::stream::Conn;
 
 /// The standard starting position.
@@ -232,6 +232,19 @@ impl Game {
         if let Some(t) = &self.tournament_id {
             info["tournamentId"] = json!(t);
         }
+        if self.rated {
+            // The bot's rating (the fake's account: 2000) and, once the
+            // game is over, its change: +8 for a win, -8 for a loss.
+            info["rating"] = json!(2000);
+            if !self.started() && self.status != "aborted" {
+                let diff = match self.winner {
+                    Some(w) if w == self.bot_color => 8,
+                    Some(_) => -8,
+                    None => 0,
+                };
+                info["ratingDiff"] = json!(diff);
+            }
+        }
         if self.clock.is_some() {
             info["secondsLeft"] = json!(seconds_left);
         }
@@ -257,6 +270,17 @@ impl Game {
             ));
         }
         Ok(m)
+    }
+}
+
+impl ChallengeSpec {
+    /// The challenge event's `compat`.
+    pub(super) fn compat_json(&self) -> Value {
+        let mut compat = compat_json(speed_of(self.time));
+        if let Some(bot) = self.bot_compatible {
+            compat["bot"] = json!(bot);
+        }
+        compat
     }
 }
 

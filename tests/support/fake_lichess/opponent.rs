@@ -53,7 +53,7 @@ impl FakeLichess {
             };
             world.send_event(&json!({"type": "challenge",
                                      "challenge": world.challenge_json(&state),
-                                     "compat": compat_json(speed_of(state.spec.time))}));
+                                     "compat": state.spec.compat_json()}));
             world.challenges.insert(id.clone(), state);
             world.challenge_order.push(id.clone());
             id

@@ -30,6 +30,7 @@ pub(super) fn router(app: App) -> Router {
     Router::new()
         .route("/api/account", get(account))
         .route("/api/account/playing", get(playing))
+        .route("/api/token/test", post(token_test))
         .route("/api/bot/online", get(super::bots::online))
         .route("/api/bot/account/upgrade", post(upgrade))
         .route("/api/stream/event", get(event_stream))
@@ -162,7 +163,7 @@ pub(super) async fn event_stream(State(app): State<App>) -> Response {
             {
                 conn.send(
                     &json!({"type": "challenge", "challenge": world.challenge_json(c),
-                                      "compat": compat_json(speed_of(c.spec.time))}),
+                                      "compat": c.spec.compat_json()}),
                 );
             }
         }
@@ -450,6 +451,10 @@ pub(super) async fn claim(
             return error(StatusCode::BAD_REQUEST, "You cannot claim now.");
         }
         let bot = game.bot_color;
+        if what == "claim-victory" && game.pos.has_insufficient_material(bot) {
+            // Nothing to win with: only a draw can be claimed.
+            return error(StatusCode::BAD_REQUEST, "You cannot claim victory.");
+        }
         match what.as_str() {
             "claim-victory" => world.finish(app, &id, "timeout", Some(bot)),
             _ => world.finish(app, &id, "draw", None),
@@ -619,6 +624,7 @@ pub(super) async fn create_challenge(
                 .map_or_else(|| Opponent::human(&username), |b| b.opponent.clone()),
             autoplay: Some(AutoPlay::default()),
             tournament: None,
+            bot_compatible: None,
         };
         let state = ChallengeState {
             id: id.clone(),
@@ -634,6 +640,7 @@ pub(super) async fn create_challenge(
         let json = world.challenge_json(&state);
         world.send_event(&json!({"type": "challenge", "challenge": json,
                                  "compat": compat_json(speed_of(time))}));
+
         world.challenges.insert(id.clone(), state);
         world.challenge_order.push(id.clone());
         if let Some(bot) = online {
@@ -654,13 +661,40 @@ pub(super) async fn create_challenge(
     })
 }
 
-/// A 400 of Lichess's form validation: `{"error": {field: [message]}}`.
+/// A 400 of Lichess's form validation, in the shape of the spec fixture
+/// (lila's `doubleJsonFormError`: the fields at the top level and under
+/// `error`).
 fn form_error(field: &str, message: &str) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        axum::Json(json!({"error": {field: [message]}})),
-    )
-        .into_response()
+    let fixture: Value = serde_json::from_str(include_str!(
+        "../../data/lichess/errors/400-clock-limit.json"
+    ))
+    .unwrap_or_default();
+    let mut body = serde_json::Map::new();
+    for key in fixture.as_object().into_iter().flat_map(|o| o.keys()) {
+        let errors = json!({field: [message]});
+        if key == "error" {
+            body.insert("error".to_owned(), errors);
+        } else {
+            body.insert(field.to_owned(), errors[field].clone());
+        }
+    }
+    (StatusCode::BAD_REQUEST, axum::Json(Value::Object(body))).into_response()
+}
+
+/// `POST /api/token/test`: the body names tokens, comma-separated; each
+/// maps to what it is, or null.
+pub(super) async fn token_test(State(app): State<App>, body: Bytes) -> Response {
+    let world = app.lock();
+    let text = String::from_utf8_lossy(&body);
+    let mut tokens = serde_json::Map::new();
+    for token in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let info = (token == world.cfg.token).then(|| {
+            json!({"userId": world.cfg.username.to_lowercase(), "scopes": world.cfg.scopes,
+                   "expires": null})
+        });
+        tokens.insert(token.to_owned(), info.unwrap_or(Value::Null));
+    }
+    axum::Json(Value::Object(tokens)).into_response()
 }
 
 /// The 429 of Lichess's daily cap on bot-vs-bot games.

@@ -24,6 +24,8 @@ pub struct FakeConfig {
     /// Announce with `gameStart` on the event stream when the bot's turn
     /// comes in a correspondence game.
     pub correspondence_turn_events: bool,
+    /// The token's scopes, as `POST /api/token/test` lists them.
+    pub scopes: String,
     /// A real-time challenge the bot creates without `keepAliveStream`
     /// is canceled after this (Lichess: 20 s).
     pub challenge_expiry: Duration,
@@ -41,6 +43,7 @@ impl Default for FakeConfig {
             seed: 0x5eed,
             correspondence_turn_events: true,
             challenge_expiry: Duration::from_secs(20),
+            scopes: "bot:play,challenge:read,challenge:write".to_owned(),
         }
     }
 }
@@ -163,6 +166,9 @@ pub struct ChallengeSpec {
     /// `tournamentId`, cannot be aborted, and a player who does not make
     /// a first move in time loses it (`noStart`).
     pub tournament: Option<String>,
+    /// Overrides the event's `compat.bot` (else: not ultraBullet), for a
+    /// game the Bot API cannot play for another reason.
+    pub bot_compatible: Option<bool>,
 }
 
 impl Default for ChallengeSpec {
@@ -178,6 +184,7 @@ impl Default for ChallengeSpec {
             challenger: Opponent::human("Alice"),
             autoplay: Some(AutoPlay::default()),
             tournament: None,
+            bot_compatible: None,
         }
     }
 }
@@ -204,6 +211,12 @@ impl ChallengeSpec {
     /// An arena game of tournament `id` (see [`ChallengeSpec::tournament`]).
     pub fn tournament(mut self, id: &str) -> ChallengeSpec {
         self.tournament = Some(id.to_owned());
+        self
+    }
+
+    /// The event's `compat.bot`, whatever the clock.
+    pub fn bot_compatible(mut self, compatible: bool) -> ChallengeSpec {
+        self.bot_compatible = Some(compatible);
         self
     }
 
