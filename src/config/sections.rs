@@ -423,7 +423,7 @@ impl MatchmakingConfig {
 /// 45, 60 or 90 seconds, or whole minutes up to three hours (the API
 /// specification of `POST /api/challenge/{username}`).
 pub fn is_challenge_clock_limit(secs: u32) -> bool {
-    matches!(secs, 0 | 15 | 30 | 45 | 60 | 90) || (secs % 60 == 0 && secs <= 10_800)
+    matches!(secs, 0 | 15 | 30 | 45 | 60 | 90) || (secs.is_multiple_of(60) && secs <= 10_800)
 }
 
 /// The largest increment (seconds) Lichess takes for a challenge.

@@ -562,7 +562,7 @@ pub(super) async fn create_challenge(
                 // an increment up to 60 s; refused as a form error.
                 (Ok(limit), _)
                     if !(matches!(limit, 0 | 15 | 30 | 45 | 60 | 90)
-                        || (limit % 60 == 0 && limit <= 10_800)) =>
+                        || (limit.is_multiple_of(60) && limit <= 10_800)) =>
                 {
                     return form_error("clock.limit", "Invalid value");
                 }
