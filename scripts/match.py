@@ -1037,6 +1037,12 @@ async def run(args: argparse.Namespace) -> int:
         random.Random(seed).shuffle(openings)
     first = max(0, args.start - 1)
     need = (games + 1) // 2
+    if test and base is None and need > len(openings):
+        # Deterministic engines replay a repeated opening move for move: the
+        # SPRT would count the same pair twice.
+        raise FatalError(f"--sprt at fixed nodes/depth: {games} games need {need} openings and "
+                         f"{openings_path} has {len(openings)}; a repeated opening would replay the same "
+                         f"games. Lower --games to {2 * len(openings)} or give a larger --openings file")
     if first + need > len(openings):
         print(f"warning: {need} openings needed from #{first + 1}, file has {len(openings)}: wrapping around",
               file=sys.stderr)
