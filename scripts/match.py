@@ -532,7 +532,7 @@ def elo_pentanomial(pairs: List[float]) -> Tuple[float, float]:
 def fmt_elo(e: float, err: float) -> str:
     if math.isnan(e):
         return "n/a"
-    e = 0.0 if e == 0 else e  # no "-0.0"
+    e = 0.0 if abs(e) < 0.05 else e  # no "-0.0"
     es = f"{e:+.1f}" if math.isfinite(e) else ("+inf" if e > 0 else "-inf")
     return f"{es} +/- {err:.1f}" if math.isfinite(err) else f"{es} +/- inf"
 
