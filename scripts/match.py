@@ -11,6 +11,10 @@ Results are printed from engine A's point of view: W/D/L, score, Elo
 difference with a 95% error bar (trinomial, per-game variance), plus the
 pentanomial (opening pair) view, LOS, time losses and termination reasons.
 
+With --sprt ELO0,ELO1 the match is a sequential probability ratio test on
+opening pairs (scripts/sprt.py) that stops as soon as it decides; --state
+FILE keeps every finished pair so that a stopped run resumes.
+
 Run with --help for all options; see scripts/README.md for examples.
 """
 
@@ -21,12 +25,15 @@ import asyncio
 import collections
 import dataclasses
 import datetime
+import hashlib
 import json
 import logging
 import math
 import os
 import random
+import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,9 +48,15 @@ try:
 except ImportError:  # pragma: no cover
     sys.exit("python-chess is missing: run scripts/install-engines.sh or `pip install chess`")
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sprt  # noqa: E402  (scripts/sprt.py)
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_ENGINE1 = f"{REPO / 'target' / 'release' / 'kaissa'} uci"
 DEFAULT_OPENINGS = REPO / "scripts" / "data" / "openings-8ply.epd"
+# The default for --sprt: 10,000 openings, 20,000 games before they repeat.
+DEFAULT_SPRT_OPENINGS = REPO / "scripts" / "data" / "openings-8ply-10k.epd"
+DEFAULT_SPRT_GAMES = 20000
 
 # Extra wall time we wait for a move after the mover's clock (plus margin)
 # has run out before declaring the engine hung and killing it. The game is
@@ -236,7 +249,7 @@ class Player:
 class Settings:
     base: Optional[float]
     inc: float
-    nodes: Optional[int]
+    nodes: Dict[str, Optional[int]]  # per side, "A" / "B"
     depth: Optional[int]
     timemargin: float
     move_timeout: float
@@ -258,8 +271,27 @@ class GameResult:
     failure: Optional[str]   # "time", "crash", "illegal", "hang", "error" (loser's failure)
     loser: Optional[str]     # "A" / "B" when failure is set
     pgn: Optional[chess.pgn.Game]
-    move_times: Dict[str, List[float]]
+    move_times: Optional[Dict[str, List[float]]]
     plies: int
+    # [moves, total seconds, longest] per side; filled from move_times, or
+    # read back from a --state file (whose games have no move lists).
+    time_stats: Optional[Dict[str, List[float]]] = None
+
+    def __post_init__(self) -> None:
+        if self.time_stats is None and self.move_times is not None:
+            self.time_stats = {who: [len(v), sum(v), max(v, default=0.0)]
+                               for who, v in self.move_times.items()}
+
+    def record(self) -> dict:
+        """What a --state file keeps of the game."""
+        return {"game": self.index, "opening": self.opening, "a_white": self.a_white,
+                "result": self.result, "reason": self.reason, "failure": self.failure,
+                "loser": self.loser, "plies": self.plies, "times": self.time_stats}
+
+    @classmethod
+    def from_record(cls, d: dict) -> "GameResult":
+        return cls(d["game"], d["opening"], d["a_white"], d["result"], d["reason"], d["failure"],
+                   d["loser"], None, None, d["plies"], d["times"])
 
     @property
     def a_score(self) -> Optional[float]:
@@ -334,10 +366,10 @@ async def play_game(idx: int, opening_idx: int, fen: str, a_white: bool,
         if st.base is not None:
             limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK],
                                        white_inc=st.inc, black_inc=st.inc, clock_id=token,
-                                       nodes=st.nodes, depth=st.depth)
+                                       nodes=st.nodes[label[turn]], depth=st.depth)
             wait = max(0.0, clocks[turn]) + st.timemargin + HANG_GRACE
         else:
-            limit = chess.engine.Limit(nodes=st.nodes, depth=st.depth)
+            limit = chess.engine.Limit(nodes=st.nodes[label[turn]], depth=st.depth)
             wait = st.move_timeout
 
         t0 = time.monotonic()
@@ -474,8 +506,17 @@ def elo_with_error(w: int, d: int, l: int) -> Tuple[float, float, float]:
     return elo_from_score(s), err, los
 
 
+def pentanomial(pairs: List[float]) -> List[int]:
+    """Counts [LL, LD, DD+WL, WD, WW] of opening-pair scores (each in 0..2)."""
+    penta = [0] * 5
+    for p in pairs:
+        penta[int(round(p * 2))] += 1
+    return penta
+
+
 def elo_pentanomial(pairs: List[float]) -> Tuple[float, float]:
-    """Elo and 95% half-width from opening-pair scores (each in 0..2)."""
+    """Elo and 95% half-width from opening-pair scores (each in 0..2).
+    (sprt.elo_estimate is the same with fishtest's 0.001 in empty cells.)"""
     n = len(pairs)
     if n < 2:
         return math.nan, math.inf
@@ -491,21 +532,22 @@ def elo_pentanomial(pairs: List[float]) -> Tuple[float, float]:
 def fmt_elo(e: float, err: float) -> str:
     if math.isnan(e):
         return "n/a"
-    e = 0.0 if e == 0 else e  # no "-0.0"
+    e = 0.0 if abs(e) < 0.05 else e  # no "-0.0"
     es = f"{e:+.1f}" if math.isfinite(e) else ("+inf" if e > 0 else "-inf")
     return f"{es} +/- {err:.1f}" if math.isfinite(err) else f"{es} +/- inf"
 
 
 class Tally:
     def __init__(self) -> None:
-        self.results: List[GameResult] = []
+        # (game index, opening, A's score) of every game added
+        self.results: List[Tuple[int, int, Optional[float]]] = []
         self.w = self.d = self.l = 0
         self.failures: Dict[str, collections.Counter] = {"A": collections.Counter(), "B": collections.Counter()}
         self.reasons: collections.Counter = collections.Counter()
-        self.times: Dict[str, List[float]] = {"A": [], "B": []}
+        self.times: Dict[str, List[float]] = {"A": [0, 0.0, 0.0], "B": [0, 0.0, 0.0]}  # moves, total, max
 
     def add(self, r: GameResult) -> None:
-        self.results.append(r)
+        self.results.append((r.index, r.opening, r.a_score))
         sc = r.a_score
         if sc == 1.0:
             self.w += 1
@@ -517,12 +559,17 @@ class Tally:
             self.failures[r.loser][r.failure] += 1
         key = r.reason
         for who in ("A", "B"):
-            self.times[who].extend(r.move_times[who])
-        # Strip per-game numbers so reasons aggregate.
+            n, total, longest = r.time_stats[who] if r.time_stats else (0, 0.0, 0.0)
+            t = self.times[who]
+            t[0] += n
+            t[1] += total
+            t[2] = max(t[2], longest)
+        # Strip per-game numbers so reasons aggregate (but not a name's "(2)").
         if "loses on time" in key:
             key = key.split(" loses on time")[0] + " loses on time"
-        elif "(" in key:
-            key = key.split(" (")[0]
+        else:
+            m = re.search(r" \((?!\d+\))", key)
+            key = key[:m.start()] if m else key
         self.reasons[key] += 1
 
     @property
@@ -536,21 +583,19 @@ class Tally:
 
     def pairs(self) -> List[float]:
         by_open: Dict[Tuple[int, int], List[float]] = collections.defaultdict(list)
-        for r in self.results:
-            if r.a_score is not None:
-                by_open[(r.index // 2, r.opening)].append(r.a_score)
+        for index, opening, score in self.results:
+            if score is not None:
+                by_open[(index // 2, opening)].append(score)
         return [sum(v) for v in by_open.values() if len(v) == 2]
 
     def summary(self, na: str, nb: str) -> dict:
         e, err, los = elo_with_error(self.w, self.d, self.l)
         pairs = self.pairs()
         pe, perr = elo_pentanomial(pairs)
-        penta = [0] * 5
-        for p in pairs:
-            penta[int(round(p * 2))] += 1
+        penta = pentanomial(pairs)
 
         def tstats(v: List[float]) -> dict:
-            return {"moves": len(v), "avg": (sum(v) / len(v)) if v else 0.0, "max": max(v) if v else 0.0}
+            return {"moves": v[0], "avg": (v[1] / v[0]) if v[0] else 0.0, "max": v[2]}
 
         return {
             "engine1": na, "engine2": nb, "games": self.n, "wins": self.w, "draws": self.d, "losses": self.l,
@@ -592,6 +637,196 @@ def print_report(t: Tally, na: str, nb: str, header: str) -> dict:
     for k, v in t.reasons.most_common():
         print(f"  {v:4d}  {k}")
     return s
+
+
+# --------------------------------------------------------------------------
+# --state: finished games kept on disk, so that a stopped run resumes
+# --------------------------------------------------------------------------
+
+STATE_VERSION = 1
+
+
+def file_digest(path: os.PathLike) -> str:
+    """First 16 hex digits of the file's sha256."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def named_files(spec: EngineSpec) -> Dict[str, str]:
+    """Digests of the files an engine's command line and options name (its
+    binary, a script it runs, a net given as an option), so that a binary
+    rebuilt at the same path is noticed when a run resumes."""
+    base = spec.cwd or os.getcwd()
+    found: List[Tuple[str, str]] = []
+    if os.sep not in spec.cmd[0]:
+        exe = shutil.which(spec.cmd[0])
+        if exe:
+            found.append((spec.cmd[0], exe))
+    for token in spec.cmd + list(spec.options.values()):
+        path = os.path.join(base, token)  # an absolute token stays as it is
+        if os.path.isfile(path):
+            found.append((token, path))
+    out: Dict[str, str] = {}
+    for token, path in found:
+        if token not in out:
+            try:
+                out[token] = file_digest(path)
+            except OSError:
+                pass
+    return out
+
+
+def _flatten(d: dict, prefix: str = "") -> Dict[str, object]:
+    out: Dict[str, object] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_differences(old: dict, new: dict) -> List[str]:
+    a, b = _flatten(old), _flatten(new)
+    return [f"{k}: {json.dumps(a.get(k))} in the state file, {json.dumps(b.get(k))} now"
+            for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+class StateFile:
+    """JSON lines. The first holds the settings that decide the games
+    ({"kaissa_match_state": 1, "config": {...}, ...}); each further line is
+    one finished opening pair, {"pair": k, "games": [game, game]}, appended
+    with a single write() and fsync'd once both games are over. A line cut
+    short by a kill (no newline at the end) is dropped when the file is read
+    back, so a stopped run loses at most the pairs it was playing."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: Optional[int] = None
+        self.good_size = 0
+
+    def load(self) -> Tuple[Optional[dict], Dict[int, GameResult]]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None, {}
+        except OSError as e:
+            raise FatalError(f"--state {self.path}: {e}") from e
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            print(f"warning: {self.path}: dropping an unfinished last line ({len(data) - end} bytes)",
+                  file=sys.stderr)
+        self.good_size = end
+        header: Optional[dict] = None
+        games: Dict[int, GameResult] = {}
+        for lineno, raw in enumerate(data[:end].split(b"\n")[:-1], 1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+                if header is None:
+                    if obj.get("kaissa_match_state") != STATE_VERSION:
+                        raise ValueError("not a match.py state file (version 1)")
+                    header = obj
+                    continue
+                for rec in obj["games"]:
+                    r = GameResult.from_record(rec)
+                    games[r.index] = r
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                raise FatalError(f"--state {self.path}: line {lineno} is damaged ({e}); "
+                                 "fix or remove the file") from e
+        return header, games
+
+    def create(self, header: dict) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps(header, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self.good_size = self.path.stat().st_size
+
+    def open_append(self) -> None:
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        os.ftruncate(self.fd, self.good_size)
+
+    def append(self, obj: dict) -> None:
+        assert self.fd is not None
+        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        while line:
+            line = line[os.write(self.fd, line):]
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def run_config(args: argparse.Namespace, specs: List[EngineSpec], st: Settings, openings: List[str],
+               openings_path: Path, seed: Optional[int], test: Optional[sprt.Sprt]) -> dict:
+    """Everything that decides which games are played and how they are
+    scored: a resumed run must match it (--games, --concurrency and the
+    output options may change)."""
+    cfg = {
+        "engines": {s.label: {"cmd": s.cmd, "proto": s.proto, "options": s.options, "cwd": s.cwd,
+                              "files": named_files(s)} for s in specs},
+        "limits": {"tc": [st.base, st.inc] if st.base is not None else None, "nodes": dict(st.nodes),
+                   "depth": st.depth, "timemargin_ms": args.timemargin, "move_timeout": st.move_timeout},
+        "adjudication": {"resign_moves": st.resign_moves, "resign_score": st.resign_score,
+                         "draw_movenumber": st.draw_movenumber, "draw_moves": st.draw_moves,
+                         "draw_score": st.draw_score, "maxplies": st.maxplies},
+        "openings": {"sha256": file_digest(openings_path), "positions": len(openings),
+                     "shuffle": bool(args.shuffle), "seed": seed if args.shuffle else None,
+                     "start": args.start},
+        "sprt": None if test is None else {"elo0": test.elo0, "elo1": test.elo1, "alpha": test.alpha,
+                                           "beta": test.beta, "elo_model": test.model},
+    }
+    return json.loads(json.dumps(cfg))  # as it reads back from the file
+
+
+def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, verdict: Optional[str], label: str,
+               finished: bool, resumable: bool) -> dict:
+    """The SPRT block of the final report, and the lines for a commit message."""
+    pairs = sum(penta)
+    value = test.llr(penta)
+    e, err, los = sprt.elo_estimate(penta)
+    ne, nerr = sprt.nelo_estimate(penta)
+    if verdict == "H1":
+        outcome = "H1 accepted: PASS"
+    elif verdict == "H0":
+        outcome = "H0 accepted: FAIL"
+    elif finished:
+        outcome = "inconclusive (maximum games reached): no verdict"
+    else:
+        outcome = ("unfinished (stopped): rerun the same command to go on" if resumable
+                   else "unfinished (stopped; without --state it cannot be resumed)")
+    bounds = f"({test.lower:.2f},{test.upper:.2f})"
+    elos = f"[{test.elo0:.2f},{test.elo1:.2f}]"
+    unit = "Elo" if test.model == "logistic" else "nElo"
+    print(f"--- SPRT {elos} {test.model} Elo (H0: {unit} = {test.elo0:g}, H1: {unit} = {test.elo1:g}), "
+          f"alpha {test.alpha:g}, beta {test.beta:g}")
+    print(f"LLR {value:.2f} {bounds}: {outcome}")
+    print(f"Games {2 * pairs} ({pairs} pairs)   W/D/L {t.w}/{t.d}/{t.l}")
+    print(f"Ptnml(0-2) [LL, LD, DD+WL, WD, WW]: {', '.join(map(str, penta))}")
+    if pairs:
+        print(f"Elo {fmt_elo(e, err)} (95%, pentanomial, logistic)   nElo {fmt_elo(ne, nerr)}   "
+              f"LOS {100 * los:.1f}%")
+    print("For the commit message:")
+    word = {"H1": "Passed", "H0": "Failed"}.get(verdict or "", "Inconclusive" if finished else "Unfinished")
+    print(f"    {word} SPRT {elos} {test.model} Elo, {label}")
+    print(f"    LLR: {value:.2f} {bounds} {elos}")
+    print(f"    Total: {2 * pairs} W: {t.w} L: {t.l} D: {t.d}")
+    print(f"    Ptnml(0-2): {', '.join(map(str, penta))}")
+    if pairs:
+        print(f"    Elo: {fmt_elo(e, err)} (95%) LOS: {100 * los:.1f}%")
+    return {"elo0": test.elo0, "elo1": test.elo1, "alpha": test.alpha, "beta": test.beta,
+            "elo_model": test.model, "llr": value, "lower_bound": test.lower, "upper_bound": test.upper,
+            "verdict": verdict, "pairs": pairs, "pentanomial": penta, "elo": e, "elo_error95": err,
+            "nelo": ne, "nelo_error95": nerr, "los": los}
 
 
 # --------------------------------------------------------------------------
@@ -638,6 +873,17 @@ def parse_tc(s: str) -> Tuple[float, float]:
     return b, i
 
 
+def parse_sprt(s: str) -> Tuple[float, float]:
+    """'0,5' -> (0.0, 5.0); '-5,0' -> (-5.0, 0.0)."""
+    try:
+        e0, e1 = (float(x) for x in s.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ELO0,ELO1 (e.g. 0,5), got {s!r}")
+    if not e0 < e1:
+        raise argparse.ArgumentTypeError(f"need ELO0 < ELO1, got {s!r}")
+    return e0, e1
+
+
 def parse_options(items: List[str], which: str) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for it in items or []:
@@ -672,17 +918,39 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tc", type=parse_tc, metavar="BASE+INC",
                    help="time control in seconds, e.g. 10+0.1 (also M:SS+INC)")
     g.add_argument("--nodes", type=int, help="fixed node limit per move")
+    g.add_argument("--nodes1", type=int, metavar="N", help="node limit of engine A only (overrides --nodes)")
+    g.add_argument("--nodes2", type=int, metavar="N", help="node limit of engine B only (overrides --nodes)")
     g.add_argument("--depth", type=int, help="fixed depth limit per move")
     g.add_argument("--timemargin", type=int, default=0, metavar="MS",
                    help="tolerated clock overrun in milliseconds before a time loss")
     g.add_argument("--move-timeout", type=float, default=120.0, metavar="SEC",
                    help="with --nodes/--depth only: a move taking longer counts as a hang (loss)")
-    g.add_argument("--games", type=int, default=100, help="number of games (2 per opening)")
+    g.add_argument("--games", type=int, default=None,
+                   help="number of games (2 per opening; default 100); with --sprt the most to play "
+                        f"(default {DEFAULT_SPRT_GAMES}, rounded up to whole pairs)")
     g.add_argument("--concurrency", type=int, default=1, help="games played in parallel")
-    g.add_argument("--openings", type=Path, default=DEFAULT_OPENINGS, help="EPD file, lines 'FEN ; comment'")
+    g.add_argument("--openings", type=Path, default=None,
+                   help="EPD file, lines 'FEN ; comment' (default scripts/data/openings-8ply.epd; "
+                        "with --sprt scripts/data/openings-8ply-10k.epd)")
     g.add_argument("--start", type=int, default=1, help="first opening to use (1-based, after shuffling)")
     g.add_argument("--shuffle", action="store_true", help="shuffle the openings")
     g.add_argument("--seed", type=int, default=None, help="seed for --shuffle")
+
+    g = p.add_argument_group("SPRT and resuming")
+    g.add_argument("--sprt", type=parse_sprt, metavar="ELO0,ELO1",
+                   help="sequential probability ratio test on opening pairs of H0: Elo = ELO0 against "
+                        "H1: Elo = ELO1 (Elo of engine A over B); stops when the LLR leaves the bounds. "
+                        "Gainers: 0,5; simplifications: -5,0")
+    g.add_argument("--alpha", type=float, default=0.05, help="SPRT false positive rate")
+    g.add_argument("--beta", type=float, default=0.05, help="SPRT false negative rate")
+    g.add_argument("--elo-model", choices=sprt.MODELS, default="logistic",
+                   help="unit of the --sprt bounds: logistic Elo (as the Elo reports) or fishtest's "
+                        "normalized Elo")
+    g.add_argument("--progress-every", type=int, default=20, metavar="PAIRS",
+                   help="with --sprt: a progress line every this many pairs")
+    g.add_argument("--state", type=Path, metavar="FILE",
+                   help="keep every finished pair in FILE (JSON lines); if FILE exists, go on from it "
+                        "(refused when the engines, options, limits, openings or SPRT differ)")
 
     g = p.add_argument_group("adjudication")
     g.add_argument("--resign-moves", type=int, default=4,
@@ -707,9 +975,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
-    if args.tc is None and args.nodes is None and args.depth is None:
-        raise FatalError("give a limit: --tc BASE+INC and/or --nodes N / --depth N")
+    nodes = {"A": args.nodes1 if args.nodes1 is not None else args.nodes,
+             "B": args.nodes2 if args.nodes2 is not None else args.nodes}
+    if args.tc is None and args.depth is None and None in nodes.values():
+        raise FatalError("give a limit: --tc BASE+INC and/or --nodes N / --depth N "
+                         "(--nodes1/--nodes2 only: both sides need one)")
     base, inc = args.tc if args.tc else (None, 0.0)
+    test: Optional[sprt.Sprt] = None
+    if args.sprt is not None:
+        try:
+            test = sprt.Sprt(args.sprt[0], args.sprt[1], args.alpha, args.beta, args.elo_model)
+        except ValueError as e:
+            raise FatalError(f"--sprt: {e}") from e
+    games = args.games if args.games is not None else (DEFAULT_SPRT_GAMES if test else 100)
+    if games < 1:
+        raise FatalError("--games must be at least 1")
+    if test and games % 2:
+        games += 1  # whole pairs
+    openings_path: Path = args.openings or (DEFAULT_SPRT_OPENINGS if test else DEFAULT_OPENINGS)
+    # Pairs are the unit (of the PGN and the state file too) with --sprt or --state.
+    by_pair = bool(test or args.state)
 
     # SIGTERM/SIGHUP end the run like Ctrl-C: report, then close the engines
     # (some, e.g. sjeng, spin at 100% CPU instead of exiting on a closed stdin).
@@ -737,19 +1022,32 @@ async def run(args: argparse.Namespace) -> int:
         if v is not None:
             spec.options.update({"UCI_LimitStrength": "true", "UCI_Elo": str(v)})
     for spec in specs:
-        if spec.proto == "xboard" and args.nodes is not None and base is not None:
+        if spec.proto == "xboard" and nodes[spec.label] is not None and base is not None:
             raise FatalError("xboard engines cannot combine --nodes with --tc")
 
-    openings = load_openings(args.openings)
+    openings = load_openings(openings_path)
+    state = StateFile(args.state) if args.state else None
+    header, loaded = state.load() if state else (None, {})
+    seed = args.seed
+    if args.shuffle and seed is None and state is not None:
+        # The order must be the same when the run resumes: keep the seed.
+        old = header["config"]["openings"].get("seed") if header else None
+        seed = old if old is not None else random.randrange(1, 2 ** 31)
     if args.shuffle:
-        random.Random(args.seed).shuffle(openings)
+        random.Random(seed).shuffle(openings)
     first = max(0, args.start - 1)
-    need = (args.games + 1) // 2
+    need = (games + 1) // 2
+    if test and base is None and need > len(openings):
+        # Deterministic engines replay a repeated opening move for move: the
+        # SPRT would count the same pair twice.
+        raise FatalError(f"--sprt at fixed nodes/depth: {games} games need {need} openings and "
+                         f"{openings_path} has {len(openings)}; a repeated opening would replay the same "
+                         f"games. Lower --games to {2 * len(openings)} or give a larger --openings file")
     if first + need > len(openings):
         print(f"warning: {need} openings needed from #{first + 1}, file has {len(openings)}: wrapping around",
               file=sys.stderr)
 
-    st = Settings(base=base, inc=inc, nodes=args.nodes, depth=args.depth,
+    st = Settings(base=base, inc=inc, nodes=nodes, depth=args.depth,
                   timemargin=args.timemargin / 1000.0, move_timeout=args.move_timeout,
                   resign_moves=0 if args.no_adjudication else args.resign_moves,
                   resign_score=args.resign_score, draw_movenumber=args.draw_movenumber,
@@ -761,20 +1059,119 @@ async def run(args: argparse.Namespace) -> int:
         tc_str = "-"
     limit_desc = " ".join(x for x in (
         f"tc {tc_str}" if base is not None else "",
-        f"nodes {args.nodes}" if args.nodes else "",
+        (f"nodes {nodes['A']}" if nodes["A"] == nodes["B"] else f"nodes {nodes['A'] or '-'}/{nodes['B'] or '-'}")
+        if any(nodes.values()) else "",
         f"depth {args.depth}" if args.depth else "") if x)
 
-    conc = max(1, min(args.concurrency, args.games))
+    def opening_of(g: int) -> int:
+        return (first + g // 2) % len(openings)
+
+    if state is not None:
+        cfg = run_config(args, specs, st, openings, openings_path, seed, test)
+        if header is None:
+            state.create({"kaissa_match_state": STATE_VERSION, "config": cfg,
+                          "created": datetime.datetime.now().isoformat(timespec="seconds"),
+                          "openings_file": str(openings_path), "command": sys.argv})
+        else:
+            diffs = config_differences(header["config"], cfg)
+            if diffs:
+                raise FatalError(
+                    f"--state {args.state} was written by a run with other settings:\n  " + "\n  ".join(diffs) +
+                    "\nResume with the same engines (and binaries), options, limits, adjudication, openings "
+                    "and SPRT bounds (--games, --concurrency and the output options may change), "
+                    "or give a new --state file.")
+        for g, r in loaded.items():
+            if r.opening != opening_of(g) or r.a_white != (g % 2 == 0):
+                raise FatalError(f"--state {args.state}: game {g + 1} was played from opening {r.opening + 1} "
+                                 f"(A {'white' if r.a_white else 'black'}), this run would use opening "
+                                 f"{opening_of(g) + 1}: the file does not belong to these openings")
+        state.open_append()
+    loaded = {g: r for g, r in loaded.items() if g < games}
+    if test:  # half pairs cannot be scored: play them again
+        loaded = {g: r for g, r in loaded.items() if (g ^ 1) in loaded}
+
+    conc = max(1, min(args.concurrency, games))
+    pending = [g for g in range(games) if g not in loaded]
     queue: asyncio.Queue = asyncio.Queue()
-    for g in range(args.games):
+    for g in pending:
         queue.put_nowait(g)
 
     tally = Tally()
+    results: Dict[int, GameResult] = dict(loaded)  # finished games
+    flushed = set(loaded)                           # games whose pair went to the PGN and state file
+    pgn_wait: Dict[int, chess.pgn.Game] = {}        # finished games of pairs still being played
+    penta = [0] * 5                                 # SPRT: pentanomial of the scored pairs
+    scored_pairs = 0                                # SPRT: pairs 0 .. scored_pairs-1 are scored
+    decision: Optional[str] = None
+    stop = asyncio.Event()
+    played_now = 0
     names = {"A": specs[0].name or os.path.basename(specs[0].cmd[0]),
              "B": specs[1].name or os.path.basename(specs[1].cmd[0])}
     pgn_file = open(args.pgn, "a") if args.pgn else None
     all_players: List[Player] = []
     started = time.monotonic()
+
+    def progress_line() -> str:
+        e, err, _ = sprt.elo_estimate(penta)
+        rate = played_now / max(1e-9, time.monotonic() - started) * 3600
+        return (f"SPRT {2 * scored_pairs} games ({scored_pairs} pairs): W/D/L {tally.w}/{tally.d}/{tally.l}  "
+                f"Ptnml {penta}  Elo {fmt_elo(e, err)}  LLR {test.llr(penta):.2f} "
+                f"({test.lower:.2f}, {test.upper:.2f})" + (f"  {rate:.0f} games/h" if played_now else ""))
+
+    def score_pairs(replaying: bool = False) -> None:
+        """SPRT: score finished pairs in the order of their index, never in
+        the order they finish (a pair of short games must not be counted
+        before a long pair that started earlier), and stop at the first
+        pair whose LLR leaves the bounds."""
+        nonlocal scored_pairs, decision
+        while decision is None and 2 * scored_pairs < games:
+            g = 2 * scored_pairs
+            if g not in results or g + 1 not in results:
+                break
+            r0, r1 = results[g], results[g + 1]
+            tally.add(r0)
+            tally.add(r1)
+            if r0.a_score is not None and r1.a_score is not None:
+                penta[int(round(2 * (r0.a_score + r1.a_score)))] += 1
+            scored_pairs += 1
+            decision = test.verdict(penta)
+            if not replaying and (decision or scored_pairs % max(1, args.progress_every) == 0):
+                print(progress_line(), flush=True)
+        if decision:
+            stop.set()
+
+    def game_done(r: GameResult) -> None:
+        nonlocal played_now
+        played_now += 1
+        results[r.index] = r
+        if r.pgn is not None:
+            r.pgn.headers["Opening"] = f"#{r.opening + 1}"
+        if not by_pair:
+            if pgn_file and r.pgn is not None:
+                print(r.pgn, file=pgn_file, end="\n\n", flush=True)
+        else:
+            if r.pgn is not None:
+                pgn_wait[r.index] = r.pgn
+            k = r.index // 2
+            members = [x for x in (2 * k, 2 * k + 1) if x < games]
+            if all(x in results for x in members):
+                new = [x for x in members if x not in flushed]
+                if state is not None:
+                    state.append({"pair": k, "games": [results[x].record() for x in new]})
+                if pgn_file:
+                    for x in new:
+                        if x in pgn_wait:
+                            print(pgn_wait[x], file=pgn_file, end="\n\n")
+                    pgn_file.flush()
+                for x in new:
+                    pgn_wait.pop(x, None)
+                flushed.update(new)
+        r.pgn = None  # thousands of games: keep only what the report needs
+        r.move_times = None
+        if test:
+            score_pairs()
+        else:
+            tally.add(r)
 
     # Start one pair first so that a bad command or option fails fast, once.
     async def make_pair() -> Tuple[Player, Player]:
@@ -784,9 +1181,15 @@ async def run(args: argparse.Namespace) -> int:
         await pb.start()
         return pa, pb
 
-    first_pair = await make_pair()
-    if args.nodes is not None:
-        for pl in first_pair:
+    try:
+        first_pair = await make_pair()
+    except BaseException:
+        await asyncio.gather(*(p.close() for p in all_players), return_exceptions=True)
+        if state is not None:
+            state.close()
+        raise
+    for pl in first_pair:
+        if nodes[pl.spec.label] is not None:
             if isinstance(pl.protocol, chess.engine.XBoardProtocol) and dict.get(pl.protocol.features, "nps", 0) != 1:
                 await asyncio.gather(*(p.close() for p in all_players))
                 raise FatalError(f"engine {pl.spec.label} ({pl.name}) is xboard without feature nps=1: "
@@ -797,56 +1200,96 @@ async def run(args: argparse.Namespace) -> int:
         first_pair[1].name = names["B"]
     print(f"A: {names['A']}: {specs[0].describe()}")
     print(f"B: {names['B']}: {specs[1].describe()}")
-    print(f"{args.games} games, {limit_desc}, concurrency {conc}, openings {args.openings} "
-          f"(from #{first + 1}{', shuffled' if args.shuffle else ''})", flush=True)
+    print(f"{'at most ' if test else ''}{games} games, {limit_desc}, concurrency {conc}, openings {openings_path} "
+          f"({len(openings)}, from #{first + 1}{f', shuffled with seed {seed}' if args.shuffle else ''})", flush=True)
+    if test:
+        print(f"SPRT {test.describe()}: H1 accepted (pass) at LLR >= {test.upper:.2f}, "
+              f"H0 accepted (fail) at LLR <= {test.lower:.2f}", flush=True)
+    if loaded:
+        print(f"Resuming from {args.state}: {len(loaded)} games already played", flush=True)
+        if test:
+            score_pairs(replaying=True)
+            print(progress_line(), flush=True)
+        else:
+            for g in sorted(loaded):
+                tally.add(loaded[g])
+    elif state is not None:
+        print(f"Finished pairs go to {args.state} (rerun the same command to resume)", flush=True)
 
     async def worker(pair: Optional[Tuple[Player, Player]]) -> None:
         pa, pb = pair if pair else await make_pair()
         pa.name, pb.name = names["A"], names["B"]
-        while True:
+        while not stop.is_set():
             try:
                 g = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            oi = (first + g // 2) % len(openings)
+            oi = opening_of(g)
             a_white = g % 2 == 0
             r = await play_game(g, oi, openings[oi], a_white, pa, pb, st, tc_str)
-            tally.add(r)
-            if pgn_file:
-                r.pgn.headers["Opening"] = f"#{oi + 1}"
-                print(r.pgn, file=pgn_file, end="\n\n", flush=True)
+            game_done(r)
             if not args.quiet:
                 w, b = (names["A"], names["B"]) if a_white else (names["B"], names["A"])
-                print(f"Game {g + 1}/{args.games} (opening {oi + 1}): {w} vs {b}: {r.result} {{{r.reason}}}, "
+                print(f"Game {g + 1}/{games} (opening {oi + 1}): {w} vs {b}: {r.result} {{{r.reason}}}, "
                       f"{r.plies} plies", flush=True)
-                print("  " + tally.score_line(names["A"], names["B"]), flush=True)
-            if args.report_every and tally.n % args.report_every == 0:
+                if not test:
+                    print("  " + tally.score_line(names["A"], names["B"]), flush=True)
+            if not test and args.report_every and tally.n % args.report_every == 0:
                 e, err, _ = elo_with_error(tally.w, tally.d, tally.l)
                 print(f"  Elo after {tally.n}: {fmt_elo(e, err)}", flush=True)
 
-    tasks = [asyncio.create_task(worker(first_pair if i == 0 else None)) for i in range(conc)]
+    tasks: List[asyncio.Task] = []
+    stopper = asyncio.create_task(stop.wait())
+    finished = False
     try:
-        await asyncio.gather(*tasks)
+        if decision is None and pending:
+            tasks = [asyncio.create_task(worker(first_pair if i == 0 else None)) for i in range(conc)]
+            while True:
+                done, _ = await asyncio.wait(set(tasks) | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    if t is not stopper and t.exception() is not None:
+                        raise t.exception()
+                if stopper.done() or all(t.done() for t in tasks):
+                    break
+        finished = True
     finally:
-        # On error or Ctrl-C: stop the other games, then the engines.
-        for t in tasks:
+        # On a decision, error or Ctrl-C: stop the other games, then the engines.
+        for t in tasks + [stopper]:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, stopper, return_exceptions=True)
         await asyncio.gather(*(p.close() for p in all_players), return_exceptions=True)
         if pgn_file:
             pgn_file.close()
-        header = (f"{names['A']} vs {names['B']}, {limit_desc}, {tally.n}/{args.games} games, "
-                  f"{time.monotonic() - started:.0f}s")
-        summary = print_report(tally, names["A"], names["B"], header)
-        summary.update({"limit": limit_desc, "planned_games": args.games,
+        if state is not None:
+            state.close()
+        header_line = (f"{names['A']} vs {names['B']}, {limit_desc}, {tally.n}/{games} games, "
+                       f"{time.monotonic() - started:.0f}s")
+        if loaded:
+            header_line += f" ({played_now} played now)"
+        summary = print_report(tally, names["A"], names["B"], header_line)
+        summary.update({"limit": limit_desc, "planned_games": games,
                         "engine1_cmd": specs[0].describe(), "engine2_cmd": specs[1].describe()})
+        if test:
+            label = f"{limit_desc}, {names['A']} vs {names['B']}, {openings_path.name}"
+            summary["sprt"] = print_sprt(test, penta, tally, decision, label,
+                                         finished=finished and 2 * scored_pairs >= games,
+                                         resumable=state is not None)
+        elif state is not None and tally.n < games:
+            print(f"Stopped after {tally.n} of {games} games: rerun the same command to go on from {args.state}")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(summary, f, indent=1, default=lambda x: None)
+    if test:
+        return {"H1": 0, "H0": 1}.get(decision or "", 3)
     return 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i in range(len(argv) - 1):  # let "--sprt -5,0" through (argparse takes -5,0 for an option)
+        if argv[i] == "--sprt" and argv[i + 1][:1] == "-" and argv[i + 1][1:2].isdigit():
+            argv[i:i + 2] = [f"--sprt={argv[i + 1]}"]
+            break
     args = build_parser().parse_args(argv)
     if args.debug:
         logging.basicConfig(filename=args.debug, level=logging.DEBUG,
