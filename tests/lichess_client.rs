@@ -473,20 +473,26 @@ async fn rate_limit_pauses_the_next_request() {
     assert!(start.elapsed() >= Duration::from_millis(250));
 }
 
-#[tokio::test]
-async fn moves_skip_the_rate_limit_gate() {
-    let fake = FakeLichess::start().await;
+/// A client whose 429s pause for a minute, and a game where it is White.
+fn slow_gate_client_and_game(fake: &FakeLichess) -> (Client, String) {
     let client = Client::new(
         Token::new(fake.token()).unwrap(),
         ClientOptions {
             rate_limit_pause: Duration::from_secs(60),
-            ..options(&fake)
+            ..options(fake)
         },
     )
     .unwrap();
     let game = fake
         .start_game(ChallengeSpec::default().autoplay(None), Color::White)
         .unwrap();
+    (client, game)
+}
+
+#[tokio::test]
+async fn moves_skip_the_rate_limit_gate() {
+    let fake = FakeLichess::start().await;
+    let (client, game) = slow_gate_client_and_game(&fake);
     fake.fail_requests_with_429(1, None);
     assert!(client.account().await.is_err());
     assert!(client.rate_limited_for(Endpoint::Account).unwrap() > Duration::from_secs(50));
@@ -535,17 +541,7 @@ async fn bot_vs_bot_daily_cap_is_recognised() {
 #[tokio::test]
 async fn a_429_pauses_its_endpoint_only() {
     let fake = FakeLichess::start().await;
-    let client = Client::new(
-        Token::new(fake.token()).unwrap(),
-        ClientOptions {
-            rate_limit_pause: Duration::from_secs(60),
-            ..options(&fake)
-        },
-    )
-    .unwrap();
-    let game = fake
-        .start_game(ChallengeSpec::default().autoplay(None), Color::White)
-        .unwrap();
+    let (client, game) = slow_gate_client_and_game(&fake);
     fake.fail_matching_with_429("/chat", 1, None);
     let error = client
         .chat(&game, ChatRoom::Player, "hello")
