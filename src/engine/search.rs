@@ -992,6 +992,7 @@ impl Searcher {
             // against a margin below its score), the position hinges on
             // it, so it deserves a deeper look.
             if let Some(h) = tt_hit
+                && !cfg!(feature = "ab-no-singular")
                 && m == tt_move
                 && ply > 0
                 && depth >= 8
@@ -1176,7 +1177,12 @@ impl Searcher {
                 Bound::Upper => best >= static_eval,
                 _ => false,
             };
-            if !in_check && !noisy_best && !is_mate(best) && !wrong_side {
+            if !in_check
+                && !noisy_best
+                && !is_mate(best)
+                && !wrong_side
+                && !cfg!(feature = "ab-no-correction")
+            {
                 self.history
                     .update_correction(us, pos.pawn_key(), best - static_eval, depth);
             }
@@ -1187,8 +1193,12 @@ impl Searcher {
     /// The static evaluation adjusted by the correction history.
     #[inline(always)]
     fn corrected(&self, pos: &Position, raw: i32) -> i32 {
-        (raw + self.history.correction(pos.turn(), pos.pawn_key()))
-            .clamp(-MATE_BOUND + 1, MATE_BOUND - 1)
+        let correction = if cfg!(feature = "ab-no-correction") {
+            0
+        } else {
+            self.history.correction(pos.turn(), pos.pawn_key())
+        };
+        (raw + correction).clamp(-MATE_BOUND + 1, MATE_BOUND - 1)
     }
 
     #[inline(always)]

@@ -82,6 +82,10 @@ pub const MOVE_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 /// body says (a day and a minute).
 pub const BOT_QUOTA_MAX: Duration = Duration::from_secs(86_400 + 60);
 
+/// How long a kept challenge's stream may stay silent: longer than any
+/// challenge waits (`matchmaking.challenge_timeout_secs` is at most an hour).
+pub const KEPT_CHALLENGE_SILENCE: Duration = Duration::from_secs(2 * 3600);
+
 /// The longest a 429 closes the gate, whatever `Retry-After` says.
 pub const MAX_PAUSE: Duration = Duration::from_secs(15 * 60);
 
@@ -999,7 +1003,11 @@ impl Client {
     ) -> Result<(Challenge, ChallengeKeepAlive), Error> {
         let call = challenge_call(username, challenge, true)?;
         let path = call.path.clone();
-        let mut stream: NdjsonStream<ByteStream, serde_json::Value> = self.stream(call).await?;
+        let stream: NdjsonStream<ByteStream, serde_json::Value> = self.stream(call).await?;
+        // Whether Lichess sends keep-alive lines here is not documented:
+        // silence must not end the stream (and with it the challenge),
+        // only the caller, who settles the challenge, does.
+        let mut stream = stream.silence_timeout(KEPT_CHALLENGE_SILENCE);
         loop {
             match stream.next().await {
                 Some(Ok(StreamEvent::Item(value))) => {
