@@ -44,8 +44,12 @@
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in
 //!   `src/config/env.rs`, a rule across values in
 //!   `src/config/validate.rs`.
-//! - **A Lichess endpoint**: `src/lichess/client.rs` (the call) and
-//!   `src/lichess/model.rs` (its types).
+//! - **A Lichess endpoint**: `src/lichess/client.rs` (the call, and the
+//!   `Endpoint` whose rate-limit gate it waits at) and
+//!   `src/lichess/model.rs` (its types, with a fixture from the API
+//!   specification under `tests/data/lichess/` and a test in
+//!   `tests/lichess_spec.rs`); the token scope a feature needs in
+//!   `src/bot/scopes.rs`.
 //! - **An offline tool** (data generation, tuning, clock tests): a module
 //!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in
 //!   the dispatch of `src/main.rs`.
