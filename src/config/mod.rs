@@ -18,12 +18,14 @@
 //! (systemd `LoadCredential=`).
 //!
 //! The parts: `sections` (the sections, their defaults and small
-//! accessors), `sources` (`[sources]`: books, tables, online sources,
+//! accessors), `engines` (`[engines.NAME]`: external UCI engines and the
+//! games each plays), `sources` (`[sources]`: books, tables, online sources,
 //! and opening them), `env` (the environment overrides), `validate` (the rules
 //! across values), `token` (finding the token) and `error` (every
 //! mistake, named by its key). The challenge rules that use
 //! `[challenge]` are the policy's, in `bot::challenge`.
 
+mod engines;
 mod env;
 mod error;
 mod sections;
@@ -35,6 +37,9 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+pub use engines::{
+    ExternalEngineConfig, GameKind, Opponents, RatedFilter, UciValue, built_in_plays, engine_for,
+};
 pub use env::ENV_PREFIX;
 pub use error::ConfigError;
 pub use sections::{

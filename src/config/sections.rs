@@ -24,6 +24,8 @@ pub struct Config {
     pub matchmaking: MatchmakingConfig,
     pub chat: ChatConfig,
     pub sources: super::sources::SourcesConfig,
+    /// `[engines.NAME]`: external UCI engines, by name.
+    pub engines: std::collections::BTreeMap<String, super::engines::ExternalEngineConfig>,
 }
 
 /// `[lichess]`: the server.
@@ -132,6 +134,13 @@ pub enum PlayableVariant {
     Standard,
     Chess960,
     FromPosition,
+    Crazyhouse,
+    Antichess,
+    Atomic,
+    Horde,
+    KingOfTheHill,
+    RacingKings,
+    ThreeCheck,
 }
 
 impl PlayableVariant {
@@ -141,6 +150,13 @@ impl PlayableVariant {
             PlayableVariant::Standard => VariantKey::Standard,
             PlayableVariant::Chess960 => VariantKey::Chess960,
             PlayableVariant::FromPosition => VariantKey::FromPosition,
+            PlayableVariant::Crazyhouse => VariantKey::Crazyhouse,
+            PlayableVariant::Antichess => VariantKey::Antichess,
+            PlayableVariant::Atomic => VariantKey::Atomic,
+            PlayableVariant::Horde => VariantKey::Horde,
+            PlayableVariant::KingOfTheHill => VariantKey::KingOfTheHill,
+            PlayableVariant::RacingKings => VariantKey::RacingKings,
+            PlayableVariant::ThreeCheck => VariantKey::ThreeCheck,
         }
     }
 }

@@ -126,18 +126,19 @@ fn bad_values_are_named() {
     assert!(text.starts_with("bot.concurrency:"), "{text}");
     let text = error_text(load_str("[engine]\nponder = \"maybe\"\n", &[]));
     assert!(text.starts_with("engine.ponder:"), "{text}");
-    let text = error_text(load_str("[challenge]\nvariants = [\"crazyhouse\"]\n", &[]));
+    let text = error_text(load_str("[challenge]\nvariants = [\"crazyhous\"]\n", &[]));
     assert_eq!(
         text,
-        "challenge.variants[0]: unknown value \"crazyhouse\"; expected one of: standard, \
-         chess960, fromPosition"
+        "challenge.variants[0]: unknown value \"crazyhous\"; expected one of: standard, \
+         chess960, fromPosition, crazyhouse, antichess, atomic, horde, kingOfTheHill, \
+         racingKings, threeCheck"
     );
     let text = error_text(Config::load_with_env(
         None,
-        env(&[("KAISSA_CHALLENGE__VARIANTS", "standard,atomic")]),
+        env(&[("KAISSA_CHALLENGE__VARIANTS", "standard,atomc")]),
     ));
     assert!(
-        text.starts_with("challenge.variants[1]: unknown value \"atomic\""),
+        text.starts_with("challenge.variants[1]: unknown value \"atomc\""),
         "{text}"
     );
     let text = error_text(load_str("[challenge]\nspeeds = [\"ultraBullet\"]\n", &[]));
@@ -310,4 +311,83 @@ fn sources_that_cannot_be_opened_name_their_key() {
     let config =
         Config::load_with_env(None, env(&[("KAISSA_SOURCES__BOOK_FILES", "a.bin,b.bin")])).unwrap();
     assert_eq!(config.sources.book_paths().len(), 2);
+}
+
+#[test]
+fn external_engines_keep_their_option_names_and_claim_their_games() {
+    let config = load_str(
+        r#"
+[challenge]
+variants = ["standard", "crazyhouse", "atomic"]
+
+[engines.fairy]
+command = "/usr/games/fairy-stockfish"
+options = { Hash = 32, "Skill Level" = "10", UCI_AnalyseMode = false }
+variants = ["crazyhouse", "atomic"]
+speeds = ["blitz"]
+
+[engines.sf]
+command = "/usr/games/stockfish"
+variants = ["standard"]
+opponents = "bots"
+rated = "casual"
+"#,
+        &[],
+    )
+    .unwrap();
+    let fairy = &config.engines["fairy"];
+    let options: Vec<(String, String)> = fairy
+        .options
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect();
+    assert_eq!(
+        options,
+        [
+            ("Hash".to_owned(), "32".to_owned()),
+            ("Skill Level".to_owned(), "10".to_owned()),
+            ("UCI_AnalyseMode".to_owned(), "false".to_owned()),
+        ]
+    );
+    assert_eq!(fairy.move_overhead(), Duration::from_millis(300));
+    let kind = |variant, speed, against_bot, rated| GameKind {
+        variant,
+        speed,
+        against_bot,
+        rated,
+    };
+    use crate::lichess::model::{Speed, VariantKey};
+    let who = |k| engine_for(&config.engines, k).map(|(name, _)| name);
+    assert_eq!(who(kind(VariantKey::Crazyhouse, Speed::Blitz, false, true)), Some("fairy"));
+    assert_eq!(who(kind(VariantKey::Crazyhouse, Speed::Rapid, false, true)), None);
+    assert_eq!(who(kind(VariantKey::Standard, Speed::Blitz, true, false)), Some("sf"));
+    // The built-in engine keeps the rest of standard chess.
+    assert_eq!(who(kind(VariantKey::Standard, Speed::Blitz, true, true)), None);
+    assert_eq!(who(kind(VariantKey::Standard, Speed::Blitz, false, false)), None);
+}
+
+#[test]
+fn a_variant_without_an_engine_and_a_bad_engine_section_are_named() {
+    let text = error_text(load_str("[challenge]\nvariants = [\"atomic\"]\n", &[]));
+    assert!(
+        text.starts_with("challenge.variants: atomic needs an engine"),
+        "{text}"
+    );
+    let text = error_text(load_str(
+        "[matchmaking]\nvariants = [\"horde\"]\n[engines.fairy]\ncommand = \"fsf\"\nvariants = [\"atomic\"]\n",
+        &[],
+    ));
+    assert!(
+        text.starts_with("matchmaking.variants: horde needs an engine"),
+        "{text}"
+    );
+    let text = error_text(load_str("[engines.fairy]\nvariants = [\"atomic\"]\n", &[]));
+    assert!(text.starts_with("engines.fairy.command: is missing"), "{text}");
+    let text = error_text(load_str("[engines.fairy]\ncommand = \"fsf\"\n", &[]));
+    assert!(text.starts_with("engines.fairy.variants: is empty"), "{text}");
+    let text = error_text(load_str(
+        "[engines.fairy]\ncommand = \"fsf\"\nvariants = [\"atomic\"]\nponderr = true\n",
+        &[],
+    ));
+    assert!(text.contains("ponderr"), "{text}");
 }

@@ -206,6 +206,9 @@ impl Config {
                 "fromPosition needs a position: use standard or chess960",
             ));
         }
+        super::engines::validate(&self.engines)?;
+        super::engines::check_served("challenge.variants", &self.challenge.variants, &self.engines)?;
+        super::engines::check_served("matchmaking.variants", &m.variants, &self.engines)?;
 
         let chat = &self.chat;
         for (key, template) in [
