@@ -14,3 +14,4 @@ pub mod quota;
 pub mod record;
 pub mod scopes;
 pub mod state;
+pub mod variant;

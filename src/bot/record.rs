@@ -12,6 +12,9 @@ use crate::chess::{CastlingNotation, Move, Outcome, Position};
 pub enum RecordError {
     #[error("invalid initial position: {0}")]
     InitialFen(#[from] crate::chess::FenError),
+    /// The initial position of a variant game (shakmaty's rules).
+    #[error("invalid initial position: {0}")]
+    VariantSetup(String),
     #[error("move {index} ({text}) is not legal: {reason}")]
     IllegalMove {
         index: usize,
