@@ -90,7 +90,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// `kaissa check`: configuration, token, account. The token is never
+/// `kaissa check`: configuration, external engines, token, account. The token is never
 /// printed (`Token` only ever displays as `***`).
 fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
@@ -107,6 +107,16 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
         .context("cannot create the Lichess client")?;
     let url = config.lichess.url.clone();
     let runtime = runtime()?;
+    // The external engines: each started once, named, with what it plays.
+    // One that cannot start fails the check (its games would be declined).
+    let mut engines_ok = true;
+    if !config.engines.is_empty() {
+        let engines = kaissa::bot::engines::Engines::new(&config);
+        for line in runtime.block_on(engines.describe()) {
+            println!("{line}");
+        }
+        engines_ok = !engines.any_broken();
+    }
     let account = runtime.block_on(client.account());
     match account {
         Ok(account) => {
@@ -124,7 +134,12 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
                      running the bot"
                 );
             }
-            check_scopes(&runtime, &client, &config)
+            let status = check_scopes(&runtime, &client, &config)?;
+            if !engines_ok && status == ExitCode::SUCCESS {
+                eprintln!("error: an external engine cannot be used; see above");
+                return Ok(Status::Config.into());
+            }
+            Ok(status)
         }
         Err(e @ LichessError::Unauthorized { .. }) => {
             eprintln!(

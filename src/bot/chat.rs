@@ -59,10 +59,12 @@ pub fn reply(
     me: &str,
     engine: &EngineView,
     waiting: usize,
+    variants: &str,
 ) -> Option<String> {
     let command = text.split_whitespace().next()?.to_ascii_lowercase();
     let answer = match command.as_str() {
-        "!help" => "Commands: !name, !eval (spectators), !queue, !help".to_string(),
+        "!help" => "Commands: !name, !eval (spectators), !queue, !variants, !help".to_string(),
+        "!variants" => format!("I accept challenges in: {variants}."),
         "!queue" => match waiting {
             0 => "No challenge is waiting: challenge me!".to_string(),
             1 => "1 challenge is waiting for a free slot.".to_string(),
@@ -111,40 +113,95 @@ mod tests {
             pv: Some("e4 e5 Nf3".into()),
         };
         assert!(
-            reply("!help", Room::Player, "k", &view, 0)
+            reply("!help", Room::Player, "k", &view, 0, "standard, crazyhouse")
                 .unwrap()
                 .contains("!eval")
         );
         assert!(
-            reply("  !NAME please", Room::Player, "kbot", &view, 0)
-                .unwrap()
-                .starts_with("kbot")
+            reply(
+                "  !NAME please",
+                Room::Player,
+                "kbot",
+                &view,
+                0,
+                "standard, crazyhouse"
+            )
+            .unwrap()
+            .starts_with("kbot")
         );
         assert_eq!(
-            reply("!eval", Room::Spectator, "k", &view, 0).unwrap(),
+            reply(
+                "!eval",
+                Room::Spectator,
+                "k",
+                &view,
+                0,
+                "standard, crazyhouse"
+            )
+            .unwrap(),
             "Eval +0.35 at depth 14, line e4 e5 Nf3"
         );
         assert!(
-            !reply("!eval", Room::Player, "k", &view, 0)
+            !reply("!eval", Room::Player, "k", &view, 0, "standard, crazyhouse")
                 .unwrap()
                 .contains("0.35")
         );
         assert_eq!(
-            reply("!eval", Room::Spectator, "k", &EngineView::default(), 0).unwrap(),
+            reply(
+                "!eval",
+                Room::Spectator,
+                "k",
+                &EngineView::default(),
+                0,
+                "standard, crazyhouse"
+            )
+            .unwrap(),
             "No evaluation yet."
         );
-        assert_eq!(reply("hello", Room::Player, "k", &view, 0), None);
-        assert!(
-            reply("!queue", Room::Player, "k", &view, 3)
-                .unwrap()
-                .starts_with("3 challenges are waiting")
+        assert_eq!(
+            reply("hello", Room::Player, "k", &view, 0, "standard, crazyhouse"),
+            None
         );
         assert!(
-            reply("!queue", Room::Spectator, "k", &view, 0)
-                .unwrap()
-                .starts_with("No challenge")
+            reply(
+                "!queue",
+                Room::Player,
+                "k",
+                &view,
+                3,
+                "standard, crazyhouse"
+            )
+            .unwrap()
+            .starts_with("3 challenges are waiting")
         );
-        assert_eq!(reply("", Room::Player, "k", &view, 0), None);
+        assert!(
+            reply(
+                "!queue",
+                Room::Spectator,
+                "k",
+                &view,
+                0,
+                "standard, crazyhouse"
+            )
+            .unwrap()
+            .starts_with("No challenge")
+        );
+        assert_eq!(
+            reply("", Room::Player, "k", &view, 0, "standard, crazyhouse"),
+            None
+        );
+        assert_eq!(
+            reply(
+                "!variants",
+                Room::Player,
+                "k",
+                &view,
+                0,
+                "standard, crazyhouse"
+            )
+            .unwrap(),
+            "I accept challenges in: standard, crazyhouse."
+        );
         assert_eq!(Room::parse("spectator"), Some(Room::Spectator));
         assert_eq!(Room::parse("lobby"), None);
     }

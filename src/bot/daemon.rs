@@ -70,6 +70,7 @@
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::challenge::{Decision, Fair, Load, SlotGuard, Slots, decide, fair, may_take_slot};
+use super::engines::{self, Engines};
 use super::game::sources::MoveSources;
 use super::game::{self, Exit, GameCommand, GameContext, GameHandle, Me};
 use super::hashstore;
@@ -78,13 +79,14 @@ use super::queue::{ChallengeQueue, Pushed};
 use super::quota::BotQuota;
 use super::scopes;
 use super::state::unix_now;
-use crate::config::Config;
+use crate::config::{Config, GameKind};
 use crate::lichess::backoff::Backoff;
 use crate::lichess::client::{
     ChallengeKeepAlive, Client, Endpoint, Error as ClientError, EventStream, is_valid_id,
 };
 use crate::lichess::model::{
     Account, Challenge, Compat, DeclineReason, Direction, Event, GameInfo, OnlineBot, Speed,
+    VariantKey,
 };
 use crate::lichess::stream::StreamEvent;
 use crate::systemd::Notifier;
@@ -264,6 +266,8 @@ pub struct Daemon {
     notifier: Arc<Notifier>,
     /// Books, tables and online sources, shared by every game.
     sources: Arc<MoveSources>,
+    /// The external engines (`[engines.NAME]`) and their health.
+    engines: Arc<Engines>,
     phase: Phase,
     /// When the event stream was last seen open.
     last_open: Option<Instant>,
@@ -326,6 +330,7 @@ impl Daemon {
         );
         let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);
         let matchmaker = Matchmaker::new(config.matchmaking.clone(), state_dir.as_deref());
+        let engines = Engines::new(&config);
         Daemon {
             client,
             config: Arc::new(config),
@@ -337,6 +342,7 @@ impl Daemon {
             me: None,
             notifier: Arc::new(Notifier::disabled()),
             sources: Arc::new(MoveSources::default()),
+            engines,
             phase: Phase::Running,
             last_open: None,
             ready_sent: false,
@@ -413,6 +419,8 @@ impl Daemon {
             _ = stop_requested(signals) => return Ok(()),
         });
         self.check_scopes().await?;
+        // Before the first challenge: which external engines can play.
+        self.engines.probe_all().await;
         let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -976,7 +984,8 @@ impl Daemon {
         entry.accepted_at = None;
         entry.outgoing = false;
         entry.info = Some(info.clone());
-        let ctx = self.game_context(me, !self.greeted.contains(&id));
+        let bot = entry.bot;
+        let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
         let task = game::spawn(ctx, info, self.done_tx.clone());
         let Some(entry) = self.games.get_mut(&id) else {
             return;
@@ -1020,9 +1029,30 @@ impl Daemon {
         self.drain_queue();
     }
 
-    /// What a game task gets; `greet`: say hello when it starts.
-    fn game_context(&self, me: Me, greet: bool) -> GameContext {
+    /// What a game task gets; `greet`: say hello when it starts. The
+    /// engine that plays `info` (against a bot if `bot`) is chosen here;
+    /// when the external engine chosen for a game of standard chess is
+    /// not usable, the built-in engine plays.
+    fn game_context(&self, me: Me, greet: bool, info: &GameInfo, bot: bool) -> GameContext {
+        let kind = GameKind {
+            variant: info
+                .variant
+                .as_ref()
+                .map_or(VariantKey::Standard, |v| v.key),
+            speed: info.speed.unwrap_or(Speed::Unknown),
+            against_bot: bot,
+            rated: info.rated,
+        };
+        let external = match self.engines.player(kind) {
+            Ok(engines::Player::External(choice)) => Some(choice),
+            Ok(engines::Player::BuiltIn) => None,
+            Err(why) => {
+                tracing::warn!(game = %info.game_id, "{why}: the built-in engine plays if it can");
+                None
+            }
+        };
         GameContext {
+            external,
             client: self.client.clone(),
             config: Arc::clone(&self.config),
             me,
@@ -1040,7 +1070,7 @@ impl Daemon {
             return;
         };
         let id = info.game_id.clone();
-        let ctx = self.game_context(me, false);
+        let ctx = self.game_context(me, false, &info, false);
         let mut entry = GameEntry::new(None);
         entry.task = Some(game::spawn(ctx, info, self.done_tx.clone()));
         self.greeted.remove(&id);
@@ -1124,6 +1154,15 @@ impl Daemon {
         } else {
             match decide(challenge, compat, policy) {
                 Decision::Decline(reason) => (reason, "policy"),
+                Decision::Accept if let Err(why) = self.engines.player(kind_of(challenge)) => {
+                    tracing::warn!(challenge = %challenge.id, variant = challenge.variant.key.as_str(), "no engine can play it: {why}");
+                    let reason = if challenge.variant.key == VariantKey::Standard {
+                        DeclineReason::Generic
+                    } else {
+                        DeclineReason::Variant
+                    };
+                    (reason, "engine")
+                }
                 Decision::Accept => {
                     let mut verdict = fair(challenge, policy, self.load_for(challenge));
                     if verdict == Fair::Wait && self.cancel_our_challenge() {
@@ -1625,6 +1664,16 @@ fn prepare_state_dir(dir: &std::path::Path) {
 
 /// A game without a clock: correspondence (or unlimited, which Lichess
 /// lists with the correspondence speed).
+/// What decides who plays a challenge's game.
+fn kind_of(challenge: &Challenge) -> GameKind {
+    GameKind {
+        variant: challenge.variant.key,
+        speed: challenge.speed,
+        against_bot: challenge.challenger.is_bot(),
+        rated: challenge.rated,
+    }
+}
+
 fn is_correspondence(info: &GameInfo) -> bool {
     info.speed == Some(Speed::Correspondence)
 }

@@ -5,6 +5,8 @@
 pub mod challenge;
 pub mod chat;
 pub mod daemon;
+pub mod engines;
+pub mod external;
 pub mod game;
 pub mod hashstore;
 pub mod matchmaking;

@@ -3,6 +3,7 @@
 //! evaluation of each of our moves as a `[%eval ...]` comment.
 
 use super::record::GameRecord;
+use super::variant::{VariantRecord, pgn_name};
 use crate::chess::Color;
 use std::fmt::Write as _;
 
@@ -32,9 +33,45 @@ pub struct PgnHeaders {
     pub termination: Option<String>,
 }
 
-/// The PGN of `record`; `evals[i]` is the evaluation after move `i`, if
+/// The moves of a game as a PGN writes them, in any variant.
+#[derive(Clone, Debug)]
+pub struct PgnMoves {
+    /// The `Variant` tag, none for standard chess.
+    pub variant: Option<&'static str>,
+    /// The initial FEN, none for the (variant's) start position.
+    pub initial_fen: Option<String>,
+    pub first_number: u32,
+    pub first_turn: Color,
+    pub sans: Vec<String>,
+}
+
+impl PgnMoves {
+    /// A game of standard chess, Chess960 or from a position.
+    pub fn of_chess(record: &GameRecord) -> PgnMoves {
+        PgnMoves {
+            variant: record.chess960().then_some("Chess960"),
+            initial_fen: record.initial_fen(),
+            first_number: record.initial().fullmove_number(),
+            first_turn: record.initial().turn(),
+            sans: record.san_moves(),
+        }
+    }
+
+    /// A game in one of the other variants.
+    pub fn of_variant(record: &VariantRecord) -> PgnMoves {
+        PgnMoves {
+            variant: pgn_name(record.variant()),
+            initial_fen: record.initial_fen().map(str::to_owned),
+            first_number: record.initial_move_number(),
+            first_turn: record.initial_turn(),
+            sans: record.san_moves(),
+        }
+    }
+}
+
+/// The PGN of a game; `evals[i]` is the evaluation after move `i`, if
 /// the engine gave one.
-pub fn write_pgn(headers: &PgnHeaders, record: &GameRecord, evals: &[Option<Eval>]) -> String {
+pub fn write_pgn(headers: &PgnHeaders, moves: &PgnMoves, evals: &[Option<Eval>]) -> String {
     let mut out = String::new();
     let tag = |out: &mut String, name: &str, value: &str| {
         let value = value.replace('\\', "\\\\").replace('"', "\\\"");
@@ -54,12 +91,12 @@ pub fn write_pgn(headers: &PgnHeaders, record: &GameRecord, evals: &[Option<Eval
         tag(&mut out, "BlackElo", &elo.to_string());
     }
     tag(&mut out, "TimeControl", &headers.time_control);
-    if record.chess960() {
-        tag(&mut out, "Variant", "Chess960");
+    if let Some(variant) = moves.variant {
+        tag(&mut out, "Variant", variant);
     }
-    if let Some(fen) = record.initial_fen() {
+    if let Some(fen) = &moves.initial_fen {
         tag(&mut out, "SetUp", "1");
-        tag(&mut out, "FEN", &fen);
+        tag(&mut out, "FEN", fen);
     }
     if let Some(t) = &headers.termination {
         tag(&mut out, "Termination", t);
@@ -67,10 +104,9 @@ pub fn write_pgn(headers: &PgnHeaders, record: &GameRecord, evals: &[Option<Eval
     out.push('\n');
 
     let mut tokens = Vec::new();
-    let initial = record.initial();
-    let mut number = initial.fullmove_number();
-    let mut turn = initial.turn();
-    for (i, san) in record.san_moves().into_iter().enumerate() {
+    let mut number = moves.first_number;
+    let mut turn = moves.first_turn;
+    for (i, san) in moves.sans.iter().cloned().enumerate() {
         match turn {
             Color::White => tokens.push(format!("{number}.")),
             Color::Black if i == 0 => tokens.push(format!("{number}...")),
@@ -131,7 +167,7 @@ mod tests {
         let mut r = GameRecord::new("startpos", false).unwrap();
         r.sync("f2f3 e7e5 g2g4 d8h4").unwrap();
         let evals = [Some(Eval::Cp(-35)), None, Some(Eval::Mate(-1)), None];
-        let pgn = write_pgn(&headers(), &r, &evals);
+        let pgn = write_pgn(&headers(), &PgnMoves::of_chess(&r), &evals);
         assert!(pgn.contains("[Black \"Opp \\\"quoted\\\"\"]"), "{pgn}");
         assert!(pgn.contains("[WhiteElo \"2000\"]"));
         assert!(!pgn.contains("BlackElo"));
@@ -146,15 +182,34 @@ mod tests {
     fn black_to_move_from_a_fen_and_chess960_tags() {
         let mut r = GameRecord::new("4k3/8/8/8/8/8/4P3/4K3 b - - 0 30", false).unwrap();
         r.sync("e8d7 e2e4").unwrap();
-        let pgn = write_pgn(&headers(), &r, &[]);
+        let pgn = write_pgn(&headers(), &PgnMoves::of_chess(&r), &[]);
         assert!(pgn.contains("[SetUp \"1\"]"));
         assert!(pgn.contains("[FEN \"4k3/8/8/8/8/8/4P3/4K3 b - - 0 30\"]"));
         assert!(pgn.contains("30... Kd7 31. e4 1-0"), "{pgn}");
 
         let fen = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9";
         let r = GameRecord::new(fen, true).unwrap();
-        let pgn = write_pgn(&headers(), &r, &[]);
+        let pgn = write_pgn(&headers(), &PgnMoves::of_chess(&r), &[]);
         assert!(pgn.contains("[Variant \"Chess960\"]"));
+    }
+
+    #[test]
+    fn variant_games_carry_their_tag_and_drops() {
+        use crate::lichess::model::VariantKey;
+        let mut r = VariantRecord::new(VariantKey::Crazyhouse, "startpos").unwrap();
+        r.sync("e2e4 d7d5 e4d5 d8d5 P@e6").unwrap();
+        let pgn = write_pgn(&headers(), &PgnMoves::of_variant(&r), &[]);
+        assert!(pgn.contains("[Variant \"Crazyhouse\"]"), "{pgn}");
+        assert!(!pgn.contains("[FEN"), "{pgn}");
+        assert!(pgn.contains("1. e4 d5 2. exd5 Qxd5 3. P@e6 1-0"), "{pgn}");
+        let r =
+            VariantRecord::new(VariantKey::KingOfTheHill, "4k3/8/8/8/8/4K3/8/8 w - - 0 1").unwrap();
+        let pgn = write_pgn(&headers(), &PgnMoves::of_variant(&r), &[]);
+        assert!(pgn.contains("[Variant \"King of the Hill\"]"), "{pgn}");
+        assert!(
+            pgn.contains("[FEN \"4k3/8/8/8/8/4K3/8/8 w - - 0 1\"]"),
+            "{pgn}"
+        );
     }
 
     #[test]
@@ -162,7 +217,7 @@ mod tests {
         let mut r = GameRecord::new("startpos", false).unwrap();
         let moves = "g1f3 g8f6 f3g1 f6g8 ".repeat(10);
         r.sync(&moves).unwrap();
-        let pgn = write_pgn(&headers(), &r, &[]);
+        let pgn = write_pgn(&headers(), &PgnMoves::of_chess(&r), &[]);
         assert!(pgn.lines().all(|l| l.len() <= 80));
         assert!(pgn.lines().filter(|l| !l.starts_with('[')).count() > 2);
     }

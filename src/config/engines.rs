@@ -38,6 +38,11 @@ pub struct ExternalEngineConfig {
     pub variants: Vec<PlayableVariant>,
     /// The speeds it plays; empty: every speed.
     pub speeds: Vec<AcceptedSpeed>,
+    /// Stop each search at this depth / after about this many nodes (0:
+    /// no limit), besides the clock: weakens the engine, or keeps tests
+    /// fast.
+    pub max_depth: u32,
+    pub max_nodes: u64,
     /// Against whom: `any`, `humans` or `bots`.
     pub opponents: Opponents,
     /// Which games: `any`, `rated` or `casual`.
@@ -55,6 +60,8 @@ impl Default for ExternalEngineConfig {
             move_overhead_ms: 300,
             variants: Vec::new(),
             speeds: Vec::new(),
+            max_depth: 0,
+            max_nodes: 0,
             opponents: Opponents::Any,
             rated: RatedFilter::Any,
         }
@@ -157,7 +164,9 @@ pub fn engine_for(
 
 /// The rules of each section: a command, a name the logs can carry, at
 /// least one variant, an overhead in range.
-pub(super) fn validate(engines: &BTreeMap<String, ExternalEngineConfig>) -> Result<(), ConfigError> {
+pub(super) fn validate(
+    engines: &BTreeMap<String, ExternalEngineConfig>,
+) -> Result<(), ConfigError> {
     for (name, e) in engines {
         let key = |k: &str| format!("engines.{name}.{k}");
         if name.is_empty()
@@ -171,10 +180,16 @@ pub(super) fn validate(engines: &BTreeMap<String, ExternalEngineConfig>) -> Resu
             ));
         }
         if e.command.as_os_str().is_empty() {
-            return Err(invalid(&key("command"), "is missing: the engine's executable"));
+            return Err(invalid(
+                &key("command"),
+                "is missing: the engine's executable",
+            ));
         }
         if e.variants.is_empty() {
-            return Err(invalid(&key("variants"), "is empty: the engine would play nothing"));
+            return Err(invalid(
+                &key("variants"),
+                "is empty: the engine would play nothing",
+            ));
         }
         if e.move_overhead_ms > 10_000 {
             return Err(invalid(
@@ -182,7 +197,10 @@ pub(super) fn validate(engines: &BTreeMap<String, ExternalEngineConfig>) -> Resu
                 format!("{} is out of range 0..=10000", e.move_overhead_ms),
             ));
         }
-        if e.working_dir.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
+        if e.working_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
             return Err(invalid(&key("working_dir"), "is empty"));
         }
     }

@@ -127,7 +127,9 @@ fn from_message(message: &str, key: &str) -> ConfigError {
                 "standard, chess960, fromPosition, crazyhouse, antichess, atomic, horde, \
                  kingOfTheHill, racingKings, threeCheck"
             }
-            "challenge.speeds" | "matchmaking.speeds" => "bullet, blitz, rapid, classical, correspondence",
+            "challenge.speeds" | "matchmaking.speeds" => {
+                "bullet, blitz, rapid, classical, correspondence"
+            }
             _ => "see config/kaissa.toml",
         };
         return invalid(

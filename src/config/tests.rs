@@ -358,12 +358,27 @@ rated = "casual"
     };
     use crate::lichess::model::{Speed, VariantKey};
     let who = |k| engine_for(&config.engines, k).map(|(name, _)| name);
-    assert_eq!(who(kind(VariantKey::Crazyhouse, Speed::Blitz, false, true)), Some("fairy"));
-    assert_eq!(who(kind(VariantKey::Crazyhouse, Speed::Rapid, false, true)), None);
-    assert_eq!(who(kind(VariantKey::Standard, Speed::Blitz, true, false)), Some("sf"));
+    assert_eq!(
+        who(kind(VariantKey::Crazyhouse, Speed::Blitz, false, true)),
+        Some("fairy")
+    );
+    assert_eq!(
+        who(kind(VariantKey::Crazyhouse, Speed::Rapid, false, true)),
+        None
+    );
+    assert_eq!(
+        who(kind(VariantKey::Standard, Speed::Blitz, true, false)),
+        Some("sf")
+    );
     // The built-in engine keeps the rest of standard chess.
-    assert_eq!(who(kind(VariantKey::Standard, Speed::Blitz, true, true)), None);
-    assert_eq!(who(kind(VariantKey::Standard, Speed::Blitz, false, false)), None);
+    assert_eq!(
+        who(kind(VariantKey::Standard, Speed::Blitz, true, true)),
+        None
+    );
+    assert_eq!(
+        who(kind(VariantKey::Standard, Speed::Blitz, false, false)),
+        None
+    );
 }
 
 #[test]
@@ -382,9 +397,15 @@ fn a_variant_without_an_engine_and_a_bad_engine_section_are_named() {
         "{text}"
     );
     let text = error_text(load_str("[engines.fairy]\nvariants = [\"atomic\"]\n", &[]));
-    assert!(text.starts_with("engines.fairy.command: is missing"), "{text}");
+    assert!(
+        text.starts_with("engines.fairy.command: is missing"),
+        "{text}"
+    );
     let text = error_text(load_str("[engines.fairy]\ncommand = \"fsf\"\n", &[]));
-    assert!(text.starts_with("engines.fairy.variants: is empty"), "{text}");
+    assert!(
+        text.starts_with("engines.fairy.variants: is empty"),
+        "{text}"
+    );
     let text = error_text(load_str(
         "[engines.fairy]\ncommand = \"fsf\"\nvariants = [\"atomic\"]\nponderr = true\n",
         &[],

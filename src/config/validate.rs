@@ -207,7 +207,11 @@ impl Config {
             ));
         }
         super::engines::validate(&self.engines)?;
-        super::engines::check_served("challenge.variants", &self.challenge.variants, &self.engines)?;
+        super::engines::check_served(
+            "challenge.variants",
+            &self.challenge.variants,
+            &self.engines,
+        )?;
         super::engines::check_served("matchmaking.variants", &m.variants, &self.engines)?;
 
         let chat = &self.chat;

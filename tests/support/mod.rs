@@ -1,13 +1,15 @@
 //! Shared support of the integration tests: the fake Lichess server
 //! ([`fake_lichess`]), the `kaissa run` process harness ([`bot`]), a TCP
 //! [`proxy`] that can go silent, a deterministic RNG ([`rng`]) and the
-//! Syzygy tables' whereabouts ([`syzygy`]).
+//! Syzygy tables' and Fairy-Stockfish's whereabouts ([`syzygy`],
+//! [`engines`]).
 //!
 //! Each test binary includes this with `mod support;` and uses a part of
 //! it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 pub mod bot;
+pub mod engines;
 pub mod fake_lichess;
 pub mod proxy;
 pub mod rng;

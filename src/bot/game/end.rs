@@ -5,8 +5,8 @@
 use super::super::chat;
 use super::super::hashstore;
 use super::super::pgn::{PgnHeaders, write_pgn};
-use super::super::record::GameRecord;
-use super::Game;
+use super::board::Record;
+use super::{Game, Player};
 use crate::lichess::model::{ChatRoom, Color, GameStatus};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,7 +59,7 @@ impl Game {
     pub(super) async fn wrap_up(mut self) {
         self.reader.stop();
         if self.thinking.take().is_some() {
-            self.engine.stop();
+            self.stop_search();
         }
         self.stop_pondering("game over");
         // A periodic save still writing would bring back a file deleted
@@ -67,12 +67,16 @@ impl Game {
         if let Some(saving) = self.saving.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), saving).await;
         }
-        if let (Some(dir), Some(path)) = (&self.ctx.config.engine.state_dir, &self.hash_file) {
+        if let (Some(dir), Some(path), Player::BuiltIn(engine)) = (
+            &self.ctx.config.engine.state_dir,
+            &self.hash_file,
+            &mut self.player,
+        ) {
             if self.status.is_ongoing() && self.moves_posted > 0 {
                 // Not over (shutdown, or Lichess lost track of it) and we
                 // played in it: keep the table for the run that resumes
                 // the game. A game we never moved in leaves no file.
-                let reply = self.engine.save_hash(path.clone());
+                let reply = engine.save_hash(path.clone());
                 match tokio::time::timeout(Duration::from_secs(10), reply).await {
                     Ok(Ok(Ok(saved))) => {
                         tracing::info!(game = %self.id, entries = saved.used, "hash table saved")
@@ -86,7 +90,7 @@ impl Game {
                 hashstore::remove(dir, &self.id);
             }
         }
-        let ply = self.record.as_ref().map_or(0, GameRecord::ply);
+        let ply = self.record.as_ref().map_or(0, Record::ply);
         if self.handed_over && self.status.is_ongoing() {
             tracing::info!(game = %self.id, plies = ply, "game handed over to the next run");
             return self.join_engine().await;
@@ -139,10 +143,16 @@ impl Game {
         self.join_engine().await;
     }
 
-    /// Joining the engine thread blocks until its search has stopped.
-    async fn join_engine(self) {
-        let engine = self.engine;
-        let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
+    /// Lets the engine go: joining the built-in engine's thread blocks
+    /// until its search has stopped; an external engine is told to quit,
+    /// then killed, and reaped.
+    pub(super) async fn join_engine(self) {
+        match self.player {
+            Player::BuiltIn(engine) => {
+                let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
+            }
+            Player::External(engine) => engine.quit().await,
+        }
     }
 
     fn pgn(&self, result: &str, termination: &str) -> Option<String> {
@@ -166,7 +176,7 @@ impl Game {
             },
             termination: Some(termination.to_owned()),
         };
-        Some(write_pgn(&headers, record, &self.evals))
+        Some(write_pgn(&headers, &record.pgn_moves(), &self.evals))
     }
 }
 async fn write_file(dir: &std::path::Path, path: &PathBuf, text: String) -> std::io::Result<()> {

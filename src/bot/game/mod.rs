@@ -36,7 +36,9 @@
 //! [`end`] stops the engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
+mod board;
 mod end;
+mod extern_search;
 mod mover;
 mod park;
 mod reader;
@@ -44,9 +46,9 @@ mod rules;
 pub mod sources;
 
 use super::chat::{self, EngineView, Room};
+use super::external::{self, ExternalEngine};
 use super::hashstore;
 use super::pgn::Eval;
-use super::record::GameRecord;
 use crate::chess;
 use crate::config::Config;
 use crate::engine::{self, Engine, EngineOptions, hashfile};
@@ -55,6 +57,7 @@ use crate::lichess::model::{
     ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
     VariantKey,
 };
+use board::Record;
 use mover::{Lag, Pondering, Refused, Thinking};
 use reader::{Line, Reader};
 use sources::{Asking, MoveSources};
@@ -106,6 +109,33 @@ pub struct GameContext {
     pub greet: bool,
     /// Books, tables and online sources, asked before the search.
     pub sources: Arc<MoveSources>,
+    /// The external engine that plays this game (`[engines.NAME]`), or
+    /// none: the built-in engine.
+    pub external: Option<Arc<ExternalChoice>>,
+}
+
+/// An external engine chosen for a game, and how it is driven.
+#[derive(Debug, Clone)]
+pub struct ExternalChoice {
+    pub spec: external::EngineSpec,
+    /// Subtracted from our clock for each move.
+    pub move_overhead: Duration,
+    /// `go depth` / `go nodes` added to every search (0: none).
+    pub max_depth: u32,
+    pub max_nodes: u64,
+}
+
+/// Who thinks for us: the built-in engine (its own thread and table) or
+/// an external UCI engine (its own process).
+pub(super) enum Player {
+    BuiltIn(Engine),
+    External(ExternalEngine),
+}
+
+/// The answers of the game's engine.
+enum Answers {
+    BuiltIn(mpsc::UnboundedReceiver<engine::Event>),
+    External(mpsc::UnboundedReceiver<external::Event>),
 }
 
 /// How a game task ended.
@@ -163,16 +193,36 @@ pub fn spawn(
     let (tx, rx) = mpsc::unbounded_channel();
     let id = info.game_id.clone();
     let task = tokio::spawn(async move {
-        let exit = match Game::new(ctx, &info) {
-            Ok((game, events)) => game.run(rx, events).await,
+        let exit = match Game::new(ctx.clone(), &info).await {
+            Ok((game, answers)) => game.run(rx, answers).await,
             Err(e) => {
-                tracing::error!(game = %id, "cannot start the engine thread: {e}; game not played");
+                tracing::error!(game = %id, "cannot start the engine: {e}; game not played");
+                give_up(&ctx, &info).await;
                 Exit::Ended
             }
         };
         let _ = done.send((id, exit));
     });
     GameHandle { commands: tx, task }
+}
+
+/// A game we cannot play (its engine does not start): aborted, or
+/// resigned when it cannot be aborted any more, so that it does not hang.
+async fn give_up(ctx: &GameContext, info: &GameInfo) {
+    if info.status.is_some_and(|s| !s.is_ongoing()) {
+        return;
+    }
+    let abortable = !info.has_moved && info.tournament_id.is_none();
+    let result = if abortable {
+        ctx.client.abort(&info.game_id).await
+    } else {
+        ctx.client.resign(&info.game_id).await
+    };
+    match result {
+        Ok(()) if abortable => tracing::warn!(game = %info.game_id, "game aborted: no engine"),
+        Ok(()) => tracing::warn!(game = %info.game_id, "game resigned: no engine"),
+        Err(e) => tracing::warn!(game = %info.game_id, "{e}"),
+    }
 }
 
 /// The immutable facts of the game, from `gameFull`.
@@ -211,12 +261,15 @@ struct Game {
     /// Our colour, from `gameStart` or from the player ids of `gameFull`.
     color: Option<chess::Color>,
     facts: Option<Facts>,
-    record: Option<GameRecord>,
+    record: Option<Record>,
     /// The latest state and when it arrived.
     state: Option<(GameState, Instant)>,
     status: GameStatus,
     winner: Option<Color>,
-    engine: Engine,
+    player: Player,
+    /// Searches of the external engine that failed for the current move
+    /// (its process died or hung and is being restarted).
+    failures: u32,
     thinking: Option<Thinking>,
     pondering: Option<Pondering>,
     /// Ponder searches that ended in a hit / a miss (wrong guess).
@@ -284,10 +337,93 @@ fn to_model(color: chess::Color) -> Color {
 }
 
 impl Game {
-    fn new(
-        ctx: GameContext,
+    async fn new(ctx: GameContext, info: &GameInfo) -> Result<(Game, Answers), String> {
+        let (player, answers, hash_file) = match &ctx.external {
+            Some(choice) => {
+                let variant = info.variant.as_ref().map(|v| v.key);
+                let uci_variant = variant
+                    .and_then(super::variant::uci_variant)
+                    .map(str::to_owned);
+                let chess960 = variant == Some(VariantKey::Chess960);
+                let (engine, events) = ExternalEngine::start(
+                    choice.spec.clone(),
+                    uci_variant,
+                    chess960,
+                    &info.game_id,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                tracing::info!(
+                    game = %info.game_id,
+                    engine = %choice.spec.name,
+                    id = %engine.id().name,
+                    "external engine started"
+                );
+                (Player::External(engine), Answers::External(events), None)
+            }
+            None => {
+                let (engine, events, hash_file) =
+                    Game::built_in(&ctx, info).map_err(|e| format!("engine thread: {e}"))?;
+                (Player::BuiltIn(engine), Answers::BuiltIn(events), hash_file)
+            }
+        };
+        let ctx_client = ctx.client.clone();
+        let greeted = !ctx.greet;
+        let game = Game {
+            id: info.game_id.clone(),
+            color: info.color.map(to_chess),
+            ctx,
+            facts: None,
+            record: None,
+            state: None,
+            status: GameStatus::Started,
+            winner: None,
+            player,
+            failures: 0,
+            thinking: None,
+            pondering: None,
+            ponder_hits: 0,
+            ponder_misses: 0,
+            moved_at_ply: None,
+            evals: Vec::new(),
+            scores: Vec::new(),
+            view: EngineView::default(),
+            greeted,
+            draw_answered_at: None,
+            takeback_answered_at: None,
+            takebacks_accepted: 0,
+            draw_offered_at: None,
+            abort_at: None,
+            claim_at: None,
+            claims: 0,
+            finish_by: None,
+            resyncs: 0,
+            rethink_at: None,
+            refused: Refused::default(),
+            tournament: info.tournament_id.clone(),
+            lag: Lag::default(),
+            chat_replies: (0, Instant::now()),
+            reader: Reader::spawn(ctx_client, info.game_id.clone()),
+            hash_file,
+            saving: None,
+            moves_posted: 0,
+            handed_over: false,
+            online_asked_at: None,
+        };
+        Ok((game, answers))
+    }
+
+    /// The built-in engine of a game: its thread, with the table an
+    /// earlier run of this game saved, if any.
+    #[allow(clippy::type_complexity)]
+    fn built_in(
+        ctx: &GameContext,
         info: &GameInfo,
-    ) -> std::io::Result<(Game, mpsc::UnboundedReceiver<engine::Event>)> {
+    ) -> std::io::Result<(
+        Engine,
+        mpsc::UnboundedReceiver<engine::Event>,
+        Option<PathBuf>,
+    )> {
         let options = EngineOptions {
             hash_mb: ctx
                 .config
@@ -333,49 +469,7 @@ impl Game {
                 });
             }
         }
-        let ctx_client = ctx.client.clone();
-        let greeted = !ctx.greet;
-        let game = Game {
-            id: info.game_id.clone(),
-            color: info.color.map(to_chess),
-            ctx,
-            facts: None,
-            record: None,
-            state: None,
-            status: GameStatus::Started,
-            winner: None,
-            engine,
-            thinking: None,
-            pondering: None,
-            ponder_hits: 0,
-            ponder_misses: 0,
-            moved_at_ply: None,
-            evals: Vec::new(),
-            scores: Vec::new(),
-            view: EngineView::default(),
-            greeted,
-            draw_answered_at: None,
-            takeback_answered_at: None,
-            takebacks_accepted: 0,
-            draw_offered_at: None,
-            abort_at: None,
-            claim_at: None,
-            claims: 0,
-            finish_by: None,
-            resyncs: 0,
-            rethink_at: None,
-            refused: Refused::default(),
-            tournament: info.tournament_id.clone(),
-            lag: Lag::default(),
-            chat_replies: (0, Instant::now()),
-            reader: Reader::spawn(ctx_client, info.game_id.clone()),
-            hash_file,
-            saving: None,
-            moves_posted: 0,
-            handed_over: false,
-            online_asked_at: None,
-        };
-        Ok((game, events))
+        Ok((engine, events, hash_file))
     }
 
     /// Plays the game until it is over (or Lichess no longer knows it),
@@ -384,8 +478,12 @@ impl Game {
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<GameCommand>,
-        mut events: mpsc::UnboundedReceiver<engine::Event>,
+        answers: Answers,
     ) -> Exit {
+        let (mut events, mut external) = match answers {
+            Answers::BuiltIn(rx) => (Some(rx), None),
+            Answers::External(rx) => (None, Some(rx)),
+        };
         let mut pending: Option<PermitFuture> = None;
         let mut asking: Option<Asking> = None;
         let mut asked = Instant::now();
@@ -398,7 +496,14 @@ impl Game {
                     // is gone.
                     Some(Line::Refused) | None => Flow::Over,
                 },
-                Some(event) = events.recv() => self.on_engine(event).await,
+                Some(event) = async { match events.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                } } => self.on_engine(event).await,
+                Some(event) = async { match external.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                } } => self.on_external(event).await,
                 permit = async { match pending.as_mut() {
                     Some(f) => f.await,
                     None => std::future::pending().await,
@@ -490,14 +595,21 @@ impl Game {
 
     async fn on_full(&mut self, full: GameFull, arrived: Instant) -> Flow {
         let variant = full.variant.key;
-        if !matches!(
+        let chess = matches!(
             variant,
             VariantKey::Standard | VariantKey::Chess960 | VariantKey::FromPosition
-        ) {
+        );
+        // The built-in engine plays chess; an external one was started for
+        // this game's variant.
+        let playable = match &self.player {
+            Player::BuiltIn(_) => chess,
+            Player::External(_) => chess || super::variant::shakmaty_variant(variant).is_some(),
+        };
+        if !playable {
             return self.refuse_variant(&full).await;
         }
         if self.record.is_none() {
-            match GameRecord::new(&full.initial_fen, variant == VariantKey::Chess960) {
+            match Record::new(variant, &full.initial_fen) {
                 Ok(record) => self.record = Some(record),
                 Err(e) => {
                     tracing::error!(game = %self.id, "cannot play this game: {e}");
@@ -591,6 +703,23 @@ impl Game {
         Flow::Over
     }
 
+    /// Stops the search of whichever engine plays (its answer is then
+    /// ignored by its id).
+    fn stop_search(&mut self) {
+        match &mut self.player {
+            Player::BuiltIn(engine) => engine.stop(),
+            Player::External(engine) => engine.stop(),
+        }
+    }
+
+    /// The move overhead configured for the engine that plays.
+    fn configured_overhead(&self) -> Duration {
+        match &self.ctx.external {
+            Some(choice) => choice.move_overhead,
+            None => self.ctx.config.engine.move_overhead(),
+        }
+    }
+
     fn opponent_name(&self) -> String {
         match (&self.facts, self.color) {
             (Some(f), Some(chess::Color::White)) => f.black.clone(),
@@ -638,8 +767,8 @@ impl Game {
             self.rethink_at = None;
         }
         self.lag.seen(ply, arrived);
-        let turn = record.position().turn();
-        let opponent_moved = ply >= 2 || (ply == 1 && record.initial().turn() != us);
+        let turn = record.turn();
+        let opponent_moved = ply >= 2 || (ply == 1 && record.initial_turn() != us);
         if ply < before {
             // A takeback: the evaluations of the moves taken back go.
             self.evals.truncate(ply);
@@ -647,7 +776,7 @@ impl Game {
         self.status = state.status;
         self.winner = state.winner;
         if let Some(p) = &self.pondering {
-            let key = record.position().key();
+            let key = record.key();
             let ongoing = state.status.is_ongoing();
             let outcome = if ongoing && ply + 1 == p.ply && key == p.after_ours {
                 // Only our own move so far: the opponent is thinking.
@@ -670,7 +799,7 @@ impl Game {
         if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
             // The position changed under the search (takeback, game end).
             if self.thinking.take().is_some() {
-                self.engine.stop();
+                self.stop_search();
             }
         }
         if !state.status.is_ongoing() {
@@ -748,7 +877,18 @@ impl Game {
             return;
         };
         let waiting = self.ctx.queue_len.load(Ordering::Relaxed);
-        if let Some(answer) = chat::reply(&line.text, room, &me.name, &self.view, waiting) {
+        let variants: Vec<&str> = self
+            .ctx
+            .config
+            .challenge
+            .variants
+            .iter()
+            .map(|v| v.key().as_str())
+            .collect();
+        let variants = variants.join(", ");
+        if let Some(answer) =
+            chat::reply(&line.text, room, &me.name, &self.view, waiting, &variants)
+        {
             let (count, since) = &mut self.chat_replies;
             if since.elapsed() >= Duration::from_secs(60) {
                 *count = 0;
@@ -791,7 +931,7 @@ impl Game {
         else {
             return Flow::Continue;
         };
-        if !state.status.is_ongoing() || record.position().turn() != us || self.thinking.is_some() {
+        if !state.status.is_ongoing() || record.turn() != us || self.thinking.is_some() {
             return Flow::Continue;
         }
         tracing::info!(game = %self.id, ply = record.ply(), "no answer from the stream: thinking again");
@@ -806,7 +946,7 @@ impl Game {
         self.claim_at = None;
         self.claims += 1;
         let can_win = match (self.color, &self.record) {
-            (Some(us), Some(record)) => !record.position().has_insufficient_material(us),
+            (Some(us), Some(record)) => record.can_win(us),
             _ => true,
         };
         let claim = if can_win {
@@ -841,7 +981,7 @@ impl Game {
     /// Resigns (or aborts, before both sides moved).
     fn resign_now(&mut self) -> Flow {
         self.stop_pondering("resigning");
-        let ply = self.record.as_ref().map_or(0, GameRecord::ply);
+        let ply = self.record.as_ref().map_or(0, Record::ply);
         if ply < 2 && self.tournament.is_none() {
             tracing::info!(game = %self.id, "aborting on request");
             self.spawn_action(|client, id| async move { client.abort(&id).await });

@@ -7,18 +7,31 @@
 //! are posted by the same [`Game::play`], logged with their source.
 
 use super::super::chat::EngineView;
+use super::super::external;
 use super::super::hashstore;
+use super::board::Record;
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
-use super::{Flow, Game};
+use super::{Flow, Game, Player};
 use crate::chess::{self, Move, Position};
 use crate::engine::sources::Source;
-use crate::engine::{self, GoRequest, Limits, SearchId, SearchInfo};
+use crate::engine::{self, GoRequest, Limits, Score, SearchId, SearchInfo};
 use crate::lichess::client::Error as ClientError;
 use crate::lichess::model::GameState;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
+
+/// Searches of an external engine that may fail (its process died or hung
+/// and is restarted) for one move before we play any legal move instead.
+pub(super) const MAX_ENGINE_FAILURES: u32 = 3;
+/// An external engine is stopped when it has not answered after this
+/// share of our clock (a hung engine must not make us lose on time).
+pub(super) const EXTERNAL_DEADLINE_SHARE: u32 = 2;
+/// The least time an external engine is given, and the grace after a
+/// fixed move time before it is stopped.
+pub(super) const EXTERNAL_MIN_TIME: Duration = Duration::from_millis(20);
+pub(super) const EXTERNAL_GRACE: Duration = Duration::from_secs(1);
 
 /// Our first move is played after this much thought at most: Lichess
 /// aborts a game whose first moves do not come quickly, and the clocks do
@@ -122,6 +135,9 @@ impl Refused {
 /// no permit; never stored in `Game::thinking`).
 pub(super) struct Thinking {
     pub(super) id: Option<SearchId>,
+    /// The search of an external engine, and what it said last.
+    pub(super) external: Option<external::SearchId>,
+    pub(super) external_info: Option<external::Info>,
     /// The ply it answers (moves played before our move).
     pub(super) ply: usize,
     /// When the `gameState` that made it our turn arrived.
@@ -137,6 +153,53 @@ pub(super) struct Thinking {
     /// Where the move comes from.
     pub(super) source: Source,
     pub(super) _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// Our move, ready to post.
+pub(super) struct Chosen {
+    /// As Lichess takes it.
+    pub(super) uci: String,
+    pub(super) san: String,
+    /// On kaissa's board (standard chess): the move, for the refused list
+    /// and pondering.
+    pub(super) native: Option<Move>,
+    /// The reply the built-in engine expects (it ponders on it).
+    pub(super) expected: Option<Move>,
+}
+
+/// What a search said of its move.
+pub(super) struct Report {
+    pub(super) depth: u32,
+    pub(super) score: Score,
+    pub(super) nodes: u64,
+    /// The principal variation's first moves in SAN.
+    pub(super) pv: String,
+}
+
+impl Report {
+    /// The built-in engine's last line about the position `pos`.
+    pub(super) fn of_search(info: &SearchInfo, pos: &Position) -> Report {
+        Report {
+            depth: info.depth,
+            score: info.score,
+            nodes: info.nodes,
+            pv: pv_san(pos, &info.pv, 6),
+        }
+    }
+
+    /// An external engine's last line (no score: no report).
+    pub(super) fn of_external(info: &external::Info, record: &Record) -> Option<Report> {
+        let score = match info.score? {
+            external::Score::Cp(cp) => Score::Cp(cp),
+            external::Score::Mate(n) => Score::Mate(n),
+        };
+        Some(Report {
+            depth: info.depth,
+            score,
+            nodes: info.nodes,
+            pv: record.pv_san(&info.pv, 6),
+        })
+    }
 }
 
 /// A ponder search: after our move was posted, the engine searches the
@@ -183,7 +246,7 @@ impl Game {
     ) -> (Limits, Option<Duration>) {
         let engine_config = &self.ctx.config.engine;
         let mut limits = Limits {
-            move_overhead: self.lag.overhead(engine_config.move_overhead()),
+            move_overhead: self.lag.overhead(self.configured_overhead()),
             ..Limits::default()
         };
         let clock = self.facts.as_ref().and_then(|f| f.clock);
@@ -223,9 +286,14 @@ impl Game {
 
     /// Starts the search for our move, if it is still wanted.
     pub(super) fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
-        let (Some(us), Some(record), Some((state, arrived))) =
-            (self.color, &self.record, &self.state)
-        else {
+        if matches!(self.player, Player::External(_)) {
+            return self.start_external_search(permit, queued);
+        }
+        let (Some(us), Some(record), Some((state, arrived))) = (
+            self.color,
+            self.record.as_ref().and_then(Record::native),
+            &self.state,
+        ) else {
             return;
         };
         let ply = record.ply();
@@ -260,9 +328,14 @@ impl Game {
         // Defensive: a ponder search is never left running under ours.
         self.stop_pondering("position changed");
         let started = Instant::now();
-        let id = self.engine.go(request);
+        let Player::BuiltIn(engine) = &mut self.player else {
+            return;
+        };
+        let id = engine.go(request);
         self.thinking = Some(Thinking {
             id: Some(id),
+            external: None,
+            external_info: None,
             ply,
             arrived,
             started,
@@ -302,41 +375,54 @@ impl Game {
                 let Some(thinking) = self.thinking.take() else {
                     return Flow::Continue;
                 };
-                match best.mv {
-                    Some(mv) => self.play(thinking, mv, best.ponder, done).await,
-                    None => Flow::Continue,
-                }
+                let Some(mv) = best.mv else {
+                    return Flow::Continue;
+                };
+                let Some(record) = self.record.as_ref().and_then(Record::native) else {
+                    return Flow::Continue;
+                };
+                let pos = record.position();
+                let report = thinking
+                    .last_info
+                    .as_ref()
+                    .map(|info| Report::of_search(info, pos));
+                let chosen = Chosen {
+                    uci: mv.to_uci(record.chess960()),
+                    san: pos.san(mv),
+                    native: Some(mv),
+                    expected: best.ponder,
+                };
+                self.play(thinking, chosen, report, done).await
             }
         }
     }
 
-    /// Posts our move (or resigns a hopeless game), then ponders on
-    /// `expected` if pondering is on.
+    /// Posts our move (or resigns a hopeless game), then ponders on the
+    /// expected reply if pondering is on.
     pub(super) async fn play(
         &mut self,
         thinking: Thinking,
-        mv: Move,
-        expected: Option<Move>,
+        chosen: Chosen,
+        report: Option<Report>,
         done: Instant,
     ) -> Flow {
         let (Some(us), Some(record)) = (self.color, &self.record) else {
             return Flow::Continue;
         };
-        let pos = record.position().clone();
-        let chess960 = record.chess960();
+        let key = record.key();
+        let pos = record.native().map(|r| r.position().clone());
         let ply = thinking.ply;
-        let info = thinking.last_info.as_ref();
-        if let Some(info) = info {
-            self.scores.push(score_cp(info.score));
-            let eval = white_eval(info.score, us);
+        if let Some(report) = &report {
+            self.scores.push(score_cp(report.score));
+            let eval = white_eval(report.score, us);
             if self.evals.len() <= ply {
                 self.evals.resize(ply + 1, None);
             }
             self.evals[ply] = Some(eval);
             self.view = EngineView {
                 score: Some(score_text(eval)),
-                depth: Some(info.depth),
-                pv: Some(pv_san(&pos, &info.pv, 6)).filter(|p| !p.is_empty()),
+                depth: Some(report.depth),
+                pv: Some(report.pv.clone()).filter(|p| !p.is_empty()),
             };
         }
         if rules::hopeless(&self.scores, &self.ctx.config.bot) {
@@ -356,7 +442,7 @@ impl Game {
         if offering_draw {
             self.draw_offered_at = Some(ply);
         }
-        let uci = mv.to_uci(chess960);
+        let uci = chosen.uci;
         let think = done - thinking.started;
         // Retry the post for as long as our clock allows, within bounds.
         let posting = Instant::now();
@@ -377,8 +463,8 @@ impl Game {
             .client
             .make_move(&self.id, &uci, offering_draw, posting + budget)
             .await;
-        let (depth, score, nodes) = match info {
-            Some(i) => (i.depth, i.score.to_string(), i.nodes),
+        let (depth, score, nodes) = match &report {
+            Some(r) => (r.depth, r.score.to_string(), r.nodes),
             None => (0, "none".to_owned(), 0),
         };
         let clock = thinking.clock;
@@ -394,7 +480,7 @@ impl Game {
                 game = %self.id,
                 ply,
                 mv = %uci,
-                san = %pos.san(mv),
+                san = %chosen.san,
                 source = %source,
                 depth,
                 score = %score,
@@ -421,8 +507,8 @@ impl Game {
                     // Before any pondering: the engine runs it first.
                     self.save_hash();
                 }
-                if let Some(reply) = expected {
-                    self.start_ponder(&pos, mv, reply, arrived);
+                if let (Some(pos), Some(mv), Some(reply)) = (&pos, chosen.native, chosen.expected) {
+                    self.start_ponder(pos, mv, reply, arrived);
                 }
             }
             Err(e) => {
@@ -431,12 +517,15 @@ impl Game {
                 // in transit: reopen the game stream, whose `gameFull`
                 // tells whether the move was played, and answer the
                 // position again if not. Bounded, so it cannot loop.
-                if let ClientError::MoveRejected {
-                    after_retry: false, ..
-                } = e
+                if let (
+                    ClientError::MoveRejected {
+                        after_retry: false, ..
+                    },
+                    Some(mv),
+                ) = (&e, chosen.native)
                 {
                     // The server's word on this very move: never again here.
-                    self.refused.add(ply, pos.key(), mv);
+                    self.refused.add(ply, key, mv);
                 }
                 let refused = matches!(e, ClientError::MoveRejected { .. });
                 if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
@@ -476,8 +565,11 @@ impl Game {
         if !self.ctx.config.engine.ponder || self.pondering.is_some() || self.thinking.is_some() {
             return;
         }
-        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
-        else {
+        let (Some(us), Some(record), Some((state, _))) = (
+            self.color,
+            self.record.as_ref().and_then(Record::native),
+            &self.state,
+        ) else {
             return;
         };
         if !state.status.is_ongoing() || record.position().key() != pos.key() {
@@ -513,9 +605,10 @@ impl Game {
         }
         let expected = reply.to_uci(record.chess960());
         let key = target.key();
-        let id = self
-            .engine
-            .go_ponder(GoRequest::new(target, history, limits));
+        let Player::BuiltIn(engine) = &mut self.player else {
+            return;
+        };
+        let id = engine.go_ponder(GoRequest::new(target, history, limits));
         tracing::debug!(game = %self.id, ply, expected = %expected, "pondering");
         self.pondering = Some(Pondering {
             id,
@@ -537,13 +630,17 @@ impl Game {
         let Some(permit) = p.permit else {
             return;
         };
-        self.engine.ponderhit();
+        if let Player::BuiltIn(engine) = &mut self.player {
+            engine.ponderhit();
+        }
         self.ponder_hits += 1;
         tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
         let (_, clock) = self.limits(state, us, Duration::ZERO, false);
         let now = Instant::now();
         self.thinking = Some(Thinking {
             id: Some(p.id),
+            external: None,
+            external_info: None,
             ply,
             arrived,
             started: now,
@@ -561,7 +658,7 @@ impl Game {
         let Some(p) = self.pondering.take() else {
             return;
         };
-        self.engine.stop();
+        self.stop_search();
         if why == "other reply" {
             self.ponder_misses += 1;
             tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, "ponder miss");
@@ -587,10 +684,11 @@ impl Game {
     /// Saves the table to the game's hash file (if `engine.state_dir` is
     /// set), on the engine thread; the outcome is logged.
     pub(super) fn save_hash(&mut self) {
-        let Some(path) = self.hash_file.clone() else {
+        let (Some(path), Player::BuiltIn(engine)) = (self.hash_file.clone(), &mut self.player)
+        else {
             return;
         };
-        let reply = self.engine.save_hash(path);
+        let reply = engine.save_hash(path);
         let game = self.id.clone();
         self.saving = Some(tokio::spawn(async move {
             match reply.await {

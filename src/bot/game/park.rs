@@ -9,13 +9,11 @@ impl Game {
     pub(super) async fn park(mut self) {
         self.reader.stop();
         if self.thinking.take().is_some() {
-            self.engine.stop();
+            self.stop_search();
         }
         self.stop_pondering("parked");
         let ply = self.record.as_ref().map_or(0, |r| r.ply());
         tracing::info!(game = %self.id, ply, "correspondence game parked until our turn");
-        // Joining the engine thread blocks until its search has stopped.
-        let engine = self.engine;
-        let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
+        self.join_engine().await;
     }
 }

@@ -9,9 +9,10 @@
 //! back as an [`Asking`] the game task waits on, and a stale or useless
 //! answer sends the game to the search.
 
-use super::mover::Thinking;
+use super::board::Record;
+use super::mover::{Chosen, Report, Thinking};
 use super::{Flow, Game};
-use crate::chess::{CastlingNotation, Color, Move, Position};
+use crate::chess::{CastlingNotation, Color, Position};
 use crate::engine::book::game_ply;
 use crate::engine::sources::{Source, SourceMove, Sources};
 use crate::engine::tablebase::Outcome;
@@ -146,9 +147,11 @@ impl Game {
     /// starts an online question (then `Flow::Continue`: the answer comes
     /// through `asking`). `Flow::Think`: no source applies, search.
     pub(super) async fn before_search(&mut self, asking: &mut Option<Asking>) -> Flow {
-        let (Some(us), Some(record), Some((state, arrived))) =
-            (self.color, &self.record, &self.state)
-        else {
+        let (Some(us), Some(record), Some((state, arrived))) = (
+            self.color,
+            self.record.as_ref().and_then(Record::native),
+            &self.state,
+        ) else {
             return Flow::Think;
         };
         let ply = record.ply();
@@ -215,9 +218,11 @@ impl Game {
         asked: (usize, u64),
         answer: Option<(String, Source)>,
     ) -> Flow {
-        let (Some(us), Some(record), Some((state, arrived))) =
-            (self.color, &self.record, &self.state)
-        else {
+        let (Some(us), Some(record), Some((state, arrived))) = (
+            self.color,
+            self.record.as_ref().and_then(Record::native),
+            &self.state,
+        ) else {
             return Flow::Continue;
         };
         let pos = record.position();
@@ -246,8 +251,11 @@ impl Game {
 
     /// Posts a move chosen without a search (logged with its source).
     async fn play_source(&mut self, choice: SourceMove, arrived: Instant) -> Flow {
-        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
-        else {
+        let (Some(us), Some(record), Some((state, _))) = (
+            self.color,
+            self.record.as_ref().and_then(Record::native),
+            &self.state,
+        ) else {
             return Flow::Continue;
         };
         let ply = record.ply();
@@ -268,6 +276,8 @@ impl Game {
         let now = Instant::now();
         let answer = Thinking {
             id: None,
+            external: None,
+            external_info: None,
             ply,
             arrived,
             started: now,
@@ -277,7 +287,20 @@ impl Game {
             source: choice.source,
             _permit: None,
         };
-        let mv: Move = choice.mv;
-        self.play(answer, mv, None, now).await
+        let Some(record) = self.record.as_ref().and_then(Record::native) else {
+            return Flow::Continue;
+        };
+        let pos = record.position();
+        let report = answer
+            .last_info
+            .as_ref()
+            .map(|info| Report::of_search(info, pos));
+        let chosen = Chosen {
+            uci: choice.mv.to_uci(record.chess960()),
+            san: pos.san(choice.mv),
+            native: Some(choice.mv),
+            expected: None,
+        };
+        self.play(answer, chosen, report, now).await
     }
 }

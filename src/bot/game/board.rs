@@ -1,0 +1,153 @@
+//! The game's record in its rules: kaissa's own board for standard chess,
+//! Chess960 and games from a position (what the built-in engine, the books
+//! and the tables read), shakmaty's for Lichess's other variants. The game
+//! task asks it what the rules say (whose turn, the position's key, the
+//! material to win, legality) without caring which it is.
+
+use super::super::pgn::PgnMoves;
+use super::super::record::{GameRecord, RecordError};
+use super::super::variant::VariantRecord;
+use crate::chess::Color;
+use crate::lichess::model::VariantKey;
+
+pub(super) enum Record {
+    Native(GameRecord),
+    Variant(VariantRecord),
+}
+
+impl Record {
+    /// The record of a `variant` game from `initial_fen`.
+    pub(super) fn new(variant: VariantKey, initial_fen: &str) -> Result<Record, RecordError> {
+        match variant {
+            VariantKey::Standard | VariantKey::FromPosition | VariantKey::Chess960 => {
+                GameRecord::new(initial_fen, variant == VariantKey::Chess960).map(Record::Native)
+            }
+            other => VariantRecord::new(other, initial_fen).map(Record::Variant),
+        }
+    }
+
+    /// Kaissa's own board, for standard chess and its set-ups.
+    pub(super) fn native(&self) -> Option<&GameRecord> {
+        match self {
+            Record::Native(r) => Some(r),
+            Record::Variant(_) => None,
+        }
+    }
+
+    pub(super) fn sync(&mut self, moves: &str) -> Result<usize, RecordError> {
+        match self {
+            Record::Native(r) => r.sync(moves),
+            Record::Variant(r) => r.sync(moves),
+        }
+    }
+
+    pub(super) fn ply(&self) -> usize {
+        match self {
+            Record::Native(r) => r.ply(),
+            Record::Variant(r) => r.ply(),
+        }
+    }
+
+    /// The side to move.
+    pub(super) fn turn(&self) -> Color {
+        match self {
+            Record::Native(r) => r.position().turn(),
+            Record::Variant(r) => r.turn(),
+        }
+    }
+
+    /// The side to move at the start.
+    pub(super) fn initial_turn(&self) -> Color {
+        match self {
+            Record::Native(r) => r.initial().turn(),
+            Record::Variant(r) => r.initial_turn(),
+        }
+    }
+
+    /// The current position's key.
+    pub(super) fn key(&self) -> u64 {
+        match self {
+            Record::Native(r) => r.position().key(),
+            Record::Variant(r) => r.key(),
+        }
+    }
+
+    /// Whether `side` has the material to win.
+    pub(super) fn can_win(&self, side: Color) -> bool {
+        match self {
+            Record::Native(r) => !r.position().has_insufficient_material(side),
+            Record::Variant(r) => r.can_win(side),
+        }
+    }
+
+    /// The moves so far, in UCI as Lichess sends them.
+    pub(super) fn uci_moves(&self) -> Vec<String> {
+        match self {
+            Record::Native(r) => r.moves().iter().map(|m| m.to_uci(r.chess960())).collect(),
+            Record::Variant(r) => r.uci_moves().to_vec(),
+        }
+    }
+
+    /// The initial FEN for a UCI engine's `position fen`; None for the
+    /// start position (of the variant).
+    pub(super) fn engine_fen(&self) -> Option<String> {
+        match self {
+            Record::Native(r) => r.initial_fen(),
+            Record::Variant(r) => r.initial_fen().map(str::to_owned),
+        }
+    }
+
+    /// An engine's move `text` if it is legal here: the UCI form to post
+    /// and its SAN.
+    pub(super) fn legal(&self, text: &str) -> Option<(String, String)> {
+        match self {
+            Record::Native(r) => {
+                let pos = r.position();
+                let m = pos.parse_uci(text, r.chess960()).ok()?;
+                Some((m.to_uci(r.chess960()), pos.san(m)))
+            }
+            Record::Variant(r) => Some((r.legal_uci(text)?, r.san(text)?)),
+        }
+    }
+
+    /// A principal variation (UCI) in SAN, `max` moves at most.
+    pub(super) fn pv_san(&self, pv: &[String], max: usize) -> String {
+        match self {
+            Record::Native(r) => {
+                let mut pos = r.position().clone();
+                let mut out = Vec::new();
+                for text in pv.iter().take(max) {
+                    let Ok(m) = pos.parse_uci(text, r.chess960()) else {
+                        break;
+                    };
+                    out.push(pos.san(m));
+                    pos = pos.play(m);
+                }
+                out.join(" ")
+            }
+            Record::Variant(r) => r.pv_san(pv, max),
+        }
+    }
+
+    /// The moves for the PGN.
+    pub(super) fn pgn_moves(&self) -> PgnMoves {
+        match self {
+            Record::Native(r) => PgnMoves::of_chess(r),
+            Record::Variant(r) => PgnMoves::of_variant(r),
+        }
+    }
+
+    /// Some legal move, for when no engine answers.
+    pub(super) fn any_legal(&self) -> Option<String> {
+        match self {
+            Record::Native(r) => {
+                let pos = r.position();
+                pos.legal_moves()
+                    .iter()
+                    .next()
+                    .map(|m| m.to_uci(r.chess960()))
+            }
+            Record::Variant(r) => r.any_legal(),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The search for our move by an external UCI engine (`[engines.NAME]`):
+//! the `go` built from the game (the whole move list, both clocks less
+//! our overhead, a deadline after which the driver stops a hung engine),
+//! its answers checked against the rules of the game's variant before
+//! [`Game::play`] posts them, and what happens when the engine fails: its
+//! process is restarted by the driver and the move searched again, and
+//! after [`MAX_ENGINE_FAILURES`] failures for one move any legal move is
+//! played rather than lose on time.
+
+use super::super::external;
+use super::board::Record;
+use super::mover::{
+    Chosen, EXTERNAL_DEADLINE_SHARE, EXTERNAL_GRACE, EXTERNAL_MIN_TIME, MAX_ENGINE_FAILURES,
+    Report, Thinking,
+};
+use super::{Flow, Game, Player};
+use crate::engine::sources::Source;
+use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+impl Game {
+    /// Starts the external engine's search for our move, if still wanted.
+    pub(super) fn start_external_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, &self.record, &self.state)
+        else {
+            return;
+        };
+        let ply = record.ply();
+        if !state.status.is_ongoing()
+            || record.turn() != us
+            || self.thinking.is_some()
+            || self.moved_at_ply == Some(ply)
+        {
+            return;
+        }
+        let first_move = self.moved_at_ply.is_none() && ply < 2;
+        let arrived = *arrived;
+        // The engine gets the clocks as they stand now, ours less the
+        // overhead.
+        let (limits, our_clock) = self.limits(state, us, arrived.elapsed(), first_move);
+        let overhead = limits.move_overhead;
+        let less =
+            |t: Option<Duration>| t.map(|t| t.saturating_sub(overhead).max(EXTERNAL_MIN_TIME));
+        let (wtime, btime) = match us {
+            crate::chess::Color::White => (less(limits.wtime), limits.btime),
+            crate::chess::Color::Black => (limits.wtime, less(limits.btime)),
+        };
+        let ours = if us == crate::chess::Color::White {
+            wtime
+        } else {
+            btime
+        };
+        let deadline = match (limits.movetime, ours) {
+            (Some(movetime), _) => Some(movetime + EXTERNAL_GRACE),
+            (None, Some(ours)) => Some((ours / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
+            (None, None) => None,
+        };
+        let choice = self.ctx.external.as_deref();
+        let go = external::Go {
+            fen: record.engine_fen(),
+            moves: record.uci_moves(),
+            wtime,
+            btime,
+            winc: limits.winc,
+            binc: limits.binc,
+            movetime: limits.movetime,
+            depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
+            nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),
+            ponder: false,
+            deadline,
+        };
+        let Player::External(engine) = &mut self.player else {
+            return;
+        };
+        let started = Instant::now();
+        let id = engine.go(go);
+        self.thinking = Some(Thinking {
+            id: None,
+            external: Some(id),
+            external_info: None,
+            ply,
+            arrived,
+            started,
+            queued,
+            clock: our_clock,
+            last_info: None,
+            source: Source::Search,
+            _permit: Some(permit),
+        });
+    }
+
+    /// An answer of the external engine.
+    pub(super) async fn on_external(&mut self, event: external::Event) -> Flow {
+        match event {
+            external::Event::Info { id, info } => {
+                if let Some(t) = self.thinking.as_mut().filter(|t| t.external == Some(id)) {
+                    t.external_info = Some(info);
+                }
+                Flow::Continue
+            }
+            external::Event::BestMove { id, best, .. } => {
+                if self
+                    .thinking
+                    .as_ref()
+                    .is_none_or(|t| t.external != Some(id))
+                {
+                    // A stopped search's answer: not ours to post.
+                    return Flow::Continue;
+                }
+                let done = Instant::now();
+                let (Some(thinking), Some(record)) = (self.thinking.take(), self.record.as_ref())
+                else {
+                    return Flow::Continue;
+                };
+                match chosen(record, &best) {
+                    Some(chosen) => {
+                        self.failures = 0;
+                        let report = thinking
+                            .external_info
+                            .as_ref()
+                            .and_then(|info| Report::of_external(info, record));
+                        self.play(thinking, chosen, report, done).await
+                    }
+                    None => {
+                        tracing::error!(game = %self.id, engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
+                        self.engine_failed(thinking, done).await
+                    }
+                }
+            }
+            external::Event::Failed { id, error } => {
+                if self
+                    .thinking
+                    .as_ref()
+                    .is_none_or(|t| t.external != Some(id))
+                {
+                    return Flow::Continue;
+                }
+                let done = Instant::now();
+                let Some(thinking) = self.thinking.take() else {
+                    return Flow::Continue;
+                };
+                tracing::warn!(game = %self.id, engine = %self.engine_name(), "search failed: {error}");
+                self.engine_failed(thinking, done).await
+            }
+        }
+    }
+
+    /// The engine gave no usable move: search again (the driver restarts
+    /// a dead process), or after too many failures play any legal move.
+    async fn engine_failed(&mut self, thinking: Thinking, done: Instant) -> Flow {
+        self.failures += 1;
+        if self.failures < MAX_ENGINE_FAILURES {
+            drop(thinking);
+            self.moved_at_ply = None;
+            return Flow::Think;
+        }
+        let Some(record) = self.record.as_ref() else {
+            return Flow::Continue;
+        };
+        let Some(chosen) = record.any_legal().and_then(|m| chosen(record, &m)) else {
+            return Flow::Continue;
+        };
+        tracing::error!(game = %self.id, engine = %self.engine_name(), failures = self.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
+        self.failures = 0;
+        self.play(thinking, chosen, None, done).await
+    }
+
+    fn engine_name(&self) -> &str {
+        self.ctx
+            .external
+            .as_deref()
+            .map_or("built-in", |c| c.spec.name.as_str())
+    }
+}
+
+/// An engine's move as we post it, if it is legal in the game's rules.
+fn chosen(record: &Record, text: &str) -> Option<Chosen> {
+    let (uci, san) = record.legal(text)?;
+    let native = record
+        .native()
+        .and_then(|r| r.position().parse_uci(&uci, r.chess960()).ok());
+    Some(Chosen {
+        uci,
+        san,
+        native,
+        expected: None,
+    })
+}
