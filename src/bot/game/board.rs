@@ -97,6 +97,24 @@ impl Record {
         }
     }
 
+    /// The key of the position after the move list `moves` (UCI), if the
+    /// moves are legal.
+    pub(super) fn after(&self, moves: &[String]) -> Option<u64> {
+        let text = moves.join(" ");
+        match self {
+            Record::Native(r) => {
+                let mut r = r.clone();
+                r.sync(&text).ok()?;
+                Some(r.position().key())
+            }
+            Record::Variant(r) => {
+                let mut r = r.clone();
+                r.sync(&text).ok()?;
+                Some(r.key())
+            }
+        }
+    }
+
     /// An engine's move `text` if it is legal here: the UCI form to post
     /// and its SAN.
     pub(super) fn legal(&self, text: &str) -> Option<(String, String)> {

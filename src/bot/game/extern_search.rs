@@ -11,7 +11,7 @@ use super::super::external;
 use super::board::Record;
 use super::mover::{
     Chosen, EXTERNAL_DEADLINE_SHARE, EXTERNAL_GRACE, EXTERNAL_MIN_TIME, MAX_ENGINE_FAILURES,
-    Report, Thinking,
+    Pondering, Report, SearchRef, Thinking,
 };
 use super::{Flow, Game, Player};
 use crate::engine::sources::Source;
@@ -77,8 +77,7 @@ impl Game {
         let started = Instant::now();
         let id = engine.go(go);
         self.thinking = Some(Thinking {
-            id: None,
-            external: Some(id),
+            id: Some(SearchRef::External(id)),
             external_info: None,
             ply,
             arrived,
@@ -95,17 +94,22 @@ impl Game {
     pub(super) async fn on_external(&mut self, event: external::Event) -> Flow {
         match event {
             external::Event::Info { id, info } => {
-                if let Some(t) = self.thinking.as_mut().filter(|t| t.external == Some(id)) {
+                let id = SearchRef::External(id);
+                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == Some(id)) {
                     t.external_info = Some(info);
+                } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
+                    p.external_info = Some(info);
                 }
                 Flow::Continue
             }
-            external::Event::BestMove { id, best, .. } => {
-                if self
-                    .thinking
-                    .as_ref()
-                    .is_none_or(|t| t.external != Some(id))
-                {
+            external::Event::BestMove { id, best, ponder } => {
+                let id = SearchRef::External(id);
+                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
+                    // A ponder search ending by itself is of no use.
+                    self.pondering = None;
+                    return Flow::Continue;
+                }
+                if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
                     // A stopped search's answer: not ours to post.
                     return Flow::Continue;
                 }
@@ -121,7 +125,13 @@ impl Game {
                             .external_info
                             .as_ref()
                             .and_then(|info| Report::of_external(info, record));
-                        self.play(thinking, chosen, report, done).await
+                        let (posted, arrived, ours) =
+                            (self.moves_posted, thinking.arrived, chosen.uci.clone());
+                        let flow = self.play(thinking, chosen, report, done).await;
+                        if let Some(reply) = ponder.filter(|_| self.moves_posted > posted) {
+                            self.start_external_ponder(&ours, &reply, arrived);
+                        }
+                        flow
                     }
                     None => {
                         tracing::error!(game = %self.id, engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
@@ -130,11 +140,12 @@ impl Game {
                 }
             }
             external::Event::Failed { id, error } => {
-                if self
-                    .thinking
-                    .as_ref()
-                    .is_none_or(|t| t.external != Some(id))
-                {
+                let id = SearchRef::External(id);
+                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
+                    self.pondering = None;
+                    return Flow::Continue;
+                }
+                if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
                     return Flow::Continue;
                 }
                 let done = Instant::now();
@@ -165,6 +176,89 @@ impl Game {
         tracing::error!(game = %self.id, engine = %self.engine_name(), failures = self.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
         self.failures = 0;
         self.play(thinking, chosen, None, done).await
+    }
+
+    /// After our move `ours` (answering the state that arrived at
+    /// `arrived`), lets the engine think on the position after `reply`
+    /// on the opponent's time, if the section has `ponder` and a search
+    /// permit is free at once (see `Pondering`: the same rules as the
+    /// built-in engine's).
+    fn start_external_ponder(&mut self, ours: &str, reply: &str, arrived: Instant) {
+        let wanted = self.ctx.external.as_deref().is_some_and(|c| c.spec.ponder);
+        if !wanted || self.pondering.is_some() || self.thinking.is_some() {
+            return;
+        }
+        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
+        else {
+            return;
+        };
+        if !state.status.is_ongoing() {
+            return;
+        }
+        // The two positions ahead, by the rules: our move, then the reply.
+        let mut moves = record.uci_moves();
+        let ply = moves.len() + 2;
+        moves.push(ours.to_owned());
+        let Some(after_ours) = record.after(&moves) else {
+            return;
+        };
+        moves.push(reply.to_owned());
+        let Some(target) = record.after(&moves) else {
+            return;
+        };
+        let Ok(permit) = std::sync::Arc::clone(&self.ctx.search_permits).try_acquire_owned() else {
+            tracing::debug!(game = %self.id, "not pondering: no free search thread");
+            return;
+        };
+        // The clocks as they will be at the reply: ours less the time spent
+        // and the overhead, plus the increment once the clocks run.
+        let (limits, _) = self.limits(state, us, arrived.elapsed(), false);
+        let overhead = limits.move_overhead;
+        let with_inc = |t: Option<Duration>, inc: Option<Duration>| {
+            t.map(|t| {
+                let t = if record.ply() >= 2 {
+                    t + inc.unwrap_or_default()
+                } else {
+                    t
+                };
+                t.saturating_sub(overhead).max(EXTERNAL_MIN_TIME)
+            })
+        };
+        let (wtime, btime) = match us {
+            crate::chess::Color::White => (with_inc(limits.wtime, limits.winc), limits.btime),
+            crate::chess::Color::Black => (limits.wtime, with_inc(limits.btime, limits.binc)),
+        };
+        let choice = self.ctx.external.as_deref();
+        let go = external::Go {
+            fen: record.engine_fen(),
+            moves,
+            wtime,
+            btime,
+            winc: limits.winc,
+            binc: limits.binc,
+            movetime: None,
+            depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
+            nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),
+            ponder: true,
+            // A ponder search has no deadline of its own: it is stopped or
+            // hit (and then counted as a search from the hit).
+            deadline: None,
+        };
+        let Player::External(engine) = &mut self.player else {
+            return;
+        };
+        let id = engine.go(go);
+        tracing::debug!(game = %self.id, ply, expected = %reply, "pondering");
+        self.pondering = Some(Pondering {
+            id: SearchRef::External(id),
+            ply,
+            after_ours,
+            key: target,
+            expected: reply.to_owned(),
+            last_info: None,
+            external_info: None,
+            permit: Some(permit),
+        });
     }
 
     fn engine_name(&self) -> &str {

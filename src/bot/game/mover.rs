@@ -134,9 +134,8 @@ impl Refused {
 /// and search permit), or a move a source gave without a search (no id,
 /// no permit; never stored in `Game::thinking`).
 pub(super) struct Thinking {
-    pub(super) id: Option<SearchId>,
-    /// The search of an external engine, and what it said last.
-    pub(super) external: Option<external::SearchId>,
+    pub(super) id: Option<SearchRef>,
+    /// What an external engine said last about it.
     pub(super) external_info: Option<external::Info>,
     /// The ply it answers (moves played before our move).
     pub(super) ply: usize,
@@ -153,6 +152,13 @@ pub(super) struct Thinking {
     /// Where the move comes from.
     pub(super) source: Source,
     pub(super) _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// A search of the built-in engine or of an external one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SearchRef {
+    BuiltIn(SearchId),
+    External(external::SearchId),
 }
 
 /// Our move, ready to post.
@@ -220,7 +226,7 @@ impl Report {
 /// can without waiting: the semaphore is fair, so a released permit goes
 /// to a game already waiting, and the ponder search then stops.
 pub(super) struct Pondering {
-    pub(super) id: SearchId,
+    pub(super) id: SearchRef,
     /// The ply of the position searched (after the expected reply).
     pub(super) ply: usize,
     /// The key of the position after our move (the opponent to move).
@@ -230,6 +236,7 @@ pub(super) struct Pondering {
     /// The expected reply, in UCI (for the log).
     pub(super) expected: String,
     pub(super) last_info: Option<SearchInfo>,
+    pub(super) external_info: Option<external::Info>,
     /// `None` only for an instant, while checking for waiting games.
     pub(super) permit: Option<OwnedSemaphorePermit>,
 }
@@ -333,8 +340,7 @@ impl Game {
         };
         let id = engine.go(request);
         self.thinking = Some(Thinking {
-            id: Some(id),
-            external: None,
+            id: Some(SearchRef::BuiltIn(id)),
             external_info: None,
             ply,
             arrived,
@@ -353,6 +359,7 @@ impl Game {
                 if info.multipv > 1 {
                     return Flow::Continue;
                 }
+                let id = SearchRef::BuiltIn(id);
                 if let Some(t) = self.thinking.as_mut().filter(|t| t.id == Some(id)) {
                     t.last_info = Some(info);
                 } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
@@ -361,6 +368,7 @@ impl Game {
                 Flow::Continue
             }
             engine::Event::BestMove { id, best } => {
+                let id = SearchRef::BuiltIn(id);
                 if self.pondering.as_ref().is_some_and(|p| p.id == id) {
                     // A ponder search holds its answer until a hit or a
                     // stop; ending by itself, it is of no use: never post.
@@ -611,7 +619,8 @@ impl Game {
         let id = engine.go_ponder(GoRequest::new(target, history, limits));
         tracing::debug!(game = %self.id, ply, expected = %expected, "pondering");
         self.pondering = Some(Pondering {
-            id,
+            id: SearchRef::BuiltIn(id),
+            external_info: None,
             ply,
             after_ours: after_ours.key(),
             key,
@@ -630,8 +639,9 @@ impl Game {
         let Some(permit) = p.permit else {
             return;
         };
-        if let Player::BuiltIn(engine) = &mut self.player {
-            engine.ponderhit();
+        match &mut self.player {
+            Player::BuiltIn(engine) => engine.ponderhit(),
+            Player::External(engine) => engine.ponderhit(),
         }
         self.ponder_hits += 1;
         tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
@@ -639,8 +649,7 @@ impl Game {
         let now = Instant::now();
         self.thinking = Some(Thinking {
             id: Some(p.id),
-            external: None,
-            external_info: None,
+            external_info: p.external_info,
             ply,
             arrived,
             started: now,

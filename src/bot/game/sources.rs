@@ -276,7 +276,6 @@ impl Game {
         let now = Instant::now();
         let answer = Thinking {
             id: None,
-            external: None,
             external_info: None,
             ply,
             arrived,
