@@ -321,3 +321,55 @@ async fn reports_the_move_sources_and_refuses_a_missing_book() {
         "stderr: {stderr}"
     );
 }
+
+/// `kaissa check` starts each external engine once and names it with what
+/// it plays; an engine that cannot start fails the check (exit 78) with
+/// its path named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_the_external_engines_and_what_they_play() {
+    let Some(engine) = support::engines::fairy_stockfish() else {
+        return;
+    };
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kaissa.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[challenge]\nvariants = [\"standard\", \"crazyhouse\", \"atomic\"]\n\
+             [engines.fairy]\ncommand = \"{}\"\nvariants = [\"crazyhouse\", \"atomic\"]\n\
+             speeds = [\"blitz\", \"rapid\"]\nopponents = \"humans\"\n",
+            engine.display()
+        ),
+    )
+    .unwrap();
+    let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains(
+            "engine fairy: Fairy-Stockfish 241126 by Fabian Fichter; plays crazyhouse, atomic \
+             (blitz, rapid; humans only)"
+        ),
+        "stdout: {stdout}"
+    );
+
+    std::fs::write(
+        &path,
+        "[challenge]\nvariants = [\"standard\", \"horde\"]\n\
+         [engines.broken]\ncommand = \"/nonexistent/engine\"\nvariants = [\"horde\"]\n",
+    )
+    .unwrap();
+    let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(78),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("engine broken: UNUSABLE"),
+        "stdout: {stdout}"
+    );
+    assert!(stdout.contains("/nonexistent/engine"), "stdout: {stdout}");
+}

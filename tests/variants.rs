@@ -1,0 +1,305 @@
+//! Every Lichess variant end to end: the real `kaissa run` binary plays
+//! with an external engine (Fairy-Stockfish, `[engines.NAME]`) against
+//! the fake Lichess server, which applies each variant's rules with
+//! shakmaty (not kaissa's own code). Also: an engine killed mid-game is
+//! restarted and the game finished; a misconfigured engine declines its
+//! variants' challenges and nothing else; engine processes do not outlive
+//! kaissa; `kaissa check` names the engines and what they play.
+//!
+//! Fairy-Stockfish: `scripts/build-fairy-stockfish.sh` (the tests are
+//! skipped without it unless `KAISSA_FAIRY_STOCKFISH` names it, as CI
+//! does). Set `KAISSA_E2E_SHOW_LOG=1` to see the daemon's logs.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use shakmaty::Color;
+use support::bot::{Bot, check_log};
+use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, GameRecord, Policy, Side};
+
+const WAIT: Duration = Duration::from_secs(20);
+const GAME: Duration = Duration::from_secs(240);
+
+/// The variants only an external engine plays, with the PGN tag of each.
+const VARIANTS: [(&str, &str); 7] = [
+    ("crazyhouse", "Crazyhouse"),
+    ("antichess", "Antichess"),
+    ("atomic", "Atomic"),
+    ("horde", "Horde"),
+    ("kingOfTheHill", "King of the Hill"),
+    ("racingKings", "Racing Kings"),
+    ("threeCheck", "Three-check"),
+];
+
+fn quick_opponent() -> AutoPlay {
+    AutoPlay {
+        policy: Policy::Greedy,
+        think: Duration::from_millis(5),
+        accept_draws: false,
+    }
+}
+
+/// The daemon with Fairy-Stockfish at `engine` playing every variant, a
+/// shallow search to keep games short, plus `extra` TOML.
+async fn start(fake: &FakeLichess, engine: &Path, extra: &str) -> Bot {
+    let variants: Vec<String> = VARIANTS.iter().map(|(k, _)| format!("\"{k}\"")).collect();
+    let variants = variants.join(", ");
+    let mut bot = Bot::configured(fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\nthreads = 2\n\
+             [challenge]\nmax_games_per_opponent = 100\n\
+             variants = [\"standard\", {variants}]\n\
+             [bot]\npgn_dir = \"{}\"\nconcurrency = 4\n\
+             [engines.fairy]\ncommand = \"{}\"\nvariants = [{variants}]\n\
+             options = {{ Hash = 8 }}\nmax_depth = 5\nmove_overhead_ms = 100\n{extra}\n",
+            fake.url(),
+            dir.join("pgn").display(),
+            engine.display(),
+        )
+    });
+    bot.log_filter = "info,kaissa=debug".to_owned();
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    bot
+}
+
+/// A finished variant game: no illegal move, not lost on time by the
+/// bot, played (not aborted), and its PGN with the variant's tag.
+fn check_finished(game: &GameRecord, pgn_dir: &Path, tag: &str) {
+    eprintln!(
+        "game {} ({}, bot {:?}): {} after {} plies, winner {:?}",
+        game.id,
+        game.variant,
+        game.bot_color,
+        game.status,
+        game.moves.len(),
+        game.winner
+    );
+    assert!(
+        game.illegal_moves.is_empty(),
+        "illegal moves: {:?}",
+        game.illegal_moves
+    );
+    assert!(
+        !(game.status == "outoftime" && game.winner != Some(game.bot_color)),
+        "the bot lost on time: {game:?}"
+    );
+    assert_ne!(game.status, "aborted", "{game:?}");
+    assert!(game.moves.len() >= 2, "{game:?}");
+    let path = pgn_dir.join(format!("{}.pgn", game.id));
+    let pgn = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no PGN at {}: {e}", path.display()));
+    assert!(pgn.contains(&format!("[Variant \"{tag}\"]")), "{pgn}");
+    let result = match game.winner {
+        Some(Color::White) => "1-0",
+        Some(Color::Black) => "0-1",
+        None => "1/2-1/2",
+    };
+    assert!(pgn.contains(&format!("[Result \"{result}\"]")), "{pgn}");
+}
+
+async fn pgn_written(bot: &Bot, id: &str) {
+    let path = bot.pgn_dir().join(format!("{id}.pgn"));
+    for _ in 0..200 {
+        if path.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no PGN for {id}");
+}
+
+/// The engine processes kaissa (`pid`) runs: children whose executable
+/// is `engine`.
+fn engine_children(pid: u32, engine: &Path) -> Vec<u32> {
+    let engine = std::fs::canonicalize(engine).unwrap_or_else(|_| engine.to_owned());
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: the comm may hold spaces.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let exe = std::fs::read_link(format!("/proc/{child}/exe")).ok();
+        if ppid == Some(pid) && exe.as_deref() == Some(engine.as_path()) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plays_a_whole_game_in_every_variant_with_fairy_stockfish() {
+    let Some(engine) = support::engines::fairy_stockfish() else {
+        return;
+    };
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, &engine, "").await;
+    let mut games = Vec::new();
+    for (i, (key, tag)) in VARIANTS.iter().enumerate() {
+        let side = if i % 2 == 0 { Side::Black } else { Side::White };
+        let id = fake.send_challenge(
+            ChallengeSpec::default()
+                .variant_key(key)
+                .clock(120, 1)
+                .challenger_color(side)
+                .autoplay(Some(quick_opponent())),
+        );
+        games.push((id, *tag));
+    }
+    for (id, tag) in &games {
+        let game = fake.wait_game_over(id, GAME).await.unwrap();
+        pgn_written(&bot, id).await;
+        check_finished(&game, &bot.pgn_dir(), tag);
+    }
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    assert_eq!(
+        log.matches("external engine started").count(),
+        VARIANTS.len(),
+        "one engine process per game"
+    );
+    assert!(
+        !log.contains("not legal here"),
+        "the engine's moves were all legal"
+    );
+    assert!(
+        !log.contains("playing a legal move"),
+        "the engine answered every move"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_killed_mid_game_is_restarted_and_the_game_finished() {
+    let Some(engine) = support::engines::fairy_stockfish() else {
+        return;
+    };
+    let fake = FakeLichess::start().await;
+    let mut bot = start(&fake, &engine, "").await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant_key("crazyhouse")
+            .clock(120, 1)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    fake.wait_until("six plies", GAME, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() >= 6)
+    })
+    .await
+    .unwrap();
+    let children = engine_children(bot.pid(), &engine);
+    assert_eq!(
+        children.len(),
+        1,
+        "one engine for the one game: {children:?}"
+    );
+    let first = children[0];
+    std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    pgn_written(&bot, &id).await;
+    check_finished(&game, &bot.pgn_dir(), "Crazyhouse");
+    assert!(game.moves.len() > 8, "the game went on: {game:?}");
+
+    // A second game: kaissa killed outright takes its engine with it.
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant_key("atomic")
+            .clock(120, 1)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    fake.wait_until("two plies", GAME, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() >= 2)
+    })
+    .await
+    .unwrap();
+    let children = engine_children(bot.pid(), &engine);
+    assert_eq!(children.len(), 1, "{children:?}");
+    bot.kill().await;
+    let orphan = children[0];
+    for _ in 0..100 {
+        if !alive(orphan) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(orphan), "the engine outlived kaissa");
+    let log = bot.log();
+    check_log(&log, &fake.token());
+    assert!(log.contains("search failed"), "the crash was noticed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misconfigured_engine_declines_its_variants_and_nothing_else() {
+    let fake = FakeLichess::start().await;
+    let mut bot = Bot::configured(&fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 3\n\
+             [challenge]\nmax_games_per_opponent = 100\n\
+             variants = [\"standard\", \"crazyhouse\"]\n\
+             [bot]\npgn_dir = \"{}\"\n\
+             [engines.fairy]\ncommand = \"/nonexistent/fairy-stockfish\"\n\
+             variants = [\"crazyhouse\"]\n",
+            fake.url(),
+            dir.join("pgn").display(),
+        )
+    });
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let crazy = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant_key("crazyhouse")
+            .clock(60, 1)
+            .challenger_color(Side::Black),
+    );
+    fake.wait_until("the crazyhouse challenge declined", WAIT, |v| {
+        v.challenge(&crazy)
+            .is_some_and(|c| c.decline_reason.as_deref() == Some("variant"))
+    })
+    .await
+    .unwrap();
+    let standard = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&standard, GAME).await.unwrap();
+    assert!(game.illegal_moves.is_empty(), "{game:?}");
+    assert_ne!(game.status, "aborted", "{game:?}");
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    assert!(log.contains("external engine unusable"), "{log}");
+    assert!(
+        log.contains("/nonexistent/fairy-stockfish"),
+        "the path is named"
+    );
+    assert!(
+        log.contains("no engine can play it"),
+        "the decline is explained"
+    );
+}
