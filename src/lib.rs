@@ -40,12 +40,12 @@
 //!   own task); its settings in `[sources]` (`src/config/sources.rs`).
 //!   The engine stays a searcher (the tables also score its leaves).
 //! - **An external engine or a variant**: which engine plays a game in
-  `src/config/engines.rs` (`[engines.NAME]`, `claims`) and
-  `src/bot/engines.rs` (probing, health, the choice the daemon applies);
-  the UCI process in `src/bot/external.rs`; its searches in
-  `src/bot/game/extern_search.rs`; a variant's rules (shakmaty) in
-  `src/bot/variant.rs`, seen by the game through `src/bot/game/board.rs`.
-- **A configuration key**: its field, default and doc in
+//!   `src/config/engines.rs` (`[engines.NAME]`, `claims`) and
+//!   `src/bot/engines.rs` (probing, health, the choice the daemon applies);
+//!   the UCI process in `src/bot/external.rs`; its searches in
+//!   `src/bot/game/extern_search.rs`; a variant's rules (shakmaty) in
+//!   `src/bot/variant.rs`, seen by the game through `src/bot/game/board.rs`.
+//! - **A configuration key**: its field, default and doc in
 //!   `src/config/sections.rs`, the same in the shipped
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in
 //!   `src/config/env.rs`, a rule across values in

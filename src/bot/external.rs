@@ -157,7 +157,7 @@ pub enum Event {
 
 enum Request {
     Go(SearchId, Go),
-    PonderHit,
+    PonderHit(Option<Duration>),
     Stop,
     Quit(oneshot::Sender<()>),
 }
@@ -233,9 +233,10 @@ impl ExternalEngine {
     }
 
     /// The opponent played the move pondered on: the search goes on as a
-    /// real one.
-    pub fn ponderhit(&self) {
-        let _ = self.commands.send(Request::PonderHit);
+    /// real one, stopped after `deadline` if it has not answered (None:
+    /// no deadline).
+    pub fn ponderhit(&self, deadline: Option<Duration>) {
+        let _ = self.commands.send(Request::PonderHit(deadline));
     }
 
     /// Stops the running search (it still answers with a move).
@@ -606,12 +607,10 @@ impl Driver {
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(Request::Go(id, go)) => self.go(id, go).await,
-                    Some(Request::PonderHit) => {
+                    Some(Request::PonderHit(deadline)) => {
                         if let Some(p) = self.pending.back_mut() {
-                            // A real search now; it keeps no deadline of its
-                            // own (the caller stops it), but one is set so
-                            // that a hung engine is found: a minute.
-                            p.deadline = Some(Instant::now() + Duration::from_secs(60));
+                            // A real search now, on our clock.
+                            p.deadline = deadline.map(|d| Instant::now() + d);
                         }
                         self.send("ponderhit").await;
                     }

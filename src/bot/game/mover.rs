@@ -639,13 +639,15 @@ impl Game {
         let Some(permit) = p.permit else {
             return;
         };
+        let (_, clock) = self.limits(state, us, Duration::ZERO, false);
         match &mut self.player {
             Player::BuiltIn(engine) => engine.ponderhit(),
-            Player::External(engine) => engine.ponderhit(),
+            // From now on it is our clock: the same deadline as a search.
+            Player::External(engine) => engine
+                .ponderhit(clock.map(|c| (c / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME))),
         }
         self.ponder_hits += 1;
         tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
-        let (_, clock) = self.limits(state, us, Duration::ZERO, false);
         let now = Instant::now();
         self.thinking = Some(Thinking {
             id: Some(p.id),
