@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -42,6 +42,9 @@ pub const MAX_RESTARTS: u32 = 5;
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Stderr lines are logged up to this many characters.
 const MAX_STDERR_LINE: usize = 300;
+/// Output lines are kept up to this many bytes (the rest is dropped): an
+/// engine writing without end cannot fill our memory.
+pub const MAX_LINE: usize = 64 * 1024;
 
 /// What the driver needs to start an engine (from `[engines.NAME]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,17 +294,30 @@ impl Process {
         if let Some(dir) = &spec.working_dir {
             command.current_dir(dir);
         }
+        // Its own process group: a Ctrl-C in a terminal reaches kaissa
+        // only, which finishes its games and then quits its engines.
+        command.process_group(0);
         #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe; nothing else runs between
-        // fork and exec here.
-        unsafe {
-            command.pre_exec(|| {
-                // The engine dies with kaissa, even when kaissa is killed.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        {
+            let parent = std::process::id();
+            // SAFETY: between fork and exec the closure calls only
+            // async-signal-safe functions (prctl, getppid) and allocates
+            // nothing.
+            unsafe {
+                command.pre_exec(move || {
+                    // The engine dies with kaissa, even when kaissa is
+                    // killed (the signal follows the spawning thread, a
+                    // runtime worker that lives as long as the daemon).
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // kaissa died before the prctl: nobody to play for.
+                    if libc::getppid() as u32 != parent {
+                        return Err(std::io::Error::other("kaissa is gone"));
+                    }
+                    Ok(())
+                });
+            }
         }
         let mut child = command.spawn().map_err(|source| ExternalError::Spawn {
             engine: spec.name.clone(),
@@ -319,8 +335,8 @@ impl Process {
         };
         let (tx, lines) = mpsc::unbounded_channel();
         tokio::spawn(async move {
-            let mut reader = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
+            let mut reader = BufReader::new(stdout);
+            while let Ok(Some(line)) = read_line(&mut reader).await {
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -328,8 +344,8 @@ impl Process {
         });
         let (name, game_id) = (spec.name.clone(), game.to_owned());
         tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
+            let mut reader = BufReader::new(stderr);
+            while let Ok(Some(line)) = read_line(&mut reader).await {
                 let line: String = line.chars().take(MAX_STDERR_LINE).collect();
                 tracing::warn!(engine = %name, game = %game_id, "stderr: {line}");
             }
@@ -446,11 +462,46 @@ impl Process {
         }
     }
 
-    /// Kills and reaps.
+    /// Kills (the whole process group: a wrapper script's engine too)
+    /// and reaps.
     async fn kill(&mut self) {
+        if self.pid > 0 {
+            // SAFETY: kill(2) on our child's own process group.
+            unsafe {
+                libc::kill(-(self.pid as libc::pid_t), libc::SIGKILL);
+            }
+        }
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
+}
+
+/// One line of output without its end (`\n`, `\r\n`), at most
+/// [`MAX_LINE`] bytes of it kept, bytes that are not UTF-8 replaced; None
+/// at the end of the output.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<String>> {
+    let mut line = Vec::new();
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok((!line.is_empty()).then(|| text(&line)));
+        }
+        let (end, used) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (Some(i), i + 1),
+            None => (None, chunk.len()),
+        };
+        let room = MAX_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..end.unwrap_or(used).min(room)]);
+        reader.consume(used);
+        if end.is_some() {
+            return Ok(Some(text(&line)));
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    s.strip_suffix('\r').unwrap_or(&s).to_owned()
 }
 
 /// Reads one line of the answer to `uci`.
@@ -851,6 +902,28 @@ mod tests {
         assert_eq!(parse_bestmove("bestmove (none)"), Some((None, None)));
         assert_eq!(parse_bestmove("bestmove 0000"), Some((None, None)));
         assert_eq!(parse_bestmove("info depth 1"), None);
+    }
+
+    #[tokio::test]
+    async fn reads_lines_bounded_and_lossy() {
+        let mut long = vec![b'x'; MAX_LINE + 10];
+        long.extend_from_slice(b"\nbestmove e2e4\r\n\xff\xfeok\nlast");
+        let mut reader = BufReader::with_capacity(100, &long[..]);
+        let first = read_line(&mut reader).await.unwrap().unwrap();
+        assert_eq!(first.len(), MAX_LINE);
+        assert_eq!(
+            read_line(&mut reader).await.unwrap().as_deref(),
+            Some("bestmove e2e4")
+        );
+        assert_eq!(
+            read_line(&mut reader).await.unwrap().as_deref(),
+            Some("\u{fffd}\u{fffd}ok")
+        );
+        assert_eq!(
+            read_line(&mut reader).await.unwrap().as_deref(),
+            Some("last")
+        );
+        assert_eq!(read_line(&mut reader).await.unwrap(), None);
     }
 
     #[test]
