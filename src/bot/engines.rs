@@ -82,7 +82,7 @@ fn choice(name: &str, config: &ExternalEngineConfig) -> ExternalChoice {
 /// own must be in its `UCI_Variant` list, Chess960 needs `UCI_Chess960`.
 pub fn id_plays(id: &EngineId, variant: VariantKey) -> bool {
     match uci_variant(variant) {
-        Some(name) => id.variants.iter().any(|v| v == name),
+        Some(name) => id.variant(name).is_some(),
         None if variant == VariantKey::Chess960 => id.chess960,
         None => true,
     }

@@ -1,109 +1,214 @@
-//! An external UCI engine (Fairy-Stockfish for Lichess's variants,
-//! Stockfish, any UCI engine) as a child process for one game, driven by
-//! its own tokio task that turns the text protocol into typed [`Event`]s.
+//! The driver of an external UCI engine: it runs one engine (Fairy-Stockfish
+//! for Lichess's variants, Stockfish, any UCI engine) as a child process
+//! for one game, on its own tokio task, and turns its text protocol into
+//! typed [`Event`]s.
 //!
-//! The process is checked before it plays (`uci`/`uciok`, the options,
-//! `UCI_Variant` only if the engine lists the variant, `ucinewgame`,
-//! `isready`/`readyok`, each within a timeout). Searches are told apart by
-//! their [`SearchId`]: a `bestmove` answers the oldest search still
-//! waiting for one, `info` lines belong to it too, so a search stopped for
-//! a new one never has its move taken for the new one's. A search with a
-//! deadline is stopped when it passes it, and an engine that does not
-//! answer a `stop` within [`STOP_DEADLINE`] is killed: its search is
-//! reported [`Event::Failed`] and the next `go` starts a fresh process
-//! (at most [`MAX_RESTARTS`] times a game). A process that dies mid-search
-//! is reported the same way. The engine's stderr goes to the log. The
-//! process is killed when the handle is dropped, and dies with kaissa
-//! (`PR_SET_PDEATHSIG`), so no engine outlives its game or the daemon.
+//! The promises, in order of importance: kaissa never crashes because of
+//! an engine, never leaves an engine process behind, and never waits on an
+//! engine forever.
+//!
+//! - **No orphan.** The engine runs in a process group of its own (so a
+//!   wrapper script's children die with it), is killed on drop, and on
+//!   Linux gets SIGKILL when kaissa dies (`PR_SET_PDEATHSIG`). Every
+//!   process is reaped: on [`ExternalEngine::quit`], when the handle is
+//!   dropped, when it dies, and when it is killed for hanging.
+//! - **No hang.** Every answer is awaited under a timeout: `uciok`
+//!   ([`UCI_TIMEOUT`]), `readyok` ([`READY_TIMEOUT`]), the `bestmove` after
+//!   `stop` ([`STOP_DEADLINE`]), the exit after `quit` ([`QUIT_GRACE`]). A
+//!   search with a [`Go::deadline`] is stopped there by the driver itself.
+//!   An engine that does not answer is killed, and its search reported
+//!   [`Event::Failed`].
+//! - **No crash.** Output is read line by line, bounded
+//!   ([`MAX_LINE`]); lines it does not understand are ignored. A process
+//!   that dies is restarted on the next [`ExternalEngine::go`], at most
+//!   [`MAX_RESTARTS`] times a game, so a crash loop ends in `Failed`
+//!   events rather than a spin.
+//!
+//! Moves and positions are opaque strings here (`e2e4`, `P@e4`, `e7e8q`,
+//! a FEN with a crazyhouse pocket): the driver never interprets them. The
+//! caller sends the whole game with each [`Go`], so a restarted engine
+//! needs nothing else.
+//!
+//! Every [`ExternalEngine::go`] gets exactly one final event, either
+//! [`Event::BestMove`] or [`Event::Failed`], carrying the id `go`
+//! returned; [`Event::Info`]s come before it.
 
-use std::collections::VecDeque;
+use std::io;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
+use tokio::io::{AsyncBufRead, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep_until, timeout, timeout_at};
 
-/// The longest an engine may take to answer `uci` or `isready`.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest an engine may take to answer `stop` with a `bestmove`.
+mod protocol;
+use protocol::{
+    check_go, go_command, parse_bestmove, parse_info, parse_uci_line, position_command, read_line,
+};
+
+/// How long an engine has to answer `uci` with `uciok`.
+pub const UCI_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an engine has to answer `isready` with `readyok` (after the
+/// options: a large `Hash` is allocated then).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an engine has to answer `stop` with `bestmove` before it is
+/// killed.
 pub const STOP_DEADLINE: Duration = Duration::from_secs(2);
-/// After `quit`, the longest we wait for the process to exit before
-/// killing it.
-pub const QUIT_WAIT: Duration = Duration::from_secs(1);
-/// Restarts of a dead or hung engine per game, at most.
+/// How long an engine has to exit after `quit` before it is killed.
+pub const QUIT_GRACE: Duration = Duration::from_secs(1);
+/// Restarts of a dead or hung engine in one game; then its searches fail.
 pub const MAX_RESTARTS: u32 = 5;
-/// A line written to the engine that does not go through in this long
-/// means the engine is stuck.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
-/// Stderr lines are logged up to this many characters.
-const MAX_STDERR_LINE: usize = 300;
-/// Output lines are kept up to this many bytes (the rest is dropped): an
-/// engine writing without end cannot fill our memory.
+/// The longest line read from an engine's stdout; the rest of a longer
+/// line is dropped (a long `pv` is a few kilobytes).
 pub const MAX_LINE: usize = 64 * 1024;
+/// The longest stderr line logged; the rest is dropped.
+const MAX_STDERR_LINE: usize = 300;
+/// Stderr lines logged per process; later ones are counted, not logged.
+const MAX_STDERR_LINES: u32 = 100;
+/// Writing one command to the engine's stdin: a full pipe means an engine
+/// that no longer reads.
+const WRITE_TIMEOUT: Duration = STOP_DEADLINE;
+/// Waiting for a process after SIGKILL.
+const REAP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Stdout lines buffered between the reader and the driver.
+const LINE_QUEUE: usize = 256;
 
-/// What the driver needs to start an engine (from `[engines.NAME]`).
+/// What the driver needs to start an engine (built by the config from
+/// `[engines.NAME]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineSpec {
-    /// The configuration section's name, for logs.
+    /// The config section's name, for logs and errors.
     pub name: String,
+    /// The executable.
     pub command: PathBuf,
     pub args: Vec<String>,
     pub working_dir: Option<PathBuf>,
     /// `setoption name K value V`, in order, sent after `uci`.
     pub options: Vec<(String, String)>,
-    /// Send `setoption name Ponder value true` (if the engine has it).
+    /// Send `setoption name Ponder value true` and allow `go ponder`.
     pub ponder: bool,
 }
 
-/// What the engine said of itself in answer to `uci`.
+/// What `uci` told us.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EngineId {
+    /// `id name`; the spec's name if the engine gave none.
     pub name: String,
+    /// `id author`.
     pub author: Option<String>,
-    /// The values of its `UCI_Variant` option (empty without one).
+    /// The `var` values of `option name UCI_Variant type combo`; empty if
+    /// the engine has no such option (it plays chess only).
     pub variants: Vec<String>,
-    /// It has `UCI_Chess960`.
+    /// Whether the engine has the option `UCI_Chess960`.
     pub chess960: bool,
-    /// The names of its options.
+    /// The names of its options, in the order given.
     pub options: Vec<String>,
 }
 
-/// Why an engine cannot be used. Each names the engine and what to fix.
+impl EngineId {
+    /// Whether the engine has an option of this name (UCI option names are
+    /// case-insensitive).
+    pub fn has_option(&self, name: &str) -> bool {
+        self.options.iter().any(|o| o.eq_ignore_ascii_case(name))
+    }
+
+    /// The engine's spelling of `variant`, if it plays it. An engine
+    /// without `UCI_Variant` plays `chess` only.
+    pub fn variant(&self, variant: &str) -> Option<&str> {
+        if self.variants.is_empty() {
+            return variant.eq_ignore_ascii_case("chess").then_some("chess");
+        }
+        self.variants
+            .iter()
+            .find(|v| v.eq_ignore_ascii_case(variant))
+            .map(String::as_str)
+    }
+}
+
+/// Why an engine cannot be used. Each message names the engine (its
+/// `[engines.NAME]` section) and says what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ExternalError {
-    #[error("engine {engine}: cannot start {}: {source}", path.display())]
+    #[error(
+        "engine {engine}: cannot run {}: {source} (check `command`, `args` and `working_dir` in [engines.{engine}])",
+        path.display()
+    )]
     Spawn {
         engine: String,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        source: io::Error,
     },
-    #[error("engine {engine}: no {what} within {} s", HANDSHAKE_TIMEOUT.as_secs())]
-    Timeout { engine: String, what: &'static str },
-    #[error("engine {engine}: exited during the {what} ({status})")]
-    Exited {
+    #[error(
+        "engine {engine}: no `{what}` within {after:?} (is it a UCI engine? check `command` and `args` in [engines.{engine}]; a Hash too large for this machine also delays `readyok`)"
+    )]
+    Timeout {
         engine: String,
         what: &'static str,
+        after: Duration,
+    },
+    #[error(
+        "engine {engine}: exited while {during} ({status}); run its `command` by hand and type `uci` to see why"
+    )]
+    Exited {
+        engine: String,
+        during: &'static str,
         status: String,
     },
-    #[error("engine {engine}: cannot write to it: {message}")]
-    Write { engine: String, message: String },
-    #[error("engine {engine} does not play {variant} (its UCI_Variant option does not list it)")]
-    UnknownVariant { engine: String, variant: String },
+    #[error("engine {engine}: cannot write to it while {during}: {source}")]
+    Io {
+        engine: String,
+        during: &'static str,
+        source: io::Error,
+    },
+    #[error(
+        "engine {engine}: does not play the variant {variant} (its UCI_Variant lists: {}); use Fairy-Stockfish for Lichess's variants",
+        if known.is_empty() { "nothing, it plays chess only".to_string() } else { known.join(" ") }
+    )]
+    UnknownVariant {
+        engine: String,
+        variant: String,
+        known: Vec<String>,
+    },
+    #[error("engine {engine}: {what} (fix [engines.{engine}])")]
+    BadSpec { engine: String, what: String },
+    #[error("engine {engine}: a line the UCI protocol does not allow here: {line:?}")]
+    Protocol { engine: String, line: String },
+    #[error(
+        "engine {engine}: died or hung {restarts} times in this game; not restarted again (see its stderr in the log)"
+    )]
+    TooManyRestarts { engine: String, restarts: u32 },
 }
 
-/// One search request: the whole game (`position ... moves ...`) and the
-/// limits of `go`.
+/// Starts the engine, `uci` -> `uciok` (within [`UCI_TIMEOUT`]), reads its
+/// id and options, `quit`s, waits, reaps.
+pub async fn probe(spec: &EngineSpec) -> Result<EngineId, ExternalError> {
+    check_spec(spec)?;
+    let mut proc = Proc::spawn(spec, "probe")?;
+    let id = match proc.handshake(spec).await {
+        Ok(id) => id,
+        Err(e) => {
+            proc.finish(Duration::ZERO).await;
+            return Err(e);
+        }
+    };
+    proc.quit().await;
+    Ok(id)
+}
+
+/// One search request.
+///
+/// Positions are sent as `position fen <fen> moves <m1> <m2> ...` (or
+/// `position startpos moves ...` when `fen` is `None`). Times go as
+/// milliseconds; a `go` without any limit is a plain `go` (the engine
+/// searches until [`ExternalEngine::stop`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Go {
-    /// The initial FEN; None: `position startpos` (the variant's start).
     pub fen: Option<String>,
-    /// The moves since, in UCI.
     pub moves: Vec<String>,
     pub wtime: Option<Duration>,
     pub btime: Option<Duration>,
@@ -112,21 +217,26 @@ pub struct Go {
     pub movetime: Option<Duration>,
     pub depth: Option<u32>,
     pub nodes: Option<u64>,
-    /// `go ponder`: think until `ponderhit` or `stop`.
+    /// `go ponder`: needs [`EngineSpec::ponder`]. Ended by
+    /// [`ExternalEngine::ponderhit`] or [`ExternalEngine::stop`].
     pub ponder: bool,
-    /// The search is stopped after this long (a hung engine must not
-    /// lose the game on time); None: no deadline.
+    /// The hard limit of this search, grace included: at this time after
+    /// the `go` (after the `ponderhit` for a ponder search) the driver
+    /// sends `stop` itself, and kills the engine if no `bestmove` follows
+    /// within [`STOP_DEADLINE`]. `None`: only [`ExternalEngine::stop`]
+    /// ends a search the engine does not end.
     pub deadline: Option<Duration>,
 }
 
-/// A score as the engine gives it, from the side to move's view.
+/// A score from the engine's point of view (the side to move).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Score {
     Cp(i32),
     Mate(i32),
 }
 
-/// The engine's last word about its principal variation.
+/// What an `info` line said about the main line (`multipv 1`). A bound
+/// (`lowerbound`, `upperbound`) is reported as its score.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Info {
     pub depth: u32,
@@ -135,9 +245,10 @@ pub struct Info {
     pub pv: Vec<String>,
 }
 
+/// The number [`ExternalEngine::go`] gives a search; its events carry it.
 pub type SearchId = u64;
 
-/// What the engine says.
+/// What the driver reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     Info {
@@ -149,833 +260,855 @@ pub enum Event {
         best: String,
         ponder: Option<String>,
     },
-    /// The search ended without a move: the process died, or hung and
-    /// was killed (the next `go` starts a new one), or said
-    /// `bestmove (none)`.
+    /// The search ended without a move: the process died or hung and was
+    /// killed (it will be restarted on the next go), or `bestmove (none)`.
     Failed {
         id: SearchId,
         error: String,
     },
 }
 
-enum Request {
-    Go(SearchId, Go),
-    PonderHit(Option<Duration>),
-    Stop,
-    Quit(oneshot::Sender<()>),
-}
-
-/// The handle on one engine process and its driver task.
+/// A handle on one engine process for one game: commands go to the
+/// driver task over a channel, events come back on the receiver that
+/// [`ExternalEngine::start`] returned. Dropping the handle quits the
+/// engine as [`ExternalEngine::quit`] does, without waiting for it.
+#[derive(Debug)]
 pub struct ExternalEngine {
-    commands: mpsc::UnboundedSender<Request>,
     id: EngineId,
-    next: SearchId,
+    commands: mpsc::UnboundedSender<Command>,
+    next: AtomicU64,
     restarts: Arc<AtomicU32>,
     pid: Arc<AtomicU32>,
+    task: Option<JoinHandle<()>>,
 }
 
-/// Starts the engine, reads what it is, and stops it.
-pub async fn probe(spec: &EngineSpec) -> Result<EngineId, ExternalError> {
-    let (process, id) = Process::start(spec, None, false, "-").await?;
-    process.quit().await;
-    Ok(id)
+#[derive(Debug)]
+enum Command {
+    Go(SearchId, Box<Go>),
+    PonderHit,
+    Stop,
+    Quit,
 }
 
 impl ExternalEngine {
-    /// Starts the engine for game `game`: handshake, options, `UCI_Variant`
-    /// = `variant` (refused if the engine does not list it),
-    /// `UCI_Chess960` = `chess960` (when it has it), `ucinewgame`,
-    /// `isready`.
+    /// Spawns the process: `uci`/`uciok`, the options, `UCI_Variant` =
+    /// `variant` (when `Some`; refused with
+    /// [`ExternalError::UnknownVariant`] if the engine does not list it),
+    /// `UCI_Chess960` = `chess960` (if the engine has it), `ucinewgame`,
+    /// `isready`/`readyok`. Errors here mean the game cannot be played
+    /// with it. `game` is the game id for logs.
+    ///
+    /// Variant names are the engine's `UCI_Variant` values (Fairy-Stockfish:
+    /// `crazyhouse`, `antichess`, `3check`, ...), compared without case; an
+    /// engine without `UCI_Variant` accepts `chess`.
     pub async fn start(
         spec: EngineSpec,
         variant: Option<String>,
         chess960: bool,
         game: &str,
     ) -> Result<(ExternalEngine, mpsc::UnboundedReceiver<Event>), ExternalError> {
-        let (process, id) = Process::start(&spec, variant.as_deref(), chess960, game).await?;
+        check_spec(&spec)?;
+        let (proc, id) = open(&spec, variant.as_deref(), chess960, game).await?;
+        tracing::info!(engine = %spec.name, game = %game, pid = ?proc.pid,
+            "started {} for {}", id.name, variant.as_deref().unwrap_or("chess"));
         let (commands, rx) = mpsc::unbounded_channel();
         let (events, events_rx) = mpsc::unbounded_channel();
         let restarts = Arc::new(AtomicU32::new(0));
-        let pid = Arc::new(AtomicU32::new(process.pid));
+        let pid = Arc::new(AtomicU32::new(proc.pid.unwrap_or(0)));
         let driver = Driver {
             spec,
             variant,
             chess960,
-            game: game.to_owned(),
-            process: Some(process),
-            pending: VecDeque::new(),
+            game: game.to_string(),
+            proc: Some(proc),
+            search: None,
+            pending: None,
+            stopped: false,
             events,
-            restarts: Arc::clone(&restarts),
-            pid: Arc::clone(&pid),
+            restarts: restarts.clone(),
+            pid: pid.clone(),
         };
-        tokio::spawn(driver.run(rx));
-        Ok((
-            ExternalEngine {
-                commands,
-                id,
-                next: 1,
-                restarts,
-                pid,
-            },
-            events_rx,
-        ))
+        let task = tokio::spawn(driver.run(rx));
+        let engine = ExternalEngine {
+            id,
+            commands,
+            next: AtomicU64::new(1),
+            restarts,
+            pid,
+            task: Some(task),
+        };
+        Ok((engine, events_rx))
     }
 
-    /// What the engine said of itself.
+    /// What the engine said on `uci`.
     pub fn id(&self) -> &EngineId {
         &self.id
     }
 
-    /// Starts a search; its events carry the returned id. A search still
-    /// running is stopped first (its `bestmove` comes with its own id).
-    pub fn go(&mut self, go: Go) -> SearchId {
-        let id = self.next;
-        self.next += 1;
-        let _ = self.commands.send(Request::Go(id, go));
+    /// Starts a search; its events carry the returned id. A search already
+    /// running is stopped first (its `bestmove` is still reported with its
+    /// own id, and the caller ignores it).
+    pub fn go(&self, go: Go) -> SearchId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.send(Command::Go(id, Box::new(go)));
         id
     }
 
-    /// The opponent played the move pondered on: the search goes on as a
-    /// real one, stopped after `deadline` if it has not answered (None:
-    /// no deadline).
-    pub fn ponderhit(&self, deadline: Option<Duration>) {
-        let _ = self.commands.send(Request::PonderHit(deadline));
+    /// The opponent played the move we ponder on: the ponder search goes
+    /// on as a normal one (and its [`Go::deadline`] starts now).
+    pub fn ponderhit(&self) {
+        self.send(Command::PonderHit);
     }
 
-    /// Stops the running search (it still answers with a move).
+    /// Stops the running search (and drops a `go` still waiting for it);
+    /// the engine must answer `bestmove` within [`STOP_DEADLINE`], else the
+    /// process is killed, the search reported `Failed`, and a fresh
+    /// process is started (handshake, options, variant, `ucinewgame`)
+    /// before the next `go`.
     pub fn stop(&self) {
-        let _ = self.commands.send(Request::Stop);
+        self.send(Command::Stop);
     }
 
-    /// `quit`, then a kill if the process has not exited after
-    /// [`QUIT_WAIT`]; the process is reaped.
-    pub async fn quit(self) {
-        let (tx, rx) = oneshot::channel();
-        if self.commands.send(Request::Quit(tx)).is_ok() {
-            let _ = tokio::time::timeout(QUIT_WAIT + STOP_DEADLINE, rx).await;
+    /// `quit`, wait up to [`QUIT_GRACE`], then kill; always reaps (no
+    /// zombie, no orphan). A search still running is reported `Failed`.
+    pub async fn quit(mut self) {
+        self.send(Command::Quit);
+        if let Some(task) = self.task.take()
+            && let Err(e) = task.await
+        {
+            tracing::error!(engine = %self.id.name, "engine driver task failed: {e}");
         }
     }
 
-    /// Restarts after the process died or hung.
+    /// How many times the process was restarted after dying or hanging.
     pub fn restarts(&self) -> u32 {
         self.restarts.load(Ordering::Relaxed)
     }
 
-    /// The process id of the engine running now (0 while none runs).
-    pub fn pid(&self) -> u32 {
-        self.pid.load(Ordering::Relaxed)
+    /// The process id of the engine now running, if one is.
+    pub fn pid(&self) -> Option<u32> {
+        match self.pid.load(Ordering::Relaxed) {
+            0 => None,
+            pid => Some(pid),
+        }
+    }
+
+    fn send(&self, command: Command) {
+        // The driver ends only on Quit or when this handle is dropped; an
+        // error here means it is gone and the events channel is closed,
+        // which the caller sees.
+        if self.commands.send(command).is_err() {
+            tracing::debug!(engine = %self.id.name, "engine driver already gone");
+        }
     }
 }
 
-/// A running engine process.
-struct Process {
-    child: Child,
-    stdin: ChildStdin,
-    /// Its stdout, line by line (closed at end of file).
-    lines: mpsc::UnboundedReceiver<String>,
-    pid: u32,
-    name: String,
+/// Refuses a spec whose strings would break the line protocol.
+fn check_spec(spec: &EngineSpec) -> Result<(), ExternalError> {
+    let bad = |s: &str| s.contains(['\n', '\r']);
+    for (k, v) in &spec.options {
+        if bad(k) || bad(v) || k.trim().is_empty() {
+            return Err(ExternalError::BadSpec {
+                engine: spec.name.clone(),
+                what: format!("option {k:?} = {v:?}: an option needs a name and no line breaks"),
+            });
+        }
+    }
+    Ok(())
 }
 
-impl Process {
-    async fn start(
-        spec: &EngineSpec,
-        variant: Option<&str>,
-        chess960: bool,
-        game: &str,
-    ) -> Result<(Process, EngineId), ExternalError> {
-        let mut command = Command::new(&spec.command);
-        command
-            .args(&spec.args)
+/// Spawns and readies a process: handshake, variant check, options,
+/// `ucinewgame`, `isready`. The process is reaped on any error.
+async fn open(
+    spec: &EngineSpec,
+    variant: Option<&str>,
+    chess960: bool,
+    game: &str,
+) -> Result<(Proc, EngineId), ExternalError> {
+    let mut proc = Proc::spawn(spec, game)?;
+    let ready = async {
+        let id = proc.handshake(spec).await?;
+        let variant = match variant {
+            None => None,
+            Some(v) => Some(id.variant(v).map(str::to_string).ok_or_else(|| {
+                ExternalError::UnknownVariant {
+                    engine: spec.name.clone(),
+                    variant: v.to_string(),
+                    known: id.variants.clone(),
+                }
+            })?),
+        };
+        proc.configure(spec, &id, variant.as_deref(), chess960, game)
+            .await?;
+        Ok(id)
+    }
+    .await;
+    match ready {
+        Ok(id) => Ok((proc, id)),
+        Err(e) => {
+            proc.finish(Duration::ZERO).await;
+            Err(e)
+        }
+    }
+}
+
+/// One running engine process and its pipes.
+struct Proc {
+    engine: String,
+    child: Child,
+    stdin: ChildStdin,
+    /// Stdout, line by line, from the reader task; closed at end of file.
+    lines: mpsc::Receiver<String>,
+    pid: Option<u32>,
+}
+
+impl Proc {
+    fn spawn(spec: &EngineSpec, game: &str) -> Result<Proc, ExternalError> {
+        let engine = spec.name.clone();
+        let mut cmd = tokio::process::Command::new(&spec.command);
+        cmd.args(&spec.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         if let Some(dir) = &spec.working_dir {
-            command.current_dir(dir);
+            cmd.current_dir(dir);
         }
-        // Its own process group: a Ctrl-C in a terminal reaches kaissa
-        // only, which finishes its games and then quits its engines.
-        command.process_group(0);
+        // A group of its own: killing the group also kills what a wrapper
+        // script started, and a terminal's Ctrl-C reaches kaissa only,
+        // which then quits its engines.
+        #[cfg(unix)]
+        cmd.process_group(0);
         #[cfg(target_os = "linux")]
         {
             let parent = std::process::id();
             // SAFETY: between fork and exec the closure calls only
-            // async-signal-safe functions (prctl, getppid) and allocates
-            // nothing.
+            // async-signal-safe functions (prctl, getppid, _exit) and
+            // allocates nothing.
             unsafe {
-                command.pre_exec(move || {
-                    // The engine dies with kaissa, even when kaissa is
-                    // killed (the signal follows the spawning thread, a
-                    // runtime worker that lives as long as the daemon).
+                cmd.pre_exec(move || {
+                    // SIGKILL when the thread that spawned us dies: the
+                    // spawning thread is a runtime worker, which lives as
+                    // long as kaissa's runtime.
                     if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                        return Err(std::io::Error::last_os_error());
+                        return Err(io::Error::last_os_error());
                     }
-                    // kaissa died before the prctl: nobody to play for.
+                    // kaissa died before the prctl took effect.
                     if libc::getppid() as u32 != parent {
-                        return Err(std::io::Error::other("kaissa is gone"));
+                        libc::_exit(1);
                     }
                     Ok(())
                 });
             }
         }
-        let mut child = command.spawn().map_err(|source| ExternalError::Spawn {
-            engine: spec.name.clone(),
+        let mut child = cmd.spawn().map_err(|source| ExternalError::Spawn {
+            engine: engine.clone(),
             path: spec.command.clone(),
             source,
         })?;
-        let pid = child.id().unwrap_or(0);
+        let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(ExternalError::Write {
-                engine: spec.name.clone(),
-                message: "no pipes".to_owned(),
+            // Cannot happen: all three were asked for as pipes. The child
+            // is killed on drop.
+            return Err(ExternalError::Spawn {
+                engine,
+                path: spec.command.clone(),
+                source: io::Error::other("no pipe to the process"),
             });
         };
-        let (tx, lines) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stdout);
-            while let Ok(Some(line)) = read_line(&mut reader).await {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let (name, game_id) = (spec.name.clone(), game.to_owned());
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr);
-            while let Ok(Some(line)) = read_line(&mut reader).await {
-                let line: String = line.chars().take(MAX_STDERR_LINE).collect();
-                tracing::warn!(engine = %name, game = %game_id, "stderr: {line}");
-            }
-        });
-        let mut process = Process {
+        let (tx, lines) = mpsc::channel(LINE_QUEUE);
+        tokio::spawn(read_stdout(BufReader::new(stdout), tx));
+        tokio::spawn(log_stderr(
+            BufReader::new(stderr),
+            engine.clone(),
+            game.to_string(),
+        ));
+        tracing::debug!(engine = %engine, game = %game, pid = ?pid, "spawned {}", spec.command.display());
+        Ok(Proc {
+            engine,
             child,
             stdin,
             lines,
             pid,
-            name: spec.name.clone(),
-        };
-        let id = process.handshake(spec, variant, chess960).await?;
-        Ok((process, id))
+        })
     }
 
-    async fn handshake(
-        &mut self,
-        spec: &EngineSpec,
-        variant: Option<&str>,
-        chess960: bool,
-    ) -> Result<EngineId, ExternalError> {
-        self.send("uci").await?;
-        let mut id = EngineId::default();
-        self.wait_for("uciok", |line| read_id(line, &mut id))
-            .await?;
-        for (key, value) in &spec.options {
-            self.send(&format!("setoption name {key} value {value}"))
-                .await?;
-        }
-        if spec.ponder && id.options.iter().any(|o| o == "Ponder") {
-            self.send("setoption name Ponder value true").await?;
-        }
-        if let Some(variant) = variant {
-            if !id.variants.iter().any(|v| v == variant) {
-                return Err(ExternalError::UnknownVariant {
-                    engine: spec.name.clone(),
-                    variant: variant.to_owned(),
-                });
-            }
-            self.send(&format!("setoption name UCI_Variant value {variant}"))
-                .await?;
-        }
-        if id.chess960 {
-            self.send(&format!("setoption name UCI_Chess960 value {chess960}"))
-                .await?;
-        }
-        self.send("ucinewgame").await?;
-        self.send("isready").await?;
-        self.wait_for("readyok", |_| {}).await?;
-        Ok(id)
-    }
-
-    /// Reads lines until one is `token`, passing the others to `each`.
-    async fn wait_for(
-        &mut self,
-        token: &'static str,
-        mut each: impl FnMut(&str),
-    ) -> Result<(), ExternalError> {
-        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-        loop {
-            match tokio::time::timeout_at(deadline, self.lines.recv()).await {
-                Ok(Some(line)) if line.trim() == token => return Ok(()),
-                Ok(Some(line)) => each(&line),
-                Ok(None) => {
-                    let status = match tokio::time::timeout(QUIT_WAIT, self.child.wait()).await {
-                        Ok(Ok(status)) => status.to_string(),
-                        _ => "no exit status".to_owned(),
-                    };
-                    return Err(ExternalError::Exited {
-                        engine: self.name.clone(),
-                        what: token,
-                        status,
-                    });
-                }
-                Err(_) => {
-                    let _ = self.child.start_kill();
-                    let _ = self.child.wait().await;
-                    return Err(ExternalError::Timeout {
-                        engine: self.name.clone(),
-                        what: token,
-                    });
-                }
-            }
-        }
-    }
-
-    async fn send(&mut self, line: &str) -> Result<(), ExternalError> {
+    /// Writes one command line.
+    async fn send(&mut self, line: &str, during: &'static str) -> Result<(), ExternalError> {
+        tracing::trace!(engine = %self.engine, "> {line}");
         let write = async {
             self.stdin.write_all(line.as_bytes()).await?;
             self.stdin.write_all(b"\n").await?;
             self.stdin.flush().await
         };
-        match tokio::time::timeout(WRITE_TIMEOUT, write).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(ExternalError::Write {
-                engine: self.name.clone(),
-                message: e.to_string(),
-            }),
-            Err(_) => Err(ExternalError::Write {
-                engine: self.name.clone(),
-                message: "timed out".to_owned(),
-            }),
-        }
-    }
-
-    /// `quit`, a kill after [`QUIT_WAIT`], and the reaping.
-    async fn quit(mut self) {
-        let _ = self.send("quit").await;
-        if tokio::time::timeout(QUIT_WAIT, self.child.wait())
-            .await
-            .is_err()
-        {
-            self.kill().await;
-        }
-    }
-
-    /// Kills (the whole process group: a wrapper script's engine too)
-    /// and reaps.
-    async fn kill(&mut self) {
-        if self.pid > 0 {
-            // SAFETY: kill(2) on our child's own process group.
-            unsafe {
-                libc::kill(-(self.pid as libc::pid_t), libc::SIGKILL);
-            }
-        }
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
-    }
-}
-
-/// One line of output without its end (`\n`, `\r\n`), at most
-/// [`MAX_LINE`] bytes of it kept, bytes that are not UTF-8 replaced; None
-/// at the end of the output.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> std::io::Result<Option<String>> {
-    let mut line = Vec::new();
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            return Ok((!line.is_empty()).then(|| text(&line)));
-        }
-        let (end, used) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (Some(i), i + 1),
-            None => (None, chunk.len()),
+        let result = match timeout(WRITE_TIMEOUT, write).await {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the engine does not read its input",
+            )),
         };
-        let room = MAX_LINE.saturating_sub(line.len());
-        line.extend_from_slice(&chunk[..end.unwrap_or(used).min(room)]);
-        reader.consume(used);
-        if end.is_some() {
-            return Ok(Some(text(&line)));
+        match result {
+            Ok(()) => Ok(()),
+            // Its input is closed: it exited (say so, with its status).
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                let status = self.finish(Duration::from_millis(500)).await;
+                Err(ExternalError::Exited {
+                    engine: self.engine.clone(),
+                    during,
+                    status,
+                })
+            }
+            Err(source) => Err(ExternalError::Io {
+                engine: self.engine.clone(),
+                during,
+                source,
+            }),
         }
     }
-}
 
-fn text(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    s.strip_suffix('\r').unwrap_or(&s).to_owned()
-}
-
-/// Reads one line of the answer to `uci`.
-fn read_id(line: &str, id: &mut EngineId) {
-    let line = line.trim();
-    if let Some(name) = line.strip_prefix("id name ") {
-        id.name = name.trim().to_owned();
-    } else if let Some(author) = line.strip_prefix("id author ") {
-        id.author = Some(author.trim().to_owned());
-    } else if let Some(rest) = line.strip_prefix("option name ") {
-        // The name runs up to " type ".
-        let (name, rest) = rest.split_once(" type ").unwrap_or((rest, ""));
-        let name = name.trim();
-        if name == "UCI_Variant" {
-            let mut tokens = rest.split_whitespace();
-            while let Some(t) = tokens.next() {
-                if t == "var"
-                    && let Some(v) = tokens.next()
-                {
-                    id.variants.push(v.to_owned());
+    /// Waits for a line that `done` accepts, handing the others to `other`.
+    async fn expect(
+        &mut self,
+        what: &'static str,
+        after: Duration,
+        mut done: impl FnMut(&str) -> bool,
+        mut other: impl FnMut(&str),
+    ) -> Result<(), ExternalError> {
+        let deadline = Instant::now() + after;
+        loop {
+            match timeout_at(deadline, self.lines.recv()).await {
+                Err(_) => {
+                    return Err(ExternalError::Timeout {
+                        engine: self.engine.clone(),
+                        what,
+                        after,
+                    });
+                }
+                Ok(None) => {
+                    let status = self.finish(Duration::from_millis(500)).await;
+                    return Err(ExternalError::Exited {
+                        engine: self.engine.clone(),
+                        during: what,
+                        status,
+                    });
+                }
+                Ok(Some(line)) => {
+                    tracing::trace!(engine = %self.engine, "< {line}");
+                    if done(line.trim()) {
+                        return Ok(());
+                    }
+                    other(&line);
                 }
             }
         }
-        if name == "UCI_Chess960" {
-            id.chess960 = true;
+    }
+
+    /// `uci` -> `uciok`, collecting the id and the options.
+    async fn handshake(&mut self, spec: &EngineSpec) -> Result<EngineId, ExternalError> {
+        self.send("uci", "waiting for uciok").await?;
+        let mut id = EngineId::default();
+        self.expect(
+            "uciok",
+            UCI_TIMEOUT,
+            |l| l == "uciok",
+            |l| parse_uci_line(l, &mut id),
+        )
+        .await?;
+        if id.name.is_empty() {
+            id.name = spec.name.clone();
         }
-        id.options.push(name.to_owned());
+        Ok(id)
+    }
+
+    /// The options, the variant, `ucinewgame`, `isready` -> `readyok`.
+    async fn configure(
+        &mut self,
+        spec: &EngineSpec,
+        id: &EngineId,
+        variant: Option<&str>,
+        chess960: bool,
+        game: &str,
+    ) -> Result<(), ExternalError> {
+        const DURING: &str = "setting its options";
+        for (name, value) in &spec.options {
+            if !id.has_option(name) {
+                tracing::warn!(engine = %spec.name, game = %game,
+                    "{} has no option {name:?}; sent anyway (its options: {})", id.name, id.options.join(", "));
+            }
+            self.send(&format!("setoption name {name} value {value}"), DURING)
+                .await?;
+        }
+        if spec.ponder {
+            self.send("setoption name Ponder value true", DURING)
+                .await?;
+        }
+        // An engine without UCI_Variant was accepted for chess only.
+        if let Some(v) = variant
+            && !id.variants.is_empty()
+        {
+            self.send(&format!("setoption name UCI_Variant value {v}"), DURING)
+                .await?;
+        }
+        if id.chess960 {
+            self.send(
+                &format!("setoption name UCI_Chess960 value {chess960}"),
+                DURING,
+            )
+            .await?;
+        } else if chess960 {
+            tracing::warn!(engine = %spec.name, game = %game,
+                "{} has no option UCI_Chess960: its castling moves may be wrong in this Chess960 game", id.name);
+        }
+        self.send("ucinewgame", DURING).await?;
+        self.send("isready", "waiting for readyok").await?;
+        self.expect("readyok", READY_TIMEOUT, |l| l == "readyok", |_| ())
+            .await
+    }
+
+    /// Sends `quit` and reaps the process, killing it after [`QUIT_GRACE`].
+    async fn quit(mut self) -> String {
+        if let Err(e) = self.send("quit", "quitting").await {
+            tracing::debug!("{e}");
+        }
+        self.finish(QUIT_GRACE).await
+    }
+
+    /// Waits up to `grace` for the process to exit, else kills its group;
+    /// reaps it either way. Returns how it ended, for logs.
+    async fn finish(&mut self, grace: Duration) -> String {
+        if let Ok(Ok(status)) = timeout(grace, self.child.wait()).await {
+            return describe(status);
+        }
+        self.kill();
+        match timeout(REAP_TIMEOUT, self.child.wait()).await {
+            Ok(Ok(status)) => describe(status),
+            Ok(Err(e)) => format!("cannot wait for it: {e}"),
+            // Left to the runtime, which reaps children it was asked to kill.
+            Err(_) => "killed, still not exited".to_string(),
+        }
+    }
+
+    /// SIGKILL to the process group, while its leader is not reaped (so
+    /// the id is still ours).
+    fn kill(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: kill(2) has no memory effects; the negative id names
+            // the group we created for this child, which cannot be reused
+            // while the child is unreaped.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+        if let Err(e) = self.child.start_kill()
+            && e.kind() != io::ErrorKind::InvalidInput
+        {
+            tracing::debug!(engine = %self.engine, "kill: {e}");
+        }
     }
 }
 
-/// An `info` line, unless it is not about the main line (`multipv` 2 and
-/// on, `string`, `currmove` and the like without a score or a pv).
-pub fn parse_info(line: &str) -> Option<Info> {
-    let mut tokens = line.split_whitespace();
-    if tokens.next() != Some("info") {
-        return None;
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // Only when the runtime drops the driver task mid-way (shutdown):
+        // normally the process is reaped by now and this does nothing.
+        self.kill();
     }
-    let mut info = Info::default();
-    let mut useful = false;
-    while let Some(t) = tokens.next() {
-        match t {
-            "string" => return None,
-            "multipv" => {
-                if tokens.next().and_then(|v| v.parse::<u32>().ok()) != Some(1) {
-                    return None;
+}
+
+fn describe(status: ExitStatus) -> String {
+    status.to_string()
+}
+
+/// Reads stdout into the driver's line queue until end of file.
+async fn read_stdout<R: AsyncBufRead + Unpin>(mut r: R, tx: mpsc::Sender<String>) {
+    loop {
+        match read_line(&mut r, MAX_LINE).await {
+            Ok(Some(line)) => {
+                if tx.send(line).await.is_err() {
+                    return;
                 }
             }
-            "depth" => info.depth = tokens.next()?.parse().ok()?,
-            "nodes" => info.nodes = tokens.next()?.parse().unwrap_or(0),
-            "score" => {
-                let kind = tokens.next()?;
-                let value: i32 = tokens.next()?.parse().ok()?;
-                info.score = match kind {
-                    "cp" => Some(Score::Cp(value)),
-                    "mate" => Some(Score::Mate(value)),
-                    _ => None,
-                };
-                useful = true;
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!("engine stdout: {e}");
+                return;
             }
-            "pv" => {
-                info.pv = tokens.by_ref().map(str::to_owned).collect();
-                useful = true;
-            }
-            _ => {}
         }
     }
-    useful.then_some(info)
 }
 
-/// A `bestmove` line: the move (None for `(none)`/`0000`) and the ponder
-/// move.
-fn parse_bestmove(line: &str) -> Option<(Option<String>, Option<String>)> {
-    let mut tokens = line.split_whitespace();
-    if tokens.next() != Some("bestmove") {
-        return None;
-    }
-    let best = tokens
-        .next()
-        .filter(|m| !matches!(*m, "(none)" | "0000" | "none"))
-        .map(str::to_owned);
-    let ponder = match tokens.next() {
-        Some("ponder") => tokens.next().map(str::to_owned),
-        _ => None,
-    };
-    Some((best, ponder))
-}
-
-/// The `position` and `go` lines of a request.
-fn go_lines(go: &Go) -> (String, String) {
-    let mut position = match &go.fen {
-        Some(fen) => format!("position fen {fen}"),
-        None => "position startpos".to_owned(),
-    };
-    if !go.moves.is_empty() {
-        position.push_str(" moves ");
-        position.push_str(&go.moves.join(" "));
-    }
-    let mut line = "go".to_owned();
-    if go.ponder {
-        line.push_str(" ponder");
-    }
-    let ms = |d: Duration| d.as_millis().max(1);
-    for (key, value) in [
-        ("wtime", go.wtime),
-        ("btime", go.btime),
-        ("winc", go.winc),
-        ("binc", go.binc),
-        ("movetime", go.movetime),
-    ] {
-        if let Some(v) = value {
-            line.push_str(&format!(" {key} {}", ms(v)));
+/// Logs stderr, line by line, bounded.
+async fn log_stderr<R: AsyncBufRead + Unpin>(mut r: R, engine: String, game: String) {
+    let mut n = 0u32;
+    while let Ok(Some(line)) = read_line(&mut r, MAX_STDERR_LINE).await {
+        n += 1;
+        if n <= MAX_STDERR_LINES {
+            tracing::warn!(engine = %engine, game = %game, "stderr: {line}");
+        } else if n == MAX_STDERR_LINES + 1 {
+            tracing::warn!(engine = %engine, game = %game, "stderr: more lines, not logged");
         }
     }
-    if let Some(depth) = go.depth {
-        line.push_str(&format!(" depth {depth}"));
-    }
-    if let Some(nodes) = go.nodes {
-        line.push_str(&format!(" nodes {nodes}"));
-    }
-    if line == "go" || line == "go ponder" {
-        // No limit at all: never an infinite search.
-        line.push_str(" movetime 1000");
-    }
-    (position, line)
 }
 
-/// A search waiting for its `bestmove`.
-struct Pending {
+/// The search the engine is running.
+struct Search {
     id: SearchId,
-    deadline: Option<Instant>,
-    /// When `stop` was sent for it.
-    stopped_at: Option<Instant>,
+    /// `go ponder`, no `ponderhit` yet.
+    ponder: bool,
+    /// The hard limit ([`Go::deadline`]), counted from `go` or `ponderhit`.
+    deadline: Option<Duration>,
+    /// When the driver sends `stop` itself.
+    stop_at: Option<Instant>,
+    /// `stop` was sent: when the engine is killed if no `bestmove` came.
+    kill_at: Option<Instant>,
 }
 
-/// The task that owns the process.
+impl Search {
+    fn wake(&self) -> Option<Instant> {
+        self.kill_at.or(self.stop_at)
+    }
+}
+
+/// The driver task's state.
 struct Driver {
     spec: EngineSpec,
     variant: Option<String>,
     chess960: bool,
     game: String,
-    process: Option<Process>,
-    /// Searches waiting for their `bestmove`, oldest first.
-    pending: VecDeque<Pending>,
+    /// `None` after the process died or was killed: restarted on the next
+    /// `go`.
+    proc: Option<Proc>,
+    search: Option<Search>,
+    /// A `go` waiting for the running search to answer `stop`.
+    pending: Option<(SearchId, Box<Go>)>,
+    /// The last search ended after a `stop`: the engine may still answer
+    /// that `stop` with a stray `bestmove` (some do, even when idle), so
+    /// the next search first waits for `readyok` and drops what came
+    /// before it.
+    stopped: bool,
     events: mpsc::UnboundedSender<Event>,
     restarts: Arc<AtomicU32>,
     pid: Arc<AtomicU32>,
 }
 
-impl Driver {
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Request>) {
-        let far = || Instant::now() + Duration::from_secs(86_400);
-        loop {
-            let timer = self.next_timer();
-            tokio::select! {
-                command = commands.recv() => match command {
-                    Some(Request::Go(id, go)) => self.go(id, go).await,
-                    Some(Request::PonderHit(deadline)) => {
-                        if let Some(p) = self.pending.back_mut() {
-                            // A real search now, on our clock.
-                            p.deadline = deadline.map(|d| Instant::now() + d);
-                        }
-                        self.send("ponderhit").await;
-                    }
-                    Some(Request::Stop) => self.stop_all().await,
-                    Some(Request::Quit(done)) => {
-                        self.fail_all("the game is over");
-                        if let Some(process) = self.process.take() {
-                            process.quit().await;
-                        }
-                        self.pid.store(0, Ordering::Relaxed);
-                        let _ = done.send(());
-                        return;
-                    }
-                    None => {
-                        // The game dropped its handle: kill (kill_on_drop
-                        // would too) and reap.
-                        if let Some(mut process) = self.process.take() {
-                            process.kill().await;
-                        }
-                        return;
-                    }
-                },
-                line = async {
-                    match self.process.as_mut() {
-                        Some(p) => p.lines.recv().await,
-                        None => std::future::pending().await,
-                    }
-                } => match line {
-                    Some(line) => self.on_line(&line),
-                    None => self.died().await,
-                },
-                _ = tokio::time::sleep_until(timer.unwrap_or_else(far)), if timer.is_some() => {
-                    self.on_timer().await;
-                }
-            }
-        }
-    }
-
-    /// The next instant something must be checked: a search's deadline,
-    /// or a stop's answer due.
-    fn next_timer(&self) -> Option<Instant> {
-        self.pending
-            .iter()
-            .filter_map(|p| match p.stopped_at {
-                Some(at) => Some(at + STOP_DEADLINE),
-                None => p.deadline,
-            })
-            .min()
-    }
-
-    async fn on_timer(&mut self) {
-        let now = Instant::now();
-        let hung = self
-            .pending
-            .iter()
-            .any(|p| p.stopped_at.is_some_and(|at| now >= at + STOP_DEADLINE));
-        if hung {
-            tracing::warn!(engine = %self.spec.name, game = %self.game, "no bestmove {} s after stop: killing the engine", STOP_DEADLINE.as_secs());
-            if let Some(mut process) = self.process.take() {
-                process.kill().await;
-            }
-            self.pid.store(0, Ordering::Relaxed);
-            self.fail_all("the engine hung and was killed");
-            return;
-        }
-        let due = self
-            .pending
-            .iter()
-            .any(|p| p.stopped_at.is_none() && p.deadline.is_some_and(|d| now >= d));
-        if due {
-            tracing::warn!(engine = %self.spec.name, game = %self.game, "search past its deadline: stopping it");
-            self.stop_all().await;
-        }
-    }
-
-    async fn go(&mut self, id: SearchId, go: Go) {
-        if self.process.is_none() {
-            let restarts = self.restarts.load(Ordering::Relaxed);
-            if restarts >= MAX_RESTARTS {
-                self.fail(
-                    id,
-                    format!("restarted {MAX_RESTARTS} times already: given up"),
-                );
-                return;
-            }
-            self.restarts.fetch_add(1, Ordering::Relaxed);
-            match Process::start(
-                &self.spec,
-                self.variant.as_deref(),
-                self.chess960,
-                &self.game,
-            )
-            .await
-            {
-                Ok((process, _)) => {
-                    tracing::warn!(engine = %self.spec.name, game = %self.game, restarts = restarts + 1, "engine restarted");
-                    self.pid.store(process.pid, Ordering::Relaxed);
-                    self.process = Some(process);
-                }
-                Err(e) => {
-                    self.fail(id, format!("cannot restart: {e}"));
-                    return;
-                }
-            }
-        }
-        if !self.pending.is_empty() {
-            // The engine answers the old search first.
-            self.stop_all().await;
-        }
-        let (position, line) = go_lines(&go);
-        self.pending.push_back(Pending {
-            id,
-            deadline: go.deadline.map(|d| Instant::now() + d),
-            stopped_at: None,
-        });
-        if !self.send(&position).await || !self.send(&line).await {
-            self.fail_all("cannot write to the engine");
-        }
-    }
-
-    /// Sends `stop` for every search not stopped yet.
-    async fn stop_all(&mut self) {
-        let now = Instant::now();
-        let mut any = false;
-        for p in &mut self.pending {
-            if p.stopped_at.is_none() {
-                p.stopped_at = Some(now);
-                any = true;
-            }
-        }
-        if any {
-            self.send("stop").await;
-        }
-    }
-
-    /// Writes a line; false (and the process killed) if it does not go.
-    async fn send(&mut self, line: &str) -> bool {
-        let Some(process) = self.process.as_mut() else {
-            return false;
-        };
-        match process.send(line).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(engine = %self.spec.name, game = %self.game, "{e}");
-                if let Some(mut process) = self.process.take() {
-                    process.kill().await;
-                }
-                self.pid.store(0, Ordering::Relaxed);
-                false
-            }
-        }
-    }
-
-    fn on_line(&mut self, line: &str) {
-        let Some(front) = self.pending.front() else {
-            return;
-        };
-        let id = front.id;
-        if let Some((best, ponder)) = parse_bestmove(line) {
-            self.pending.pop_front();
-            let event = match best {
-                Some(best) => Event::BestMove { id, best, ponder },
-                None => Event::Failed {
-                    id,
-                    error: "the engine has no move (bestmove (none))".to_owned(),
-                },
-            };
-            let _ = self.events.send(event);
-        } else if let Some(info) = parse_info(line) {
-            let _ = self.events.send(Event::Info { id, info });
-        }
-    }
-
-    /// The process closed its output: it died (or is dying).
-    async fn died(&mut self) {
-        let Some(mut process) = self.process.take() else {
-            return;
-        };
-        self.pid.store(0, Ordering::Relaxed);
-        let status = match tokio::time::timeout(QUIT_WAIT, process.child.wait()).await {
-            Ok(Ok(status)) => status.to_string(),
-            _ => {
-                process.kill().await;
-                "killed".to_owned()
-            }
-        };
-        tracing::warn!(engine = %self.spec.name, game = %self.game, %status, "the engine exited");
-        self.fail_all(&format!("the engine exited ({status})"));
-    }
-
-    fn fail(&self, id: SearchId, error: String) {
-        let _ = self.events.send(Event::Failed { id, error });
-    }
-
-    fn fail_all(&mut self, error: &str) {
-        for p in std::mem::take(&mut self.pending) {
-            self.fail(p.id, error.to_owned());
-        }
+async fn next_line(proc: &mut Option<Proc>) -> Option<String> {
+    match proc {
+        Some(p) => p.lines.recv().await,
+        None => std::future::pending().await,
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_info_and_bestmove_lines() {
-        assert_eq!(
-            parse_info(
-                "info depth 12 seldepth 18 multipv 1 score cp -35 lowerbound nodes 12345 nps 1 pv e2e4 e7e5"
-            ),
-            Some(Info {
-                depth: 12,
-                score: Some(Score::Cp(-35)),
-                nodes: 12345,
-                pv: vec!["e2e4".into(), "e7e5".into()],
-            })
-        );
-        assert_eq!(
-            parse_info("info depth 3 score mate -2 pv P@f7").map(|i| i.score),
-            Some(Some(Score::Mate(-2)))
-        );
-        assert_eq!(
-            parse_info("info depth 5 multipv 2 score cp 1 pv a2a3"),
-            None
-        );
-        assert_eq!(parse_info("info string NNUE evaluation enabled"), None);
-        assert_eq!(
-            parse_info("info depth 5 currmove e2e4 currmovenumber 1"),
-            None
-        );
-        assert_eq!(parse_info("info depth x score cp 1"), None);
-        assert_eq!(parse_info("bestmove e2e4"), None);
-        assert_eq!(
-            parse_bestmove("bestmove e7e8q ponder P@e4"),
-            Some((Some("e7e8q".into()), Some("P@e4".into())))
-        );
-        assert_eq!(parse_bestmove("bestmove (none)"), Some((None, None)));
-        assert_eq!(parse_bestmove("bestmove 0000"), Some((None, None)));
-        assert_eq!(parse_bestmove("info depth 1"), None);
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => sleep_until(at).await,
+        None => std::future::pending().await,
     }
+}
 
-    #[tokio::test]
-    async fn reads_lines_bounded_and_lossy() {
-        let mut long = vec![b'x'; MAX_LINE + 10];
-        long.extend_from_slice(b"\nbestmove e2e4\r\n\xff\xfeok\nlast");
-        let mut reader = BufReader::with_capacity(100, &long[..]);
-        let first = read_line(&mut reader).await.unwrap().unwrap();
-        assert_eq!(first.len(), MAX_LINE);
-        assert_eq!(
-            read_line(&mut reader).await.unwrap().as_deref(),
-            Some("bestmove e2e4")
-        );
-        assert_eq!(
-            read_line(&mut reader).await.unwrap().as_deref(),
-            Some("\u{fffd}\u{fffd}ok")
-        );
-        assert_eq!(
-            read_line(&mut reader).await.unwrap().as_deref(),
-            Some("last")
-        );
-        assert_eq!(read_line(&mut reader).await.unwrap(), None);
-    }
-
-    #[test]
-    fn reads_the_engine_id_and_its_variants() {
-        let mut id = EngineId::default();
-        for line in [
-            "id name Fairy-Stockfish 241126",
-            "id author Fabian Fichter",
-            "option name Skill Level type spin default 20 min -20 max 20",
-            "option name UCI_Chess960 type check default false",
-            "option name UCI_Variant type combo default chess var 3check var atomic var crazyhouse",
-            "garbage line",
-        ] {
-            read_id(line, &mut id);
+impl Driver {
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        loop {
+            let wake = self.search.as_ref().and_then(Search::wake);
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(Command::Go(id, go)) => self.go(id, go).await,
+                    Some(Command::PonderHit) => self.ponderhit().await,
+                    Some(Command::Stop) => self.stop().await,
+                    Some(Command::Quit) | None => break,
+                },
+                line = next_line(&mut self.proc) => match line {
+                    Some(line) => self.line(&line).await,
+                    None => self.died().await,
+                },
+                () = sleep_until_some(wake) => self.timer().await,
+            }
+            // A go that waited for the previous search starts when that
+            // one has ended, however it ended.
+            while self.search.is_none() {
+                let Some((id, go)) = self.pending.take() else {
+                    break;
+                };
+                self.begin(id, *go).await;
+            }
         }
-        assert_eq!(id.name, "Fairy-Stockfish 241126");
-        assert_eq!(id.author.as_deref(), Some("Fabian Fichter"));
-        assert_eq!(id.variants, ["3check", "atomic", "crazyhouse"]);
-        assert!(id.chess960);
-        assert_eq!(id.options, ["Skill Level", "UCI_Chess960", "UCI_Variant"]);
+        self.shutdown().await;
     }
 
-    #[test]
-    fn writes_position_and_go() {
-        let go = Go {
-            fen: None,
-            moves: vec!["e2e4".into(), "P@e6".into()],
-            wtime: Some(Duration::from_millis(60_000)),
-            btime: Some(Duration::from_millis(59_000)),
-            winc: Some(Duration::from_secs(1)),
-            binc: Some(Duration::from_secs(1)),
-            depth: Some(5),
-            ..Go::default()
+    fn emit(&self, event: Event) {
+        if let Event::Failed { id, error } = &event {
+            tracing::warn!(engine = %self.spec.name, game = %self.game, search = id, "search failed: {error}");
+        }
+        // The receiver is gone only when the game no longer listens.
+        let _ = self.events.send(event);
+    }
+
+    async fn go(&mut self, id: SearchId, go: Box<Go>) {
+        if self.search.is_some() {
+            if let Some((old, _)) = self.pending.replace((id, go)) {
+                self.emit(Event::Failed {
+                    id: old,
+                    error: "replaced by a newer search before it started".to_string(),
+                });
+            }
+            self.request_stop().await;
+        } else {
+            self.begin(id, *go).await;
+        }
+    }
+
+    /// Sends the position and `go`, restarting the process first if it
+    /// died.
+    async fn begin(&mut self, id: SearchId, go: Go) {
+        if let Err(e) = check_go(&go) {
+            self.emit(Event::Failed {
+                id,
+                error: format!("engine {}: {e}", self.spec.name),
+            });
+            return;
+        }
+        if go.ponder && !self.spec.ponder {
+            self.emit(Event::Failed {
+                id,
+                error: format!(
+                    "engine {}: `go ponder` without `ponder = true` in [engines.{}]",
+                    self.spec.name, self.spec.name
+                ),
+            });
+            return;
+        }
+        if self.stopped {
+            self.stopped = false;
+            self.sync().await;
+        }
+        if self.proc.is_none()
+            && let Err(e) = self.restart().await
+        {
+            self.emit(Event::Failed {
+                id,
+                error: e.to_string(),
+            });
+            return;
+        }
+        let Some(p) = self.proc.as_mut() else {
+            // Not reached: restart() leaves a process or an error.
+            self.emit(Event::Failed {
+                id,
+                error: format!("engine {}: no process", self.spec.name),
+            });
+            return;
         };
-        assert_eq!(
-            go_lines(&go),
-            (
-                "position startpos moves e2e4 P@e6".to_owned(),
-                "go wtime 60000 btime 59000 winc 1000 binc 1000 depth 5".to_owned()
-            )
-        );
-        let go = Go {
-            fen: Some("8/8/8/8/8/8/8/K6k w - - 0 1".into()),
-            ponder: true,
-            ..Go::default()
+        let sent = match p.send(&position_command(&go), "sending a search").await {
+            Ok(()) => p.send(&go_command(&go), "sending a search").await,
+            Err(e) => Err(e),
         };
-        assert_eq!(
-            go_lines(&go),
-            (
-                "position fen 8/8/8/8/8/8/8/K6k w - - 0 1".to_owned(),
-                "go ponder movetime 1000".to_owned()
-            )
-        );
+        let now = Instant::now();
+        self.search = Some(Search {
+            id,
+            ponder: go.ponder,
+            deadline: go.deadline,
+            stop_at: if go.ponder {
+                None
+            } else {
+                go.deadline.map(|d| now + d)
+            },
+            kill_at: None,
+        });
+        if let Err(e) = sent {
+            self.lose_process(&e.to_string()).await;
+        }
+    }
+
+    /// A fresh process for a dead or killed one, at most [`MAX_RESTARTS`]
+    /// times a game.
+    async fn restart(&mut self) -> Result<(), ExternalError> {
+        let n = self.restarts.load(Ordering::Relaxed);
+        if n >= MAX_RESTARTS {
+            return Err(ExternalError::TooManyRestarts {
+                engine: self.spec.name.clone(),
+                restarts: n,
+            });
+        }
+        self.restarts.store(n + 1, Ordering::Relaxed);
+        tracing::warn!(engine = %self.spec.name, game = %self.game,
+            "restarting the engine (restart {} of at most {MAX_RESTARTS})", n + 1);
+        let (proc, _) = open(
+            &self.spec,
+            self.variant.as_deref(),
+            self.chess960,
+            &self.game,
+        )
+        .await?;
+        self.pid.store(proc.pid.unwrap_or(0), Ordering::Relaxed);
+        self.proc = Some(proc);
+        Ok(())
+    }
+
+    /// `isready` -> `readyok`, dropping the lines before it; an engine
+    /// that does not answer is killed (and restarted by the caller).
+    async fn sync(&mut self) {
+        let Some(p) = self.proc.as_mut() else {
+            return;
+        };
+        let engine = self.spec.name.clone();
+        let synced = match p.send("isready", "waiting for readyok").await {
+            Ok(()) => {
+                p.expect(
+                    "readyok",
+                    STOP_DEADLINE,
+                    |l| l == "readyok",
+                    |l| tracing::debug!(engine = %engine, "dropped after stop: {l}"),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = synced {
+            self.lose_process(&e.to_string()).await;
+        }
+    }
+
+    async fn ponderhit(&mut self) {
+        let Some(search) = self.search.as_mut().filter(|s| s.ponder) else {
+            tracing::debug!(engine = %self.spec.name, game = %self.game, "ponderhit without a ponder search: ignored");
+            return;
+        };
+        search.ponder = false;
+        if search.kill_at.is_none() {
+            search.stop_at = search.deadline.map(|d| Instant::now() + d);
+        }
+        self.send("ponderhit").await;
+    }
+
+    async fn stop(&mut self) {
+        if let Some((id, _)) = self.pending.take() {
+            self.emit(Event::Failed {
+                id,
+                error: "stopped before it started".to_string(),
+            });
+        }
+        self.request_stop().await;
+    }
+
+    /// `stop` to the running search, once; the engine is killed if no
+    /// `bestmove` follows within [`STOP_DEADLINE`].
+    async fn request_stop(&mut self) {
+        let Some(search) = self.search.as_mut() else {
+            return;
+        };
+        if search.kill_at.is_some() {
+            return;
+        }
+        search.stop_at = None;
+        search.kill_at = Some(Instant::now() + STOP_DEADLINE);
+        self.send("stop").await;
+    }
+
+    /// Sends a line to the process; one that cannot be written to is lost.
+    async fn send(&mut self, line: &str) {
+        let Some(p) = self.proc.as_mut() else {
+            return;
+        };
+        if let Err(e) = p.send(line, "searching").await {
+            self.lose_process(&e.to_string()).await;
+        }
+    }
+
+    async fn line(&mut self, line: &str) {
+        tracing::trace!(engine = %self.spec.name, "< {line}");
+        let Some(search) = self.search.as_ref() else {
+            return;
+        };
+        let id = search.id;
+        let line = line.trim_start();
+        if let Some(rest) = line.strip_prefix("info ") {
+            if let Some(info) = parse_info(rest) {
+                self.emit(Event::Info { id, info });
+            }
+        } else if line == "bestmove" || line.starts_with("bestmove ") {
+            self.stopped = search.kill_at.is_some();
+            self.search = None;
+            let event = parse_bestmove(&self.spec.name, id, &line["bestmove".len()..]);
+            self.emit(event);
+        }
+    }
+
+    /// Stdout closed: the process exited (or closed it, which is as bad).
+    async fn died(&mut self) {
+        let Some(mut proc) = self.proc.take() else {
+            return;
+        };
+        self.stopped = false;
+        self.pid.store(0, Ordering::Relaxed);
+        let status = proc.finish(Duration::from_millis(500)).await;
+        tracing::warn!(engine = %self.spec.name, game = %self.game, "the engine exited ({status}); it is restarted on the next search");
+        if let Some(search) = self.search.take() {
+            self.emit(Event::Failed {
+                id: search.id,
+                error: format!(
+                    "engine {} exited during the search ({status}); restarted on the next search",
+                    self.spec.name
+                ),
+            });
+        }
+    }
+
+    async fn timer(&mut self) {
+        let Some(search) = self.search.as_ref() else {
+            return;
+        };
+        let now = Instant::now();
+        if search.kill_at.is_some_and(|t| t <= now) {
+            self.lose_process(&format!("no bestmove within {STOP_DEADLINE:?} of `stop`"))
+                .await;
+        } else if search.stop_at.is_some_and(|t| t <= now) {
+            tracing::warn!(engine = %self.spec.name, game = %self.game,
+                "the search passed its deadline ({:?}): stop", search.deadline.unwrap_or_default());
+            self.request_stop().await;
+        }
+    }
+
+    /// Kills and reaps the process (it hung or cannot be written to) and
+    /// fails the running search; the next `go` starts a fresh one.
+    async fn lose_process(&mut self, why: &str) {
+        if let Some(mut proc) = self.proc.take() {
+            self.stopped = false;
+            self.pid.store(0, Ordering::Relaxed);
+            let status = proc.finish(Duration::ZERO).await;
+            tracing::warn!(engine = %self.spec.name, game = %self.game,
+                "{why}: the engine was killed ({status}); it is restarted on the next search");
+        }
+        if let Some(search) = self.search.take() {
+            self.emit(Event::Failed {
+                id: search.id,
+                error: format!(
+                    "engine {}: {why}; killed, restarted on the next search",
+                    self.spec.name
+                ),
+            });
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        for id in [
+            self.pending.take().map(|(id, _)| id),
+            self.search.take().map(|s| s.id),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = self.events.send(Event::Failed {
+                id,
+                error: format!("engine {}: quit during the search", self.spec.name),
+            });
+        }
+        if let Some(proc) = self.proc.take() {
+            let status = proc.quit().await;
+            tracing::debug!(engine = %self.spec.name, game = %self.game, "engine quit ({status})");
+        }
+        self.pid.store(0, Ordering::Relaxed);
     }
 }

@@ -100,10 +100,18 @@ impl VariantRecord {
         } else {
             let invalid = RecordError::VariantSetup;
             let fen: Fen = text.parse().map_err(|e| invalid(format!("{e}")))?;
-            let pos =
-                VariantPosition::from_setup(variant, fen.into_setup(), CastlingMode::Standard)
-                    .or_else(|e| e.ignore_too_much_material())
-                    .map_err(|e| invalid(format!("{e}")))?;
+            // Lichess sets up positions with more material than a game
+            // could reach; anything else wrong is refused.
+            let pos = match VariantPosition::from_setup(
+                variant,
+                fen.into_setup(),
+                CastlingMode::Standard,
+            ) {
+                Ok(pos) => pos,
+                Err(e) => e
+                    .ignore_too_much_material()
+                    .map_err(|e| invalid(e.to_string()))?,
+            };
             (pos, Some(text.to_owned()))
         };
         Ok(VariantRecord {
@@ -221,7 +229,7 @@ impl VariantRecord {
     pub fn any_legal(&self) -> Option<String> {
         let moves = self.position().legal_moves();
         let m = moves.first()?;
-        Some(UciMove::from_move(m.clone(), CastlingMode::Standard).to_string())
+        Some(UciMove::from_move(*m, CastlingMode::Standard).to_string())
     }
 
     /// The first `max` moves of a principal variation (UCI) in SAN, up to
@@ -231,7 +239,7 @@ impl VariantRecord {
         let mut out = Vec::new();
         for text in pv.iter().take(max) {
             let Ok(m) = parse(&pos, text) else { break };
-            out.push(san(&pos, m.clone()));
+            out.push(san(&pos, m));
             pos.play_unchecked(m);
         }
         out.join(" ")
@@ -242,7 +250,7 @@ impl VariantRecord {
         self.moves
             .iter()
             .zip(&self.positions)
-            .map(|(m, pos)| san(pos, m.clone()))
+            .map(|(&m, pos)| san(pos, m))
             .collect()
     }
 }
@@ -337,6 +345,6 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert_eq!(r.pv_san(&pv, 6), "e4 e5 Bc4");
-        assert_eq!(r.any_legal().is_some(), true);
+        assert!(r.any_legal().is_some());
     }
 }

@@ -11,8 +11,8 @@ use crate::chess::Color;
 use crate::lichess::model::VariantKey;
 
 pub(super) enum Record {
-    Native(GameRecord),
-    Variant(VariantRecord),
+    Native(Box<GameRecord>),
+    Variant(Box<VariantRecord>),
 }
 
 impl Record {
@@ -20,16 +20,17 @@ impl Record {
     pub(super) fn new(variant: VariantKey, initial_fen: &str) -> Result<Record, RecordError> {
         match variant {
             VariantKey::Standard | VariantKey::FromPosition | VariantKey::Chess960 => {
-                GameRecord::new(initial_fen, variant == VariantKey::Chess960).map(Record::Native)
+                GameRecord::new(initial_fen, variant == VariantKey::Chess960)
+                    .map(|r| Record::Native(Box::new(r)))
             }
-            other => VariantRecord::new(other, initial_fen).map(Record::Variant),
+            other => VariantRecord::new(other, initial_fen).map(|r| Record::Variant(Box::new(r))),
         }
     }
 
     /// Kaissa's own board, for standard chess and its set-ups.
     pub(super) fn native(&self) -> Option<&GameRecord> {
         match self {
-            Record::Native(r) => Some(r),
+            Record::Native(r) => Some(r.as_ref()),
             Record::Variant(_) => None,
         }
     }

@@ -228,6 +228,11 @@ impl Game {
             crate::chess::Color::White => (with_inc(limits.wtime, limits.winc), limits.btime),
             crate::chess::Color::Black => (limits.wtime, with_inc(limits.btime, limits.binc)),
         };
+        let ours = if us == crate::chess::Color::White {
+            wtime
+        } else {
+            btime
+        };
         let choice = self.ctx.external.as_deref();
         let go = external::Go {
             fen: record.engine_fen(),
@@ -240,9 +245,9 @@ impl Game {
             depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
             nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),
             ponder: true,
-            // A ponder search has no deadline of its own: it is stopped or
-            // hit (and then counted as a search from the hit).
-            deadline: None,
+            // Counted from the ponder hit, when it becomes our search: the
+            // share of our clock a search gets.
+            deadline: ours.map(|t| (t / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
         };
         let Player::External(engine) = &mut self.player else {
             return;

@@ -642,9 +642,8 @@ impl Game {
         let (_, clock) = self.limits(state, us, Duration::ZERO, false);
         match &mut self.player {
             Player::BuiltIn(engine) => engine.ponderhit(),
-            // From now on it is our clock: the same deadline as a search.
-            Player::External(engine) => engine
-                .ponderhit(clock.map(|c| (c / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME))),
+            // Its deadline, set at `go ponder`, counts from now.
+            Player::External(engine) => engine.ponderhit(),
         }
         self.ponder_hits += 1;
         tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
