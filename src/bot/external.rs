@@ -220,6 +220,8 @@ pub struct Go {
     /// `go ponder`: needs [`EngineSpec::ponder`]. Ended by
     /// [`ExternalEngine::ponderhit`] or [`ExternalEngine::stop`].
     pub ponder: bool,
+    /// `go searchmoves`: only these moves (UCI) are searched; empty: all.
+    pub searchmoves: Vec<String>,
     /// The hard limit of this search, grace included: at this time after
     /// the `go` (after the `ponderhit` for a ponder search) the driver
     /// sends `stop` itself, and kills the engine if no `bestmove` follows

@@ -224,6 +224,15 @@ impl VariantRecord {
         Some(san(self.position(), m))
     }
 
+    /// Every legal move, in UCI.
+    pub fn legal_ucis(&self) -> Vec<String> {
+        self.position()
+            .legal_moves()
+            .iter()
+            .map(|m| UciMove::from_move(*m, CastlingMode::Standard).to_string())
+            .collect()
+    }
+
     /// A legal move (the first shakmaty generates), for when no engine
     /// answers; None if the game is over.
     pub fn any_legal(&self) -> Option<String> {

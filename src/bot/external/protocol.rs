@@ -230,6 +230,7 @@ pub(super) fn check_go(go: &Go) -> Result<(), String> {
     if let Some(m) = go
         .moves
         .iter()
+        .chain(&go.searchmoves)
         .find(|m| m.is_empty() || m.chars().any(|c| c.is_whitespace() || c.is_control()))
     {
         return Err(format!("bad move {m:?}"));
@@ -273,6 +274,14 @@ pub(super) fn go_command(go: &Go) -> String {
     }
     if let Some(n) = go.nodes {
         let _ = write!(s, " nodes {n}");
+    }
+    // Last: the engine reads moves up to the end of the line.
+    if !go.searchmoves.is_empty() {
+        s.push_str(" searchmoves");
+        for m in &go.searchmoves {
+            s.push(' ');
+            s.push_str(m);
+        }
     }
     s
 }
@@ -419,6 +428,12 @@ mod tests {
         };
         assert_eq!(position_command(&go), "position startpos");
         assert_eq!(go_command(&go), "go movetime 100 nodes 5000");
+        let go = Go {
+            depth: Some(3),
+            searchmoves: vec!["e2e4".into(), "P@e6".into()],
+            ..Go::default()
+        };
+        assert_eq!(go_command(&go), "go depth 3 searchmoves e2e4 P@e6");
         assert!(check_go(&go).is_ok());
         for bad in [
             Go {

@@ -156,6 +156,19 @@ impl Record {
         }
     }
 
+    /// Every legal move, in UCI as posted.
+    pub(super) fn legal_ucis(&self) -> Vec<String> {
+        match self {
+            Record::Native(r) => r
+                .position()
+                .legal_moves()
+                .iter()
+                .map(|m| m.to_uci(r.chess960()))
+                .collect(),
+            Record::Variant(r) => r.legal_ucis(),
+        }
+    }
+
     /// Some legal move, for when no engine answers.
     pub(super) fn any_legal(&self) -> Option<String> {
         match self {

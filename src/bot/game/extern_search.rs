@@ -57,10 +57,27 @@ impl Game {
             (None, Some(ours)) => Some((ours / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
             (None, None) => None,
         };
+        // Moves Lichess refused here are left out (the engine is told to
+        // search the others).
+        let refused = self.refused.texts_at(ply, record.key());
+        let searchmoves = if refused.is_empty() {
+            Vec::new()
+        } else {
+            let others: Vec<String> = record
+                .legal_ucis()
+                .into_iter()
+                .filter(|m| !refused.contains(m))
+                .collect();
+            if others.is_empty() {
+                tracing::error!(game = %self.id, ply, "Lichess refused every legal move here");
+            }
+            others
+        };
         let choice = self.ctx.external.as_deref();
         let go = external::Go {
             fen: record.engine_fen(),
             moves: record.uci_moves(),
+            searchmoves,
             wtime,
             btime,
             winc: limits.winc,
@@ -117,6 +134,18 @@ impl Game {
                 let (Some(thinking), Some(record)) = (self.thinking.take(), self.record.as_ref())
                 else {
                     return Flow::Continue;
+                };
+                let refused = self.refused.texts_at(record.ply(), record.key());
+                // An engine that ignored `searchmoves`: another legal move.
+                let best = if refused.contains(&best) {
+                    let other = record
+                        .legal_ucis()
+                        .into_iter()
+                        .find(|m| !refused.contains(m));
+                    tracing::warn!(game = %self.id, engine = %self.engine_name(), refused = %best, other = ?other, "the engine chose a move Lichess refused");
+                    other.unwrap_or(best)
+                } else {
+                    best
                 };
                 match chosen(record, &best) {
                     Some(chosen) => {
@@ -245,6 +274,7 @@ impl Game {
             depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
             nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),
             ponder: true,
+            searchmoves: Vec::new(),
             // Counted from the ponder hit, when it becomes our search: the
             // share of our clock a search gets.
             deadline: ours.map(|t| (t / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),

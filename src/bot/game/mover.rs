@@ -107,16 +107,34 @@ pub(super) struct Refused {
     /// The ply and key of the position they were refused in.
     at: (usize, u64),
     moves: Vec<Move>,
+    /// The same moves as posted (UCI): what an external engine is told to
+    /// leave out, in any variant.
+    texts: Vec<String>,
 }
 
 impl Refused {
-    fn add(&mut self, ply: usize, key: u64, mv: Move) {
+    fn add(&mut self, ply: usize, key: u64, mv: Option<Move>, text: &str) {
         if self.at != (ply, key) {
             self.at = (ply, key);
             self.moves.clear();
+            self.texts.clear();
         }
-        if !self.moves.contains(&mv) {
+        if let Some(mv) = mv
+            && !self.moves.contains(&mv)
+        {
             self.moves.push(mv);
+        }
+        if !self.texts.iter().any(|t| t == text) {
+            self.texts.push(text.to_owned());
+        }
+    }
+
+    /// The moves refused in the position `key` at `ply`, as posted.
+    pub(super) fn texts_at(&self, ply: usize, key: u64) -> &[String] {
+        if self.at == (ply, key) {
+            &self.texts
+        } else {
+            &[]
         }
     }
 
@@ -525,15 +543,12 @@ impl Game {
                 // in transit: reopen the game stream, whose `gameFull`
                 // tells whether the move was played, and answer the
                 // position again if not. Bounded, so it cannot loop.
-                if let (
-                    ClientError::MoveRejected {
-                        after_retry: false, ..
-                    },
-                    Some(mv),
-                ) = (&e, chosen.native)
+                if let ClientError::MoveRejected {
+                    after_retry: false, ..
+                } = &e
                 {
                     // The server's word on this very move: never again here.
-                    self.refused.add(ply, key, mv);
+                    self.refused.add(ply, key, chosen.native, &uci);
                 }
                 let refused = matches!(e, ClientError::MoveRejected { .. });
                 if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
