@@ -4,8 +4,12 @@
 use serde_json::{Value, json};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
+use shakmaty::variant::{Variant, VariantPosition};
 use shakmaty::zobrist::Zobrist64;
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role};
+use shakmaty::{
+    CastlingMode, Chess, Color, EnPassantMode, FromSetup, KnownOutcome, Move, Outcome, Position,
+    Role,
+};
 use tokio::time::Instant;
 
 use super::records::{ChatRecord, GameRecord, IllegalMove};
@@ -21,11 +25,15 @@ pub(super) const NO_CLOCK_MS: i64 = 2_147_483_647;
 pub(super) struct Game {
     pub(super) id: String,
     pub(super) full_id: String,
+    /// The Lichess key (`standard`, `crazyhouse`...); the rules are
+    /// `pos.variant()`.
     pub(super) variant: &'static str,
     pub(super) mode: CastlingMode,
+    /// What `gameFull.initialFen` says: `startpos`, or the FEN of a
+    /// Chess960 or fromPosition game.
     pub(super) initial_fen: String,
-    pub(super) start: Chess,
-    pub(super) pos: Chess,
+    pub(super) start: VariantPosition,
+    pub(super) pos: VariantPosition,
     pub(super) moves: Vec<String>,
     /// Zobrist keys of every position so far, for threefold repetition.
     pub(super) keys: Vec<Zobrist64>,
@@ -89,8 +97,9 @@ impl Game {
         self.moves.len()
     }
 
+    /// The current position as lila writes it (scalachess `Fen.write`).
     pub(super) fn fen(&self) -> String {
-        Fen::from_position(&self.pos, EnPassantMode::Legal).to_string()
+        lila_fen(&self.pos)
     }
 
     pub(super) fn uci(&self, m: Move) -> String {
@@ -101,6 +110,7 @@ impl Game {
         GameRecord {
             id: self.id.clone(),
             variant: self.variant.to_owned(),
+            rules: self.pos.variant(),
             initial_fen: self.initial_fen.clone(),
             bot_color: self.bot_color,
             opponent: self.opponent.clone(),
@@ -207,6 +217,7 @@ impl Game {
             "draw" => 34,
             "outoftime" => 35,
             "noStart" => 37,
+            "variantEnd" => 60,
             _ => 38,
         };
         let seconds_left = self.times[idx(self.bot_color)] / 1000;
@@ -221,11 +232,12 @@ impl Game {
             "lastMove": self.moves.last().cloned().unwrap_or_default(),
             "opponent": {"id": self.opponent.id, "username": self.opponent.name,
                          "rating": self.opponent.rating},
-            "perf": self.speed,
+            "perf": perf_key(self.speed, self.variant),
             "rated": self.rated,
             "source": if self.tournament_id.is_some() { "arena" } else { "friend" },
             "speed": self.speed,
-            "variant": variant_json(self.variant),
+            // lila's ownerPreview writes the variant's key and name only.
+            "variant": {"key": self.variant, "name": variant_names(self.variant).0},
             "status": {"id": status_id, "name": self.status},
             "compat": compat_json(self.speed),
         });
@@ -290,19 +302,46 @@ pub(super) fn compat_json(speed: &str) -> Value {
     json!({"bot": speed != "ultraBullet", "board": !matches!(speed, "ultraBullet" | "bullet")})
 }
 
-pub(super) fn variant_json(key: &str) -> Value {
-    let (name, short) = match key {
+/// The name and short name of a variant, as scalachess's `Variant`s have
+/// them (lichess-org/scalachess, `core/src/main/scala/variant/*.scala`:
+/// `name`, `shortName`).
+pub(super) fn variant_names(key: &str) -> (&str, &str) {
+    match key {
         "standard" => ("Standard", "Std"),
         "chess960" => ("Chess960", "960"),
         "fromPosition" => ("From Position", "FEN"),
+        "crazyhouse" => ("Crazyhouse", "Crazy"),
+        "antichess" => ("Antichess", "Anti"),
+        "atomic" => ("Atomic", "Atom"),
+        "horde" => ("Horde", "Horde"),
+        "kingOfTheHill" => ("King of the Hill", "KotH"),
+        "racingKings" => ("Racing Kings", "Racing"),
+        "threeCheck" => ("Three-check", "3check"),
         other => (other, other),
-    };
+    }
+}
+
+/// `{key, name, short}`, as the challenge and `gameFull` write a variant.
+pub(super) fn variant_json(key: &str) -> Value {
+    let (name, short) = variant_names(key);
     json!({"key": key, "name": name, "short": short})
 }
 
+/// lila's `perfKey` of a game (the `perf` of `gameStart`): the variant's
+/// for Chess960 and the other variants, else the speed's.
+pub(super) fn perf_key<'a>(speed: &'a str, variant: &'a str) -> &'a str {
+    match variant {
+        "standard" | "fromPosition" => speed,
+        other => other,
+    }
+}
+
+/// The perf's name (`perf.name` of `gameFull` and challenges): for a
+/// variant its name (lila's `PerfType` names are the variants' names),
+/// else the speed's, capitalised.
 pub(super) fn perf_name(speed: &str, variant: &str) -> String {
-    if variant == "chess960" {
-        return "Chess960".to_owned();
+    if !matches!(variant, "standard" | "fromPosition") {
+        return variant_names(variant).0.to_owned();
     }
     let mut chars = speed.chars();
     match chars.next() {
@@ -329,6 +368,89 @@ pub(super) fn speed_of(time: FakeTime) -> &'static str {
         }
         FakeTime::Correspondence { .. } | FakeTime::Unlimited => "correspondence",
     }
+}
+
+/// A position as lila writes it (scalachess `Fen.write`): crazyhouse
+/// pockets after a slash (`RNBQKBNR/Pn w`, shakmaty writes `[Pn]`), and in
+/// three-check the checks given so far at the end, White's then Black's
+/// (`... 0 1 +1+0`, where shakmaty writes the checks left, `2+3`, before
+/// the clocks). Both forms parse with shakmaty.
+pub(super) fn lila_fen(pos: &VariantPosition) -> String {
+    let fen = Fen::from_position(pos, EnPassantMode::Legal).to_string();
+    match pos.variant() {
+        Variant::Crazyhouse => fen.replacen('[', "/", 1).replacen(']', "", 1),
+        Variant::ThreeCheck => {
+            let mut fields: Vec<&str> = fen.split(' ').collect();
+            if fields.len() == 7 {
+                fields.remove(4);
+            }
+            let given = pos.remaining_checks().map_or([0, 0], |left| {
+                [3 - u32::from(left.white), 3 - u32::from(left.black)]
+            });
+            format!("{} +{}+{}", fields.join(" "), given[0], given[1])
+        }
+        _ => fen,
+    }
+}
+
+/// Whether the side to move is checkmated. A variant end stops shakmaty's
+/// move generation (no legal moves after the third check, or once a king
+/// is on the hill), so there mate is asked of the standard rules, as
+/// scalachess does (both variants move by `Standard.validMoves`).
+fn is_mate(pos: &VariantPosition) -> bool {
+    if pos.checkers().is_empty() {
+        return false;
+    }
+    if !pos.is_variant_end() {
+        return pos.legal_moves().is_empty();
+    }
+    match pos.variant() {
+        Variant::ThreeCheck | Variant::KingOfTheHill => {
+            let mut setup = pos.to_setup(EnPassantMode::Legal);
+            setup.remaining_checks = None;
+            Chess::from_setup(setup, pos.castles().mode()).is_ok_and(|c| c.is_checkmate())
+        }
+        _ => false,
+    }
+}
+
+/// How a game ends in `pos` (after the move just played), by the
+/// variant's rules, with lila's status names, and who won.
+///
+/// lila (lichess-org/scalachess `Position.status`): `Mate` if checkmate,
+/// else `VariantEnd` if the variant's `specialEnd`, else `Stalemate`, else
+/// `Draw` if `autoDraw` (insufficient material, the fifty moves, the
+/// variant's `specialDraw`). So: checkmate is `mate` in every variant
+/// (atomic, three-check, horde included); the variant's own ends are
+/// `variantEnd`: a king on the hill, the third check (when it is not
+/// mate), an exploded king, the horde captured, a king on the eighth rank
+/// (racing kings; both kings there is `draw`, lila's `specialDraw`), and in
+/// antichess both losing all pieces and being stalemated (a win for the
+/// side with no moves: `Antichess.specialEnd` / `winner`). Crazyhouse has
+/// no fifty-move rule (`Crazyhouse.fiftyMoves = false`). Threefold
+/// repetition ends the game as in the fake's standard games.
+pub(super) fn end_of(
+    pos: &VariantPosition,
+    repetitions: usize,
+) -> Option<(&'static str, Option<Color>)> {
+    let mover = !pos.turn();
+    if is_mate(pos) {
+        return Some(("mate", Some(mover)));
+    }
+    if let Outcome::Known(outcome) = pos.variant_outcome() {
+        return Some(match outcome {
+            KnownOutcome::Decisive { winner } => ("variantEnd", Some(winner)),
+            KnownOutcome::Draw => ("draw", None),
+        });
+    }
+    if pos.legal_moves().is_empty() {
+        return Some(("stalemate", None));
+    }
+    let fifty = pos.variant() != Variant::Crazyhouse && pos.halfmoves() >= 100;
+    if pos.is_insufficient_material() || fifty || repetitions >= 3 {
+        return Some(("draw", None));
+    }
+    None
 }
 
 /// The back rank (White's) of Chess960 start position `n` (Scharnagl

@@ -50,7 +50,8 @@ pub use game::{STARTPOS_FEN, chess960_back_rank, chess960_fen};
 pub use records::{ChallengeRecord, ChatRecord, GameRecord, IllegalMove, RequestRecord, View};
 #[allow(unused_imports)]
 pub use setup::{
-    AutoPlay, ChallengeSpec, FakeConfig, FakeTime, FakeVariant, Opponent, Policy, Side,
+    AutoPlay, ChallengeSpec, FakeConfig, FakeTime, FakeVariant, LICHESS_VARIANTS, Opponent, Policy,
+    Side, lichess_key,
 };
 
 use std::collections::HashMap;
@@ -148,6 +149,17 @@ impl FakeLichess {
 
     pub fn games(&self) -> Vec<GameRecord> {
         self.view(|v| v.games())
+    }
+
+    /// The current position of game `id` (shakmaty, the game's variant).
+    pub fn position(&self, id: &str) -> Option<shakmaty::variant::VariantPosition> {
+        self.view(|v| v.position(id))
+    }
+
+    /// The legal moves of the side to move in game `id`, in the game
+    /// stream's UCI (see [`View::legal_moves`]).
+    pub fn legal_moves(&self, id: &str) -> Option<Vec<String>> {
+        self.view(|v| v.legal_moves(id))
     }
 
     pub fn challenge(&self, id: &str) -> Option<ChallengeRecord> {

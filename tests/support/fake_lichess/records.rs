@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use shakmaty::Color;
+use shakmaty::variant::{Variant, VariantPosition};
+use shakmaty::{Color, Position};
 use tokio::time::Instant;
 
 use super::setup::Opponent;
@@ -32,19 +33,29 @@ pub struct ChatRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GameRecord {
     pub id: String,
-    /// `standard`, `chess960`, `fromPosition`.
+    /// The Lichess key: `standard`, `chess960`, `fromPosition`,
+    /// `crazyhouse`, `antichess`, `atomic`, `horde`, `kingOfTheHill`,
+    /// `racingKings`, `threeCheck`.
     pub variant: String,
-    /// `startpos` or a FEN.
+    /// shakmaty's rules the game is played by (`Chess` for standard,
+    /// chess960 and fromPosition).
+    pub rules: Variant,
+    /// `startpos` (also for the variants with a start of their own: horde,
+    /// racing kings) or the FEN of a Chess960 or fromPosition game, as
+    /// `gameFull.initialFen`.
     pub initial_fen: String,
     pub bot_color: Color,
     pub opponent: Opponent,
-    /// UCI, as reported in `gameState.moves`.
+    /// UCI, as reported in `gameState.moves` (crazyhouse drops as `P@e4`;
+    /// castling as e1g1 but in Chess960, king takes rook there).
     pub moves: Vec<String>,
     /// `started`, `mate`, `resign`, `stalemate`, `draw`, `outoftime`,
-    /// `timeout`, `aborted`.
+    /// `timeout`, `aborted`, `noStart`, `variantEnd` (the variant's own
+    /// win: see `game::end_of`).
     pub status: String,
     pub winner: Option<Color>,
-    /// The current position.
+    /// The current position, as lila writes it (crazyhouse pockets after a
+    /// slash, three-check's checks given at the end: `... 0 1 +1+0`).
     pub fen: String,
     pub wtime_ms: i64,
     pub btime_ms: i64,
@@ -109,6 +120,22 @@ pub struct View<'a>(pub(super) &'a World);
 impl View<'_> {
     pub fn game(&self, id: &str) -> Option<GameRecord> {
         self.0.games.get(id).map(|g| g.record())
+    }
+
+    /// The current position of game `id`, with shakmaty's rules of its
+    /// variant.
+    pub fn position(&self, id: &str) -> Option<VariantPosition> {
+        self.0.games.get(id).map(|g| g.pos.clone())
+    }
+
+    /// The legal moves of the side to move in game `id`, in UCI as the
+    /// game stream writes them (drops `P@e4`, castling e1g1 / king takes
+    /// rook in Chess960). Empty once the game is over by the rules.
+    pub fn legal_moves(&self, id: &str) -> Option<Vec<String>> {
+        self.0
+            .games
+            .get(id)
+            .map(|g| g.pos.legal_moves().iter().map(|m| g.uci(*m)).collect())
     }
 
     /// All games, oldest first.

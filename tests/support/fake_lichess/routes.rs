@@ -590,9 +590,8 @@ pub(super) async fn create_challenge(
                     .cloned()
                     .unwrap_or_else(|| STARTPOS_FEN.to_owned()),
             },
-            Some(other) => FakeVariant::Other {
-                key: other.to_owned(),
-            },
+            // Any other Lichess variant, or an unknown key.
+            Some(other) => FakeVariant::from_key(other),
         };
         let bot_color = match form.get("color").map(String::as_str) {
             Some("white") => Color::White,

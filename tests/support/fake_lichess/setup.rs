@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use shakmaty::variant::Variant;
+
 /// Settings of the fake server.
 #[derive(Debug, Clone)]
 pub struct FakeConfig {
@@ -77,6 +79,10 @@ impl Default for AutoPlay {
 }
 
 /// The variant of a challenge.
+///
+/// Every Lichess variant is playable, by shakmaty's rules: build one with
+/// [`FakeVariant::from_key`] from its Lichess key (`"crazyhouse"`,
+/// `"kingOfTheHill"`...), or name it with [`FakeVariant::Rules`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FakeVariant {
     Standard,
@@ -89,11 +95,94 @@ pub enum FakeVariant {
     FromPosition {
         fen: String,
     },
-    /// Any other variant key: the bot should decline it. Such a challenge
-    /// cannot be accepted.
+    /// One of Lichess's other variants (crazyhouse, antichess, atomic,
+    /// horde, kingOfTheHill, racingKings, threeCheck), from the variant's
+    /// own start position, played by shakmaty's rules of it.
+    /// `Rules(Variant::Chess)` is [`FakeVariant::Standard`].
+    Rules(Variant),
+    /// A variant key Lichess does not have: the bot should decline it.
+    /// Such a challenge cannot be accepted. (A known key here, e.g.
+    /// `"atomic"`, is played as that variant.)
     Other {
         key: String,
     },
+}
+
+/// Lichess's variant keys, with shakmaty's rules of each (`None`: the
+/// standard rules from a position of their own).
+pub const LICHESS_VARIANTS: [(&str, Option<Variant>); 10] = [
+    ("standard", Some(Variant::Chess)),
+    ("chess960", None),
+    ("fromPosition", None),
+    ("crazyhouse", Some(Variant::Crazyhouse)),
+    ("antichess", Some(Variant::Antichess)),
+    ("atomic", Some(Variant::Atomic)),
+    ("horde", Some(Variant::Horde)),
+    ("kingOfTheHill", Some(Variant::KingOfTheHill)),
+    ("racingKings", Some(Variant::RacingKings)),
+    ("threeCheck", Some(Variant::ThreeCheck)),
+];
+
+impl FakeVariant {
+    /// The variant of Lichess key `key`: `standard`, `chess960` (a random
+    /// start position), `fromPosition` (the standard start position),
+    /// `crazyhouse`, `antichess`, `atomic`, `horde`, `kingOfTheHill`,
+    /// `racingKings`, `threeCheck`; any other key is [`FakeVariant::Other`].
+    pub fn from_key(key: &str) -> FakeVariant {
+        match key {
+            "standard" => FakeVariant::Standard,
+            "chess960" => FakeVariant::Chess960 { position: None },
+            "fromPosition" => FakeVariant::FromPosition {
+                fen: super::game::STARTPOS_FEN.to_owned(),
+            },
+            _ => match LICHESS_VARIANTS.iter().find(|(k, _)| *k == key) {
+                Some((_, Some(rules))) => FakeVariant::Rules(*rules),
+                _ => FakeVariant::Other {
+                    key: key.to_owned(),
+                },
+            },
+        }
+    }
+
+    /// The Lichess key.
+    pub fn key(&self) -> &str {
+        match self {
+            FakeVariant::Standard | FakeVariant::Rules(Variant::Chess) => "standard",
+            FakeVariant::Chess960 { .. } => "chess960",
+            FakeVariant::FromPosition { .. } => "fromPosition",
+            FakeVariant::Rules(rules) => lichess_key(*rules),
+            FakeVariant::Other { key } => key,
+        }
+    }
+
+    /// shakmaty's rules of the variant (`Variant::Chess` for standard,
+    /// chess960 and fromPosition), `None` for an unknown key.
+    pub fn rules(&self) -> Option<Variant> {
+        match self {
+            FakeVariant::Standard
+            | FakeVariant::Chess960 { .. }
+            | FakeVariant::FromPosition { .. } => Some(Variant::Chess),
+            FakeVariant::Rules(rules) => Some(*rules),
+            FakeVariant::Other { key } => match FakeVariant::from_key(key) {
+                FakeVariant::Other { .. } => None,
+                known => known.rules(),
+            },
+        }
+    }
+}
+
+/// Lichess's key of shakmaty's variant.
+pub fn lichess_key(rules: Variant) -> &'static str {
+    match rules {
+        Variant::Chess => "standard",
+        Variant::Atomic => "atomic",
+        Variant::Antichess => "antichess",
+        Variant::KingOfTheHill => "kingOfTheHill",
+        Variant::ThreeCheck => "threeCheck",
+        Variant::Crazyhouse => "crazyhouse",
+        Variant::RacingKings => "racingKings",
+        Variant::Horde => "horde",
+    }
 }
 
 /// The time control of a challenge.
@@ -193,6 +282,12 @@ impl ChallengeSpec {
     pub fn variant(mut self, variant: FakeVariant) -> ChallengeSpec {
         self.variant = variant;
         self
+    }
+
+    /// The variant of Lichess key `key` (see [`FakeVariant::from_key`]):
+    /// `ChallengeSpec::default().variant_key("crazyhouse")`.
+    pub fn variant_key(self, key: &str) -> ChallengeSpec {
+        self.variant(FakeVariant::from_key(key))
     }
 
     pub fn clock(mut self, limit_secs: u32, increment_secs: u32) -> ChallengeSpec {

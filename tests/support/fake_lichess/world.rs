@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
+use shakmaty::variant::{Variant, VariantPosition};
+use shakmaty::{CastlingMode, Color, EnPassantMode, KnownOutcome, Move, Outcome, Position};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -16,12 +17,12 @@ use super::bots::OnlineBot;
 use super::challenge::ChallengeState;
 use super::faults::Faults;
 use super::game::{
-    Game, NO_CLOCK_MS, STARTPOS_FEN, chess960_fen, color_name, idx, perf_name, role_value,
-    speed_of, variant_json,
+    Game, NO_CLOCK_MS, chess960_fen, color_name, end_of, idx, perf_name, role_value, speed_of,
+    variant_json,
 };
 use super::records::RequestRecord;
 use super::setup::{
-    AutoPlay, ChallengeSpec, FakeConfig, FakeTime, FakeVariant, Opponent, Policy, Side,
+    AutoPlay, ChallengeSpec, FakeConfig, FakeTime, FakeVariant, Opponent, Policy, Side, lichess_key,
 };
 use super::stream::Conn;
 
@@ -120,13 +121,14 @@ impl World {
             }
             FakeTime::Unlimited => json!({"type": "unlimited"}),
         };
-        let (key, fen) = match &c.spec.variant {
-            FakeVariant::Standard => ("standard".to_owned(), None),
-            FakeVariant::Chess960 { position } => {
-                ("chess960".to_owned(), position.map(chess960_fen))
-            }
-            FakeVariant::FromPosition { fen } => ("fromPosition".to_owned(), Some(fen.clone())),
-            FakeVariant::Other { key } => (key.clone(), None),
+        // lila's challenge JSON has an `initialFen` only for a Chess960 or
+        // fromPosition challenge (the other variants start from their own
+        // position, which the key implies).
+        let key = c.spec.variant.key().to_owned();
+        let fen = match &c.spec.variant {
+            FakeVariant::Chess960 { position } => position.map(chess960_fen),
+            FakeVariant::FromPosition { fen } => Some(fen.clone()),
+            _ => None,
         };
         let speed = speed_of(c.spec.time);
         let mut json = json!({
@@ -163,28 +165,55 @@ impl World {
         spec: &ChallengeSpec,
         bot_color: Color,
     ) -> Result<String, String> {
-        let (variant, initial_fen, mode) = match &spec.variant {
-            FakeVariant::Standard => ("standard", "startpos".to_owned(), CastlingMode::Standard),
+        // `initialFen` in `gameFull`: lila's BotJsonView writes
+        // `fen.fold("startpos")(_.value)`, the game's stored initial FEN
+        // (GameRepo.initialFen), and GameRepo.insertDenormalized stores one
+        // only for fromPosition and Chess960 games (lichess-org/lila,
+        // modules/game/src/main/GameRepo.scala: `(g2.variant.fromPosition ||
+        // g2.variant.chess960).option(Fen.write(g2.chess))`). So a horde or
+        // racing kings game, whose start is not the standard one, says
+        // `startpos` too, meaning the variant's own start position.
+        // (lila before 2023 stored the FEN of every variant without the
+        // standard start, and sent the horde/racing kings FEN there.)
+        let (variant, initial_fen, mode, rules) = match &spec.variant {
+            FakeVariant::Standard => (
+                "standard",
+                "startpos".to_owned(),
+                CastlingMode::Standard,
+                Variant::Chess,
+            ),
             FakeVariant::Chess960 { position } => {
                 let n = position.unwrap_or_else(|| self.rng.u32(0..960));
-                ("chess960", chess960_fen(n), CastlingMode::Chess960)
+                (
+                    "chess960",
+                    chess960_fen(n),
+                    CastlingMode::Chess960,
+                    Variant::Chess,
+                )
             }
             FakeVariant::FromPosition { fen } => {
                 let parsed = Fen::from_ascii(fen.as_bytes()).map_err(|e| e.to_string())?;
                 let mode = CastlingMode::detect(parsed.as_setup());
-                ("fromPosition", fen.clone(), mode)
+                ("fromPosition", fen.clone(), mode, Variant::Chess)
             }
-            FakeVariant::Other { key } => return Err(format!("cannot play variant {key}")),
+            other => match other.rules() {
+                Some(rules) => (
+                    lichess_key(rules),
+                    "startpos".to_owned(),
+                    CastlingMode::Standard,
+                    rules,
+                ),
+                None => return Err(format!("cannot play variant {}", other.key())),
+            },
         };
-        let fen = if initial_fen == "startpos" {
-            STARTPOS_FEN
+        let start = if initial_fen == "startpos" {
+            VariantPosition::new(rules)
         } else {
-            &initial_fen
+            let setup = Fen::from_ascii(initial_fen.as_bytes())
+                .map_err(|e| e.to_string())?
+                .into_setup();
+            VariantPosition::from_setup(rules, setup, mode).map_err(|e| e.to_string())?
         };
-        let start: Chess = Fen::from_ascii(fen.as_bytes())
-            .map_err(|e| e.to_string())?
-            .into_position(mode)
-            .map_err(|e| e.to_string())?;
         let (clock, days, times) = match spec.time {
             FakeTime::Clock {
                 limit_secs,
@@ -364,9 +393,11 @@ impl World {
             Policy::Greedy => moves
                 .iter()
                 .find(|m| {
+                    // A move that wins at once: mate, or the variant's win.
+                    let mover = game.pos.turn();
                     let mut after = game.pos.clone();
                     after.play_unchecked(**m);
-                    after.is_checkmate()
+                    after.outcome() == Outcome::Known(KnownOutcome::Decisive { winner: mover })
                 })
                 .or_else(|| {
                     moves
@@ -420,16 +451,9 @@ impl World {
         game.takeback_offer = None;
         let key = game.keys[game.keys.len() - 1];
         let repetitions = game.keys.iter().filter(|k| **k == key).count();
-        if game.pos.is_checkmate() {
-            game.status = "mate";
-            game.winner = Some(mover);
-        } else if game.pos.is_stalemate() {
-            game.status = "stalemate";
-        } else if game.pos.is_insufficient_material()
-            || game.pos.halfmoves() >= 100
-            || repetitions >= 3
-        {
-            game.status = "draw";
+        if let Some((status, winner)) = end_of(&game.pos, repetitions) {
+            game.status = status;
+            game.winner = winner;
         }
         if !game.started() {
             game.draw_offer = None;
