@@ -656,10 +656,14 @@ fn check_id(what: &'static str, id: &str) -> Result<(), Error> {
 fn check_uci(uci: &str) -> Result<(), Error> {
     let b = uci.as_bytes();
     let square = |f: u8, r: u8| (b'a'..=b'h').contains(&f) && (b'1'..=b'8').contains(&r);
-    let ok = (b.len() == 4 || b.len() == 5)
-        && square(b[0], b[1])
-        && square(b[2], b[3])
-        && (b.len() == 4 || b"qrbnk".contains(&b[4]));
+    // A crazyhouse drop is `P@e4` (the game stream's form, role upper
+    // case); a king promotes only in antichess.
+    let drop = b.len() == 4 && b"PNBRQ".contains(&b[0]) && b[1] == b'@' && square(b[2], b[3]);
+    let ok = drop
+        || (b.len() == 4 || b.len() == 5)
+            && square(b[0], b[1])
+            && square(b[2], b[3])
+            && (b.len() == 4 || b"qrbnk".contains(&b[4]));
     if ok {
         Ok(())
     } else {
@@ -1452,10 +1456,13 @@ mod tests {
         assert!(check_id("game id", "").is_err());
         assert!(check_id("game id", "../account").is_err());
         assert!(check_id("game id", "a?b").is_err());
-        for good in ["e2e4", "e7e8q", "e1h1", "a7a8n"] {
+        for good in ["e2e4", "e7e8q", "e1h1", "a7a8n", "P@e4", "Q@h8", "b2b1k"] {
             assert!(check_uci(good).is_ok(), "{good}");
         }
-        for bad in ["", "e2", "e2e9", "i2e4", "e7e8x", "e2e4e4", "0000", "e2e4 "] {
+        for bad in [
+            "", "e2", "e2e9", "i2e4", "e7e8x", "e2e4e4", "0000", "e2e4 ", "K@e4", "p@e4", "P@e9",
+            "P@e44",
+        ] {
             assert!(check_uci(bad).is_err(), "{bad}");
         }
     }
