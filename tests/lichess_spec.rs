@@ -1938,7 +1938,7 @@ async fn fake_output() -> Vec<(String, Value)> {
         .unwrap();
 
     // Challenges to the bot: clock, correspondence from a bot, from a
-    // position, Chess960 unlimited; one cancelled.
+    // position, Chess960 unlimited, crazyhouse; one cancelled.
     let by_hand = || ChallengeSpec::default().autoplay(None);
     let first = fake.send_challenge(by_hand());
     fake.send_challenge(
@@ -1954,7 +1954,8 @@ async fn fake_output() -> Vec<(String, Value)> {
             .variant(FakeVariant::Chess960 { position: Some(0) })
             .time(FakeTime::Unlimited),
     );
-    events.wait("challenge", 4).await;
+    fake.send_challenge(by_hand().variant_key("crazyhouse"));
+    events.wait("challenge", 5).await;
     fake.cancel_challenge(&first).unwrap();
     events.wait("challengeCanceled", 1).await;
 
