@@ -20,8 +20,13 @@
 //! - **A fair limit** (who gets a slot, who waits): `fair` in
 //!   `src/bot/challenge.rs`; the queue's order in `src/bot/queue.rs`; the
 //!   daily bot quota in `src/bot/quota.rs`; whom matchmaking challenges in
-//!   `pick`/`offer` of `src/bot/matchmaking.rs`. The daemon
-//!   (`src/bot/daemon.rs`) only applies them.
+//!   `pick`/`offer` of `src/bot/matchmaking.rs`. The daemon only applies
+//!   them: incoming challenges in `src/bot/daemon/incoming.rs`, our own
+//!   in `src/bot/daemon/outgoing.rs`.
+//! - **Something the daemon does** (`src/bot/daemon/`, one concern a
+//!   file): the event loop and its dispatch in `mod.rs`, game tasks and
+//!   reconciling in `games.rs`, challenges to us in `incoming.rs`, ours
+//!   in `outgoing.rs`, shutdown in `stop.rs`.
 //! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
 //!   and its `!help` line; the game task (`src/bot/game/mod.rs`) posts the
 //!   answer.
@@ -60,8 +65,8 @@
 //!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in
 //!   the dispatch of `src/main.rs`.
 //! - **What a signal does**: `src/shutdown.rs` turns SIGTERM/SIGINT/SIGUSR1
-//!   into a `Stop` request; the daemon (`src/bot/daemon.rs`) carries it
-//!   out. `systemctl restart` sends SIGUSR1 from the unit's `ExecStop=`.
+//!   into a `Stop` request; the daemon (`src/bot/daemon/stop.rs`)
+//!   carries it out. `systemctl restart` sends SIGUSR1 from the unit's `ExecStop=`.
 
 pub mod bot;
 pub mod chess;

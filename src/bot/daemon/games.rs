@@ -1,0 +1,359 @@
+//! The games' lives seen from the daemon: `gameStart` starts a game task
+//! (or takes a parked one up again), `gameFinish` and the task's end give
+//! its slot back, and the hash files of finished games are swept.
+//!
+//! **Reconciling.** Lichess replays ongoing games as `gameStart` when the
+//! event stream opens, but a replay can be missed (the stream dies right
+//! after opening, a line is lost). So on start and after every reconnect
+//! the daemon also asks `/api/account/playing` and starts a task for every
+//! listed game that has none: a daemon restarted mid-game resumes it, the
+//! game task rebuilding position and clocks from its game stream. The
+//! registry guarantees one task per game id whichever source comes first.
+//!
+//! **Correspondence**: a game without a clock waiting for the opponent is
+//! parked (no task, no slot); `gameStart` with `isMyTurn`, or the periodic
+//! `/api/account/playing` check, takes it up again. The same check starts
+//! a task for any other ongoing game that has none.
+
+use super::{Daemon, GameEntry, Parked, Phase, SPARE_GAMES};
+use crate::bot::engines;
+use crate::bot::game::{self, Exit, GameCommand, GameContext, Me};
+use crate::bot::hashstore;
+use crate::bot::state::unix_now;
+use crate::config::GameKind;
+use crate::lichess::client::is_valid_id;
+use crate::lichess::model::{GameInfo, Speed, VariantKey};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+impl Daemon {
+    /// Asks `/api/account/playing` in the background (it waits behind the
+    /// rate-limit gate like any request; the loop must not). One call at a
+    /// time: asked again meanwhile, one more follows it.
+    pub(super) fn reconcile_later(&mut self) {
+        self.last_playing_check = Instant::now();
+        if self.reconciling {
+            self.reconcile_again = true;
+            return;
+        }
+        self.reconciling = true;
+        let client = self.client.clone();
+        let tx = self.reconcile_tx.clone();
+        tokio::spawn(async move {
+            let games = match client.playing().await {
+                Ok(playing) => Some(playing.now_playing),
+                Err(e) => {
+                    tracing::warn!("cannot list the ongoing games: {e}");
+                    None
+                }
+            };
+            let _ = tx.send(games);
+        });
+    }
+
+    /// Starts a task for every ongoing game that has none (a parked
+    /// correspondence game only when its turn came), and forgets parked
+    /// games that are no longer listed (they ended).
+    pub(super) fn reconcile(&mut self, games: Option<Vec<GameInfo>>) {
+        self.reconciling = false;
+        let Some(games) = games else {
+            return;
+        };
+        let listed: HashSet<&str> = games.iter().map(|g| g.game_id.as_str()).collect();
+        self.parked.retain(|id, _| {
+            let ongoing = listed.contains(id.as_str());
+            if !ongoing {
+                tracing::info!(game = %id, "parked correspondence game no longer ongoing");
+            }
+            ongoing
+        });
+        self.greeted
+            .retain(|id| listed.contains(id.as_str()) || self.games.contains_key(id));
+        let missing: Vec<GameInfo> = games
+            .into_iter()
+            .filter(|g| {
+                self.games
+                    .get(&g.game_id)
+                    .is_none_or(|entry| entry.task.is_none())
+            })
+            .filter(|g| !self.parked.contains_key(&g.game_id) || g.is_my_turn)
+            .collect();
+        let level = if missing.is_empty() {
+            tracing::Level::DEBUG
+        } else {
+            tracing::Level::INFO
+        };
+        if level == tracing::Level::INFO {
+            tracing::info!(
+                ongoing = self.running_games() + missing.len(),
+                missing = missing.len(),
+                parked = self.parked.len(),
+                "reconciled with the ongoing games"
+            );
+        } else {
+            tracing::debug!(
+                ongoing = self.running_games(),
+                parked = self.parked.len(),
+                "reconciled with the ongoing games"
+            );
+        }
+        for info in missing {
+            if self.parked.contains_key(&info.game_id) {
+                tracing::info!(game = %info.game_id, "correspondence: our turn (playing check)");
+            } else if !is_correspondence(&info) || info.is_my_turn {
+                tracing::info!(game = %info.game_id, "resuming a game nobody watched");
+            }
+            self.on_game_start(info);
+        }
+        self.drain_queue();
+    }
+
+    /// Starts the game's task, exactly once per game id. A correspondence
+    /// game that waits for the opponent is parked instead; one whose turn
+    /// came waits for a free slot.
+    pub(super) fn on_game_start(&mut self, info: GameInfo) {
+        let id = info.game_id.clone();
+        if !is_valid_id(&id) {
+            tracing::warn!(game = %id.chars().take(80).collect::<String>(), "gameStart with an invalid game id ignored");
+            return;
+        }
+        if self.matchmaker.settled(&id, None, unix_now()) {
+            tracing::info!(game = %id, "matchmaking: our challenge was accepted");
+        }
+        let correspondence = is_correspondence(&info);
+        if let Some(entry) = self.games.get_mut(&id)
+            && entry.task.is_some()
+        {
+            if correspondence && info.is_my_turn {
+                // The task may be parking: take the game up again after.
+                entry.recheck = true;
+            }
+            tracing::debug!(game = %id, "game already being played");
+            return;
+        }
+        if matches!(self.phase, Phase::HandingOver { .. }) {
+            tracing::info!(game = %id, "game left for the next run");
+            return;
+        }
+        if correspondence && !info.is_my_turn {
+            // Nothing to do until the opponent moves: no task, no slot.
+            if self.games.remove(&id).is_some() || !self.parked.contains_key(&id) {
+                tracing::info!(game = %id, "correspondence game parked until our turn");
+            }
+            self.parked.insert(id, Parked { info, due: false });
+            return;
+        }
+        // A game we accepted has its slot already; any other counts
+        // against the cap.
+        let accepted = self.games.get(&id).is_some_and(|e| e.slot.is_some());
+        if correspondence && !accepted {
+            // Its turn came: it needs a slot (it waits for one, days
+            // are plenty).
+            match self.slots.try_reserve() {
+                Some(slot) => {
+                    self.parked.remove(&id);
+                    self.games.insert(id.clone(), GameEntry::new(Some(slot)));
+                }
+                None => {
+                    tracing::info!(game = %id, "correspondence: our turn; waiting for a free slot");
+                    self.parked.insert(id, Parked { info, due: true });
+                    return;
+                }
+            }
+        }
+        let cap = self.slots.capacity() + SPARE_GAMES;
+        if !accepted && !correspondence && self.running_games() >= cap {
+            if self
+                .flood_logged
+                .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+            {
+                self.flood_logged = Some(Instant::now());
+                tracing::warn!(game = %id, games = cap, "gameStart beyond the game cap ignored (more may follow, logged every 10 s)");
+            }
+            return;
+        }
+        let Some(me) = self.me.clone() else {
+            return;
+        };
+        self.parked.remove(&id);
+        let slots = &self.slots;
+        let entry = self
+            .games
+            .entry(id.clone())
+            .or_insert_with(|| GameEntry::new(None));
+        if entry.slot.is_none() {
+            entry.slot = slots.try_reserve();
+            if entry.slot.is_none() {
+                tracing::warn!(game = %id, "game started beyond the concurrency limit; playing it anyway");
+            }
+        }
+        if entry.opponent.is_none() {
+            entry.opponent = info
+                .opponent
+                .as_ref()
+                .and_then(|o| o.id.clone())
+                .map(|o| o.to_lowercase());
+        }
+        if entry.bot && (entry.accepted_at.is_some() || entry.outgoing) {
+            // A new game against a bot: it counts against the daily quota.
+            self.quota.game_started(unix_now());
+        }
+        entry.accepted_at = None;
+        entry.outgoing = false;
+        entry.info = Some(info.clone());
+        let bot = entry.bot;
+        let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
+        let task = game::spawn(ctx, info, self.done_tx.clone());
+        let Some(entry) = self.games.get_mut(&id) else {
+            return;
+        };
+        if matches!(self.phase, Phase::Resigning { .. }) {
+            task.send(GameCommand::Resign);
+        }
+        entry.task = Some(task);
+    }
+
+    pub(super) fn on_game_finish(&mut self, info: GameInfo) {
+        let id = info.game_id.clone();
+        tracing::info!(
+            game = %id,
+            status = ?info.status,
+            winner = info.winner.map(|w| w.as_str()),
+            rating = info.rating,
+            rating_diff = info.rating_diff,
+            "game finished on Lichess"
+        );
+        if self.parked.remove(&id).is_some() {
+            // Over while it waited (the opponent resigned, or mated us):
+            // a task takes it up for the PGN and the goodbye.
+            tracing::info!(game = %id, "parked correspondence game finished");
+            self.wrap_up_parked(info);
+            return;
+        }
+        self.greeted.remove(&id);
+        let Some(entry) = self.games.get_mut(&id) else {
+            return;
+        };
+        // The game no longer counts against the limit, even if its task
+        // still writes the PGN.
+        entry.slot = None;
+        match &entry.task {
+            Some(task) => task.send(GameCommand::Finished(Box::new(info))),
+            None => {
+                self.games.remove(&id);
+            }
+        }
+        self.drain_queue();
+    }
+
+    /// What a game task gets; `greet`: say hello when it starts. The
+    /// engine that plays `info` (against a bot if `bot`) is chosen here;
+    /// when the external engine chosen for a game of standard chess is
+    /// not usable, the built-in engine plays.
+    pub(super) fn game_context(
+        &self,
+        me: Me,
+        greet: bool,
+        info: &GameInfo,
+        bot: bool,
+    ) -> GameContext {
+        let kind = GameKind {
+            variant: info
+                .variant
+                .as_ref()
+                .map_or(VariantKey::Standard, |v| v.key),
+            speed: info.speed.unwrap_or(Speed::Unknown),
+            against_bot: bot,
+            rated: info.rated,
+        };
+        let external = match self.engines.player(kind) {
+            Ok(engines::Player::External(choice)) => Some(choice),
+            Ok(engines::Player::BuiltIn) => None,
+            Err(why) => {
+                tracing::warn!(game = %info.game_id, "{why}: the built-in engine plays if it can");
+                None
+            }
+        };
+        GameContext {
+            external,
+            client: self.client.clone(),
+            config: Arc::clone(&self.config),
+            me,
+            search_permits: Arc::clone(&self.search_permits),
+            queue_len: Arc::clone(&self.queue_len),
+            sources: Arc::clone(&self.sources),
+            greet,
+        }
+    }
+
+    /// Starts a task, holding no slot, for a parked game that ended: it
+    /// reads the final state and writes the PGN.
+    pub(super) fn wrap_up_parked(&mut self, info: GameInfo) {
+        let Some(me) = self.me.clone() else {
+            return;
+        };
+        let id = info.game_id.clone();
+        let ctx = self.game_context(me, false, &info, false);
+        let mut entry = GameEntry::new(None);
+        entry.task = Some(game::spawn(ctx, info, self.done_tx.clone()));
+        self.greeted.remove(&id);
+        self.games.insert(id, entry);
+    }
+
+    /// A game task ended: the game is over, or (correspondence) parked
+    /// until our turn.
+    pub(super) fn game_done(&mut self, id: &str, exit: Exit) {
+        if let Some(entry) = self.games.remove(id) {
+            tracing::debug!(game = %id, in_use = self.slots.in_use(), ?exit, "game task ended");
+            if exit == Exit::Parked && self.phase == Phase::Running {
+                self.greeted.insert(id.to_owned());
+                let Some(mut info) = entry.info else {
+                    return;
+                };
+                info.is_my_turn = entry.recheck;
+                self.parked.insert(
+                    id.to_owned(),
+                    Parked {
+                        info,
+                        due: entry.recheck,
+                    },
+                );
+            } else {
+                self.greeted.remove(id);
+            }
+        }
+        self.drain_queue();
+    }
+
+    /// Deletes stale hash files and keeps their total under twice the
+    /// configured table memory (the files of running games are kept).
+    pub(super) fn sweep_hash_files(&self) {
+        let Some(dir) = self.config.engine.state_dir.clone() else {
+            return;
+        };
+        let keep: Vec<String> = self
+            .games
+            .iter()
+            .filter(|(_, e)| e.task.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        let max_bytes = (self.config.engine.hash_mb as u64).saturating_mul(2 << 20);
+        tokio::task::spawn_blocking(move || {
+            let stale =
+                hashstore::sweep(&dir, hashstore::STALE_AFTER, std::time::SystemTime::now());
+            let keep: Vec<&str> = keep.iter().map(String::as_str).collect();
+            let capped = hashstore::cap_total(&dir, max_bytes, &keep);
+            if stale + capped > 0 {
+                tracing::info!(stale, over_size = capped, "hash files deleted");
+            }
+        });
+    }
+}
+
+/// A game without a clock: correspondence (or unlimited, which Lichess
+/// lists with the correspondence speed).
+fn is_correspondence(info: &GameInfo) -> bool {
+    info.speed == Some(Speed::Correspondence)
+}

@@ -1,0 +1,726 @@
+//! The daemon's event loop: keeps the event stream open (reconnecting
+//! with a [`Backoff`]), decides each incoming challenge with
+//! [`challenge::decide`](super::challenge::decide) and accepts or declines
+//! it, starts one game task per ongoing game, shuts down gracefully, and
+//! keeps systemd informed.
+//!
+//! **The loop never awaits a request.** Accepts and declines are sent by
+//! at most [`MAX_ANSWERS_IN_FLIGHT`] tasks that report back; one that
+//! failed (a 429, a timeout) is sent again later, after the rate-limit
+//! pause, up to [`MAX_ANSWER_TRIES`] times. So a `gameStart` or a signal
+//! is handled at once even while requests wait a minute behind a 429.
+//! A challenge is decided once per id: the stream resends open challenges
+//! on every reconnect. Game ids are checked before anything is allocated,
+//! and the game tasks are capped at `bot.concurrency` + [`SPARE_GAMES`], so
+//! a flood of `gameStart` lines cannot spawn threads and tables without
+//! limit.
+//!
+//! The registry maps a game id (a challenge id is its game's id) to a
+//! [`GameEntry`]: the slot it holds, if any, and the handle of its task,
+//! once it started. Slots are taken when a challenge is accepted (or at
+//! `gameStart` for a game we did not accept, e.g. one we created), and
+//! given back on `gameFinish`, when the game task ends, or when an
+//! accepted challenge never turns into a game within
+//! `bot.game_start_timeout_secs`. An accept that failed on our side
+//! (timeout, connection cut, or a 404 to the retry of an accept that went
+//! through) may have worked on the server's, so it keeps its slot until
+//! the game starts or that timeout passes.
+//!
+//! The daemon's house, one concern a file:
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the state, the event loop and its dispatch, the event stream's connection, housekeeping, systemd |
+//! | `games.rs` | game tasks: `gameStart`, `gameFinish`, parked correspondence games, reconciling with `/api/account/playing` |
+//! | `incoming.rs` | challenges to us: decision, fair limits, the queue, accepts and declines |
+//! | `outgoing.rs` | our challenges: matchmaking |
+//! | `stop.rs` | shutdown: finish, resign, hand over |
+//!
+//! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
+//! while the event stream is open or was within the last 5 minutes,
+//! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
+
+use super::challenge::{SlotGuard, Slots};
+use super::engines::Engines;
+use super::game::sources::MoveSources;
+use super::game::{Exit, GameHandle, Me};
+use super::hashstore;
+use super::matchmaking::{MatchEvent, Matchmaker};
+use super::queue::ChallengeQueue;
+use super::quota::BotQuota;
+use super::scopes;
+use super::state::unix_now;
+use crate::config::Config;
+use crate::lichess::backoff::Backoff;
+use crate::lichess::client::{Client, Endpoint, Error as ClientError, EventStream};
+use crate::lichess::model::{DeclineReason, Direction, Event, GameInfo};
+use crate::lichess::stream::StreamEvent;
+use crate::systemd::Notifier;
+use futures::StreamExt;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::time::Instant;
+
+mod games;
+mod incoming;
+mod outgoing;
+mod stop;
+
+/// The shortest and longest pause before reopening the event stream; the
+/// pause goes back to the shortest once the stream stayed up this long.
+const RECONNECT_MIN: Duration = Duration::from_millis(250);
+const RECONNECT_MAX: Duration = Duration::from_secs(15);
+const HEALTHY_AFTER: Duration = Duration::from_secs(10);
+/// Accepts and declines being sent at once, at most.
+pub const MAX_ANSWERS_IN_FLIGHT: usize = 4;
+/// A failed accept or decline is sent this many times in all, at most.
+pub const MAX_ANSWER_TRIES: u32 = 5;
+/// Pause before resending a failed answer (or the rate-limit pause).
+const ANSWER_RETRY: Duration = Duration::from_secs(2);
+/// Game tasks beyond `bot.concurrency` that may run (games started
+/// elsewhere, resumed games); more `gameStart`s are ignored until some end.
+pub const SPARE_GAMES: usize = 2;
+/// Challenge ids decided are remembered this long (or up to
+/// [`MAX_DECIDED`] of them).
+const DECIDED_TTL: Duration = Duration::from_secs(3600);
+const MAX_DECIDED: usize = 10_000;
+/// How often stale hash files are swept and their total size capped.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
+/// The loop must have turned this recently for the watchdog to ping.
+const LOOP_STUCK_AFTER: Duration = Duration::from_secs(30);
+/// How often pending accepts, the shutdown deadline, the watchdog and the
+/// status line are looked after.
+const HOUSEKEEPING: Duration = Duration::from_millis(500);
+/// After asking the remaining games to resign, how long they get to do it
+/// (and write their PGN) before the daemon exits regardless.
+pub const RESIGN_GRACE: Duration = Duration::from_secs(10);
+/// After asking the games to stop for the next run, how long they get to
+/// save their hash tables (a save is bounded at 10 s) before the daemon
+/// exits regardless.
+pub const HANDOVER_GRACE: Duration = Duration::from_secs(12);
+/// The event stream may be down this long before the watchdog pings stop
+/// (systemd then restarts the daemon, which is all it can do).
+const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
+
+/// What the daemon is asked to do about stopping; the daemon reads it
+/// from a watch channel ([`Signals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Keep playing.
+    No,
+    /// Decline new challenges, let the running games finish, then exit.
+    Finish,
+    /// Leave the running games to the next run (a restart): each saves its
+    /// hash table and stops, without resigning; then exit.
+    HandOver,
+    /// Resign (or abort) the running games, then exit.
+    Resign,
+}
+
+/// The stop requests; a dropped sender counts as [`Stop::Resign`].
+pub type Signals = watch::Receiver<Stop>;
+
+/// One game the daemon knows of.
+#[derive(Debug)]
+pub struct GameEntry {
+    /// Held while the game counts against `bot.concurrency`.
+    slot: Option<SlotGuard>,
+    /// The game's task, once `gameStart` arrived.
+    task: Option<GameHandle>,
+    /// When the challenge was accepted, while the game has not started.
+    accepted_at: Option<Instant>,
+    /// The opponent's user id, when known (for the per-opponent cap).
+    opponent: Option<String>,
+    /// The opponent is a bot (for the slots kept for humans, the quota).
+    bot: bool,
+    /// Our own challenge (matchmaking), not answered yet.
+    outgoing: bool,
+    /// A correspondence game whose turn came while its task was parking:
+    /// take it up again at once.
+    recheck: bool,
+    /// The game as `gameStart` gave it (to take a parked game up again).
+    info: Option<GameInfo>,
+}
+
+impl GameEntry {
+    fn new(slot: Option<SlotGuard>) -> GameEntry {
+        GameEntry {
+            slot,
+            task: None,
+            accepted_at: None,
+            opponent: None,
+            bot: false,
+            outgoing: false,
+            recheck: false,
+            info: None,
+        }
+    }
+}
+
+/// A correspondence game waiting for the opponent, without a task.
+#[derive(Debug)]
+struct Parked {
+    info: GameInfo,
+    /// Our turn came, but no slot was free yet.
+    due: bool,
+}
+
+/// Where shutdown stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Games finish; the wait ends at the deadline.
+    Draining {
+        deadline: Instant,
+    },
+    /// Games were asked to resign; the daemon exits at `exit_by`.
+    Resigning {
+        exit_by: Instant,
+    },
+    /// Games were asked to stop for the next run; the daemon exits at
+    /// `exit_by`.
+    HandingOver {
+        exit_by: Instant,
+    },
+}
+
+type OpenFuture = Pin<Box<dyn Future<Output = Result<EventStream, ClientError>> + Send>>;
+
+/// The event stream's connection state.
+enum Conn {
+    Opening(OpenFuture),
+    Open(EventStream),
+    /// Reopen at this instant.
+    Waiting(Instant),
+}
+
+/// What the event stream's connection did. Lives on the stack for one
+/// turn of the loop, so the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    Opened(Result<EventStream, ClientError>),
+    Next(Option<<EventStream as futures::Stream>::Item>),
+    Reopen,
+}
+
+/// An accept or decline to send.
+#[derive(Debug, Clone)]
+struct Answer {
+    id: String,
+    /// `None`: accept.
+    decline: Option<DeclineReason>,
+    tries: u32,
+    not_before: Instant,
+}
+
+/// What a sent answer came to.
+struct Answered {
+    answer: Answer,
+    result: Result<(), ClientError>,
+}
+
+/// The event loop's state.
+pub struct Daemon {
+    client: Client,
+    config: Arc<Config>,
+    slots: Slots,
+    games: HashMap<String, GameEntry>,
+    search_permits: Arc<Semaphore>,
+    done_tx: mpsc::UnboundedSender<(String, Exit)>,
+    done_rx: mpsc::UnboundedReceiver<(String, Exit)>,
+    me: Option<Me>,
+    notifier: Arc<Notifier>,
+    /// Books, tables and online sources, shared by every game.
+    sources: Arc<MoveSources>,
+    /// The external engines (`[engines.NAME]`) and their health.
+    engines: Arc<Engines>,
+    phase: Phase,
+    /// When the event stream was last seen open.
+    last_open: Option<Instant>,
+    ready_sent: bool,
+    /// Shared with the watchdog task: when the event stream was last seen
+    /// open, and when the loop last turned.
+    health: Arc<Mutex<Health>>,
+    last_status: String,
+    /// Answers waiting to be sent, and how many are being sent.
+    answers: VecDeque<Answer>,
+    answers_in_flight: usize,
+    answered_tx: mpsc::UnboundedSender<Answered>,
+    answered_rx: mpsc::UnboundedReceiver<Answered>,
+    /// Challenge ids already decided, and when.
+    decided: HashMap<String, Instant>,
+    /// A `/api/account/playing` call is under way; another was asked.
+    reconciling: bool,
+    reconcile_again: bool,
+    reconcile_tx: mpsc::UnboundedSender<Option<Vec<GameInfo>>>,
+    reconcile_rx: mpsc::UnboundedReceiver<Option<Vec<GameInfo>>>,
+    /// When `/api/account/playing` was last asked.
+    last_playing_check: Instant,
+    /// Challenges waiting for a slot, and their count for `!queue`.
+    queue: ChallengeQueue,
+    queue_len: Arc<AtomicUsize>,
+    quota: BotQuota,
+    matchmaker: Matchmaker,
+    match_tx: mpsc::UnboundedSender<MatchEvent>,
+    match_rx: mpsc::UnboundedReceiver<MatchEvent>,
+    /// Since when nothing was under way (no game, nothing queued).
+    idle_since: Instant,
+    /// Correspondence games waiting for the opponent.
+    parked: HashMap<String, Parked>,
+    /// Parked games greeted already (not greeted again when taken up).
+    greeted: HashSet<String>,
+    /// When `gameStart`s beyond the cap were last logged.
+    flood_logged: Option<Instant>,
+    last_sweep: Instant,
+}
+
+/// What the watchdog looks at.
+#[derive(Debug, Default, Clone, Copy)]
+struct Health {
+    stream_open: Option<Instant>,
+    loop_turned: Option<Instant>,
+}
+
+impl Daemon {
+    pub fn new(client: Client, config: Config) -> Daemon {
+        let slots = Slots::new(config.bot.concurrency as usize);
+        let search_permits = Arc::new(Semaphore::new(config.engine.threads.max(1) as usize));
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (answered_tx, answered_rx) = mpsc::unbounded_channel();
+        let (reconcile_tx, reconcile_rx) = mpsc::unbounded_channel();
+        let (match_tx, match_rx) = mpsc::unbounded_channel();
+        let state_dir = config.engine.state_dir.clone();
+        let queue = ChallengeQueue::new(
+            config.challenge.queue_order,
+            config.challenge.queue_size as usize,
+        );
+        let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);
+        let matchmaker = Matchmaker::new(config.matchmaking.clone(), state_dir.as_deref());
+        let engines = Engines::new(&config);
+        Daemon {
+            client,
+            config: Arc::new(config),
+            slots,
+            games: HashMap::new(),
+            search_permits,
+            done_tx,
+            done_rx,
+            me: None,
+            notifier: Arc::new(Notifier::disabled()),
+            sources: Arc::new(MoveSources::default()),
+            engines,
+            phase: Phase::Running,
+            last_open: None,
+            ready_sent: false,
+            health: Arc::new(Mutex::new(Health::default())),
+            last_status: String::new(),
+            answers: VecDeque::new(),
+            answers_in_flight: 0,
+            answered_tx,
+            answered_rx,
+            decided: HashMap::new(),
+            reconciling: false,
+            reconcile_again: false,
+            reconcile_tx,
+            reconcile_rx,
+            last_playing_check: Instant::now(),
+            queue,
+            queue_len: Arc::new(AtomicUsize::new(0)),
+            quota,
+            matchmaker,
+            match_tx,
+            match_rx,
+            idle_since: Instant::now(),
+            parked: HashMap::new(),
+            greeted: HashSet::new(),
+            flood_logged: None,
+            last_sweep: Instant::now(),
+        }
+    }
+
+    /// Reports to systemd through `notifier` (by default nothing is sent).
+    pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
+        self.notifier = Arc::new(notifier);
+        self
+    }
+
+    /// Books, tables and online sources for the games (default: none).
+    pub fn with_sources(mut self, sources: MoveSources) -> Daemon {
+        self.sources = Arc::new(sources);
+        self
+    }
+
+    /// Games in the registry (started or accepted), for tests and status.
+    pub fn games(&self) -> usize {
+        self.games.len()
+    }
+
+    fn running_games(&self) -> usize {
+        self.games.values().filter(|g| g.task.is_some()).count()
+    }
+
+    /// Runs until shutdown is complete (see [`Stop`]). Errors only on a fatal problem (the token
+    /// is rejected).
+    pub async fn run(mut self, mut signals: Signals) -> Result<(), ClientError> {
+        let result = self.run_inner(&mut signals).await;
+        let _ = self.notifier.stopping();
+        let running = self.running_games();
+        if running > 0 {
+            tracing::warn!(games = running, "exiting with games in progress");
+        }
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.abort();
+            }
+        }
+        result
+    }
+
+    async fn run_inner(&mut self, signals: &mut Signals) -> Result<(), ClientError> {
+        if let Some(dir) = self.config.engine.state_dir.clone() {
+            prepare_state_dir(&dir);
+        }
+        self.me = Some(tokio::select! {
+            me = self.whoami() => me?,
+            _ = stop_requested(signals) => return Ok(()),
+        });
+        self.check_scopes().await?;
+        // Before the first challenge: which external engines can play.
+        self.engines.probe_all().await;
+        let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
+        let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
+        housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut conn = Conn::Opening(self.open_events());
+        let mut signals_open = true;
+        loop {
+            if self.done() {
+                tracing::info!("all games ended: exiting");
+                return Ok(());
+            }
+            let step = async {
+                match &mut conn {
+                    Conn::Opening(f) => Step::Opened(f.await),
+                    Conn::Open(s) => Step::Next(s.next().await),
+                    Conn::Waiting(at) => {
+                        tokio::time::sleep_until(*at).await;
+                        Step::Reopen
+                    }
+                }
+            };
+            tokio::select! {
+                step = step => match step {
+                    Step::Opened(Ok(stream)) => {
+                        tracing::info!("event stream open");
+                        backoff.up();
+                        self.on_stream_open();
+                        self.reconcile_later();
+                        conn = Conn::Open(stream);
+                    }
+                    Step::Opened(Err(
+                        e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. }),
+                    )) => return Err(e),
+                    Step::Opened(Err(e)) => {
+                        tracing::warn!("cannot open the event stream: {e}");
+                        conn = self.wait_to_reopen(&mut backoff);
+                        // A 429 to the open itself: wait as Lichess asks.
+                        if let (ClientError::RateLimited { .. }, Some(pause), Conn::Waiting(at)) =
+                            (&e, self.client.rate_limited_for(Endpoint::Events), &mut conn)
+                        {
+                            *at = (*at).max(Instant::now() + pause);
+                        }
+                    }
+                    Step::Next(next) => {
+                        self.mark_open();
+                        match next {
+                            Some(Ok(StreamEvent::Item(event))) => self.handle(event),
+                            Some(Ok(StreamEvent::KeepAlive)) => {}
+                            Some(Ok(StreamEvent::Skipped(why))) => {
+                                tracing::warn!("event stream: line skipped: {why}")
+                            }
+                            Some(Err(e)) => {
+                                tracing::warn!("event stream failed: {e}");
+                                conn = self.wait_to_reopen(&mut backoff);
+                            }
+                            None => {
+                                tracing::warn!("event stream closed by the server");
+                                conn = self.wait_to_reopen(&mut backoff);
+                            }
+                        }
+                    }
+                    Step::Reopen => conn = Conn::Opening(self.open_events()),
+                },
+                Some((id, exit)) = self.done_rx.recv() => self.game_done(&id, exit),
+                Some(games) = self.reconcile_rx.recv() => {
+                    self.reconcile(games);
+                    if std::mem::take(&mut self.reconcile_again) {
+                        self.reconcile_later();
+                    }
+                }
+                Some(event) = self.match_rx.recv() => self.on_match_event(event),
+                Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
+                _ = housekeeping.tick() => {
+                    if matches!(conn, Conn::Open(_)) {
+                        self.mark_open();
+                    }
+                    self.housekeeping();
+                }
+                changed = signals.changed(), if signals_open => {
+                    let stop = if changed.is_ok() {
+                        *signals.borrow_and_update()
+                    } else {
+                        signals_open = false;
+                        Stop::Resign
+                    };
+                    self.on_stop(stop);
+                }
+            }
+            self.send_answers();
+            self.health().loop_turned = Some(Instant::now());
+        }
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn open_events(&self) -> OpenFuture {
+        let client = self.client.clone();
+        Box::pin(async move { client.stream_events().await })
+    }
+
+    fn wait_to_reopen(&mut self, backoff: &mut Backoff) -> Conn {
+        let delay = backoff.failed();
+        tracing::info!(retry_in_ms = delay.as_millis() as u64, "reconnecting");
+        Conn::Waiting(Instant::now() + delay)
+    }
+
+    fn on_stream_open(&mut self) {
+        self.mark_open();
+        if !self.ready_sent {
+            self.ready_sent = true;
+            if let Err(e) = self.notifier.ready() {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.spawn_watchdog();
+        }
+    }
+
+    /// The event stream is open (a line or keep-alive just came).
+    fn mark_open(&mut self) {
+        let now = Instant::now();
+        self.last_open = Some(now);
+        self.health().stream_open = Some(now);
+    }
+
+    /// `WATCHDOG=1` at half the period systemd asked for, while the loop
+    /// turns (its housekeeping tick, whatever the event traffic) and the
+    /// event stream is open or was within [`UNHEALTHY_AFTER`].
+    fn spawn_watchdog(&self) {
+        let Some(period) = self.notifier.watchdog_interval() else {
+            return;
+        };
+        let notifier = Arc::clone(&self.notifier);
+        let health = Arc::clone(&self.health);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period / 2);
+            loop {
+                ticks.tick().await;
+                let h = *health.lock().unwrap_or_else(|p| p.into_inner());
+                if h.stream_open
+                    .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                    && h.loop_turned
+                        .is_some_and(|at| at.elapsed() < LOOP_STUCK_AFTER)
+                    && let Err(e) = notifier.watchdog()
+                {
+                    tracing::warn!("cannot notify systemd: {e}");
+                }
+            }
+        });
+    }
+
+    fn housekeeping(&mut self) {
+        self.expire_accepts();
+        if self.last_playing_check.elapsed() >= self.config.bot.playing_check() {
+            self.reconcile_later();
+        }
+        self.drain_queue();
+        self.matchmaking();
+        self.decided.retain(|_, at| at.elapsed() < DECIDED_TTL);
+        if self.last_sweep.elapsed() >= SWEEP_EVERY {
+            self.last_sweep = Instant::now();
+            self.sweep_hash_files();
+        }
+        if let Phase::Draining { deadline } = self.phase
+            && Instant::now() >= deadline
+        {
+            tracing::warn!(
+                games = self.running_games(),
+                "shutdown deadline passed: resigning the games in progress"
+            );
+            self.resign_all();
+        }
+        self.update_status();
+    }
+
+    fn update_status(&mut self) {
+        let games = self.running_games();
+        let connected = matches!(self.last_open, Some(at) if at.elapsed() < HOUSEKEEPING * 4);
+        let queued = match self.queue.len() {
+            0 => String::new(),
+            n => format!(", {n} challenge(s) waiting"),
+        };
+        let status = match self.phase {
+            Phase::Running if connected => format!("playing {games} game(s){queued}"),
+            Phase::Running => format!("playing {games} game(s); event stream reconnecting"),
+            Phase::Draining { .. } => format!("shutting down: {games} game(s) finishing"),
+            Phase::Resigning { .. } => format!("shutting down: resigning {games} game(s)"),
+            Phase::HandingOver { .. } => {
+                format!("restarting: handing over {games} game(s)")
+            }
+        };
+        if status != self.last_status {
+            if let Err(e) = self.notifier.status(&status) {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.last_status = status;
+        }
+    }
+
+    /// Our account, to know our colour in each game. Retries transient
+    /// failures; a rejected token is fatal.
+    async fn whoami(&self) -> Result<Me, ClientError> {
+        let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
+        loop {
+            match self.client.account().await {
+                Ok(account) => {
+                    let name = if account.username.is_empty() {
+                        account.id.clone()
+                    } else {
+                        account.username.clone()
+                    };
+                    if !account.is_bot() {
+                        tracing::warn!(account = %name, "not a BOT account: the bot endpoints will refuse it");
+                    }
+                    tracing::info!(account = %name, "logged in");
+                    return Ok(Me {
+                        id: account.id.to_lowercase(),
+                        name,
+                    });
+                }
+                Err(e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. })) => {
+                    return Err(e);
+                }
+                Err(e) => tracing::warn!("cannot read the account: {e}"),
+            }
+            tokio::time::sleep(backoff.failed()).await;
+        }
+    }
+
+    /// Logs the token's scopes and what the configuration needs of them;
+    /// a token that cannot play is fatal. If Lichess cannot say (a network
+    /// error), the bot goes on: the endpoints will tell.
+    async fn check_scopes(&self) -> Result<(), ClientError> {
+        let info = match self.client.token_info().await {
+            Ok(Some(info)) => info,
+            Ok(None) => {
+                tracing::warn!("Lichess does not know the token's scopes");
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!("cannot read the token's scopes: {e}");
+                return Ok(());
+            }
+        };
+        tracing::info!(scopes = info.scopes.as_deref().unwrap_or(""), "token");
+        for need in scopes::missing(&info, &self.config) {
+            if need.required {
+                tracing::error!(
+                    scope = need.scope,
+                    "the token lacks {}, needed for {}: create a token with it",
+                    need.scope,
+                    need.purpose
+                );
+                return Err(ClientError::Forbidden {
+                    path: "/api/token/test".to_owned(),
+                    message: format!("the token lacks the {} scope", need.scope),
+                });
+            }
+            tracing::warn!(
+                scope = need.scope,
+                "the token lacks {}, needed for {}",
+                need.scope,
+                need.purpose
+            );
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Challenge { challenge, compat } => {
+                if challenge.direction == Some(Direction::Out) {
+                    tracing::debug!(challenge = %challenge.id, "our own challenge");
+                    return;
+                }
+                let stopping = self.phase != Phase::Running;
+                self.on_challenge(&challenge, compat.as_ref(), stopping);
+            }
+            Event::ChallengeCanceled { challenge } => {
+                if self.queue.remove(&challenge.id).is_some() {
+                    self.queue_len.store(self.queue.len(), Ordering::Relaxed);
+                    tracing::info!(challenge = %challenge.id, waiting = self.queue.len(), "challenge withdrawn while queued: removed from the queue");
+                } else {
+                    tracing::info!(challenge = %challenge.id, "challenge canceled");
+                }
+            }
+            Event::ChallengeDeclined { challenge } => {
+                let reason = challenge
+                    .decline_reason_key
+                    .clone()
+                    .unwrap_or_else(|| "generic".to_owned());
+                tracing::info!(challenge = %challenge.id, reason = %reason, "our challenge was declined");
+                if self
+                    .matchmaker
+                    .settled(&challenge.id, Some(&reason), unix_now())
+                {
+                    self.games.remove(&challenge.id);
+                    self.idle_since = Instant::now();
+                    self.drain_queue();
+                }
+            }
+            Event::GameStart { game } => self.on_game_start(game),
+            Event::GameFinish { game } => self.on_game_finish(game),
+            Event::Unknown { kind } => tracing::info!(%kind, "unknown event ignored"),
+        }
+    }
+}
+
+/// Waits until a stop is requested (or the sender is gone).
+async fn stop_requested(signals: &mut Signals) {
+    while *signals.borrow_and_update() == Stop::No {
+        if signals.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Creates the hash-file directory and deletes stale files. Problems are
+/// logged: without it the bot still plays, only without saved tables.
+fn prepare_state_dir(dir: &std::path::Path) {
+    if let Err(e) = hashstore::prepare(dir) {
+        tracing::warn!(
+            "engine.state_dir {}: cannot create the hash directory ({e}); tables will not be saved",
+            dir.display()
+        );
+        return;
+    }
+    let swept = hashstore::sweep(dir, hashstore::STALE_AFTER, std::time::SystemTime::now());
+    if swept > 0 {
+        tracing::info!(files = swept, "stale hash files deleted");
+    }
+}

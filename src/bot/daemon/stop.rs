@@ -1,0 +1,100 @@
+//! Stopping: a [`Stop`] request moves the daemon through its shutdown
+//! phases.
+//!
+//! [`Stop::Finish`] stops accepting challenges (new ones are declined
+//! with `later`), keeps the event stream open for `gameFinish`, and waits
+//! for the running games to end; `bot.shutdown_deadline_secs` bounds that
+//! wait. [`Stop::Resign`], or the deadline, asks every remaining game to
+//! resign (or abort, where it still can) and exits once they ended or
+//! after [`RESIGN_GRACE`]. [`Stop::HandOver`] (a restart) asks every game
+//! task to save its hash table and stop without a word to Lichess; the
+//! daemon exits once they stopped or after [`HANDOVER_GRACE`], and the
+//! next run resumes the games (see `games`: reconciling).
+
+use super::{Daemon, HANDOVER_GRACE, Phase, RESIGN_GRACE, Stop};
+use crate::bot::game::GameCommand;
+use tokio::time::Instant;
+
+impl Daemon {
+    /// Whether shutdown is complete.
+    pub(super) fn done(&self) -> bool {
+        match self.phase {
+            Phase::Running => false,
+            Phase::Draining { .. } => self.games.is_empty(),
+            Phase::Resigning { exit_by } | Phase::HandingOver { exit_by } => {
+                self.running_games() == 0 || Instant::now() >= exit_by
+            }
+        }
+    }
+
+    pub(super) fn on_stop(&mut self, stop: Stop) {
+        match stop {
+            // Nothing more will be accepted: the waiting challenges go,
+            // and our own pending challenge. A restart leaves the waiting
+            // ones to the next run (Lichess resends them).
+            Stop::Finish | Stop::Resign => {
+                self.decline_queued(|_| true, "shutting down");
+                self.cancel_our_challenge();
+            }
+            Stop::HandOver => {
+                self.cancel_our_challenge();
+            }
+            Stop::No => {}
+        }
+        match (stop, self.phase) {
+            (Stop::No, _) | (_, Phase::Resigning { .. }) => {}
+            (Stop::Resign, _) => {
+                tracing::info!("second signal: resigning the games in progress");
+                self.resign_all();
+            }
+            (Stop::HandOver, Phase::HandingOver { .. }) => {}
+            (Stop::HandOver, _) => self.hand_over_all(),
+            (Stop::Finish, Phase::Running) => {
+                let deadline = Instant::now() + self.config.bot.shutdown_deadline();
+                tracing::info!(
+                    games = self.running_games(),
+                    deadline_s = self.config.bot.shutdown_deadline().as_secs(),
+                    "shutting down: new challenges declined, running games finish (a second signal resigns them)"
+                );
+                let _ = self.notifier.stopping();
+                self.phase = Phase::Draining { deadline };
+            }
+            (Stop::Finish, _) => {}
+        }
+        self.update_status();
+    }
+
+    /// Asks every game task to stop for the next run.
+    pub(super) fn hand_over_all(&mut self) {
+        let _ = self.notifier.stopping();
+        tracing::info!(
+            games = self.running_games(),
+            "restarting: the games in progress are left for the next run"
+        );
+        // Accepted challenges that have not started yet start in the next
+        // run (Lichess replays them as gameStart).
+        self.games.retain(|_, entry| entry.task.is_some());
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.send(GameCommand::HandOver);
+            }
+        }
+        self.phase = Phase::HandingOver {
+            exit_by: Instant::now() + HANDOVER_GRACE,
+        };
+    }
+
+    pub(super) fn resign_all(&mut self) {
+        let _ = self.notifier.stopping();
+        // Accepted challenges that have not started yet are let go.
+        self.games.retain(|_, entry| entry.task.is_some());
+        for entry in self.games.values() {
+            if let Some(task) = &entry.task {
+                task.send(GameCommand::Resign);
+            }
+        }
+        self.phase = Phase::Resigning {
+            exit_by: Instant::now() + RESIGN_GRACE,
+        };
+    }
+}
