@@ -603,7 +603,7 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
     let bot = Bot::start(
         &fake,
         "[bot]\nconcurrency = 2\noffer_draw = true\ndraw_moves = 1\ndraw_score_cp = 100000\n\
-         resign_moves = 1\nresign_score_cp = 1000",
+         resign_enabled = true\nresign_moves = 1\nresign_score_cp = 1000\ndraw_resign_min_moves = 0",
     )
     .await;
     // "Equal" is anything short of a mate here: the bot offers at once,
@@ -636,6 +636,60 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
     assert!(game.moves.is_empty(), "{game:?}");
     let log = bot.stop().await;
     assert!(log.contains("resigning a lost position"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn never_resigns_while_an_opponent_without_increment_may_flag() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\nresign_enabled = true\nresign_moves = 1\n\
+         draw_resign_min_moves = 0\nopponent_low_time_secs = 60",
+    )
+    .await;
+    // A queen and a rook down in both games; the opponent has 30 s, with
+    // an increment in one game only.
+    let lost = |increment_secs| {
+        ChallengeSpec::default()
+            .variant(FakeVariant::FromPosition {
+                fen: "4k3/8/8/8/8/8/8/QR2K3 b - - 0 1".to_owned(),
+            })
+            .clock(30, increment_secs)
+            .challenger_color(Side::White)
+            .autoplay(None)
+    };
+    let with_increment = fake.send_challenge(lost(1));
+    let flagging = fake.send_challenge(lost(0));
+    let game = fake.wait_game_over(&with_increment, GAME).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("resign", Some(Color::White)),
+        "{game:?}"
+    );
+    // Without an increment the bot plays on, move after move.
+    for plies in [1, 3] {
+        fake.wait_until("the bot's move", WAIT, |v| {
+            v.game(&flagging).is_some_and(|g| g.moves.len() == plies)
+        })
+        .await
+        .unwrap();
+        if plies == 3 {
+            break;
+        }
+        let reply = fake.legal_moves(&flagging).unwrap()[0].clone();
+        fake.opponent_move(&flagging, &reply).unwrap();
+    }
+    let game = fake.game(&flagging).unwrap();
+    assert_eq!(game.status, "started", "{game:?}");
+    fake.opponent_resigns(&flagging).unwrap();
+    fake.wait_game_over(&flagging, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    let resigned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("resigning a lost position"))
+        .collect();
+    assert_eq!(resigned.len(), 1, "{resigned:?}");
+    assert!(resigned[0].contains(&with_increment), "{resigned:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

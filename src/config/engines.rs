@@ -88,13 +88,24 @@ impl std::fmt::Display for UciValue {
     }
 }
 
-/// Whom an engine plays.
+/// Whom an engine plays, or a draw or resign rule applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Opponents {
     Any,
     Humans,
     Bots,
+}
+
+impl Opponents {
+    /// Whether an opponent (a bot or not) is among these.
+    pub fn admits(self, bot: bool) -> bool {
+        match self {
+            Opponents::Any => true,
+            Opponents::Humans => !bot,
+            Opponents::Bots => bot,
+        }
+    }
 }
 
 /// Which games an engine plays by mode.
@@ -125,11 +136,7 @@ impl ExternalEngineConfig {
     pub fn claims(&self, kind: GameKind) -> bool {
         self.variants.iter().any(|v| v.key() == kind.variant)
             && (self.speeds.is_empty() || self.speeds.iter().any(|s| s.speed() == kind.speed))
-            && match self.opponents {
-                Opponents::Any => true,
-                Opponents::Humans => !kind.against_bot,
-                Opponents::Bots => kind.against_bot,
-            }
+            && self.opponents.admits(kind.against_bot)
             && match self.rated {
                 RatedFilter::Any => true,
                 RatedFilter::Rated => kind.rated,

@@ -318,12 +318,25 @@ pub struct BotConfig {
     pub draw_score_cp: u32,
     /// ...for this many of our moves in a row.
     pub draw_moves: u32,
-    /// Resign lost positions.
+    /// Whom draws are offered to and accepted from.
+    pub draw_opponents: super::Opponents,
+    /// Resign lost positions (off by default, as in the other bridges).
     pub resign_enabled: bool,
+    /// Whom we resign against.
+    pub resign_opponents: super::Opponents,
     /// "Lost": the score stays at or below minus this many centipawns...
     pub resign_score_cp: u32,
     /// ...for this many of our moves in a row.
     pub resign_moves: u32,
+    /// Our moves in a game before we offer a draw or resign.
+    pub draw_resign_min_moves: u32,
+    /// With no increment for the opponent: no resignation and no draw
+    /// (offered or accepted) while their clock is under this many seconds,
+    /// as they may lose on time first. 0: off.
+    pub opponent_low_time_secs: u64,
+    /// Offer and accept a draw at once where the endgame tables (local or
+    /// Lichess's) say the position is drawn.
+    pub tablebase_draws: bool,
     /// Takeback requests accepted per game (0: none).
     pub max_takebacks: u32,
     /// Thinking time per move in games without a clock (correspondence).
@@ -348,9 +361,14 @@ impl Default for BotConfig {
             offer_draw: true,
             draw_score_cp: 10,
             draw_moves: 10,
-            resign_enabled: true,
+            draw_opponents: super::Opponents::Any,
+            resign_enabled: false,
+            resign_opponents: super::Opponents::Any,
             resign_score_cp: 1000,
             resign_moves: 5,
+            draw_resign_min_moves: 20,
+            opponent_low_time_secs: 60,
+            tablebase_draws: true,
             max_takebacks: 0,
             correspondence_move_secs: 20,
             playing_check_secs: 60,

@@ -169,6 +169,18 @@ impl Config {
         // Scores are compared as i32 centipawns; a mate counts 100000.
         check_range("bot.draw_score_cp", b.draw_score_cp.into(), 0, 100_000)?;
         check_range("bot.resign_score_cp", b.resign_score_cp.into(), 1, 100_000)?;
+        check_range(
+            "bot.draw_resign_min_moves",
+            b.draw_resign_min_moves.into(),
+            0,
+            500,
+        )?;
+        check_range(
+            "bot.opponent_low_time_secs",
+            b.opponent_low_time_secs,
+            0,
+            3600,
+        )?;
         if b.draw_moves == 0 {
             return Err(invalid("bot.draw_moves", "must be at least 1"));
         }

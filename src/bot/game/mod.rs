@@ -236,6 +236,8 @@ struct Facts {
     rated: bool,
     speed: &'static str,
     created_at: Option<u64>,
+    /// The opponent is a bot, or Lichess's AI.
+    opponent_bot: bool,
 }
 
 /// What a handled line asks the run loop to do.
@@ -288,6 +290,8 @@ struct Game {
     /// Takebacks accepted in this game (up to `bot.max_takebacks`).
     takebacks_accepted: u32,
     draw_offered_at: Option<usize>,
+    /// The tables called the position after our last move a draw.
+    tablebase_draw: bool,
     abort_at: Option<Instant>,
     claim_at: Option<Instant>,
     claims: u32,
@@ -393,6 +397,7 @@ impl Game {
             takeback_answered_at: None,
             takebacks_accepted: 0,
             draw_offered_at: None,
+            tablebase_draw: false,
             abort_at: None,
             claim_at: None,
             claims: 0,
@@ -642,6 +647,14 @@ impl Game {
             rated: full.rated,
             speed: full.speed.as_str(),
             created_at: full.created_at,
+            opponent_bot: {
+                let them = if us == chess::Color::White {
+                    &full.black
+                } else {
+                    &full.white
+                };
+                them.is_bot() || them.ai_level.is_some()
+            },
         });
         if first_time {
             let opponent = self.opponent_name();
@@ -717,6 +730,27 @@ impl Game {
         match &self.ctx.external {
             Some(choice) => choice.move_overhead,
             None => self.ctx.config.engine.move_overhead(),
+        }
+    }
+
+    /// What the draw and resign rules see of the game at `ply`.
+    fn standing(&self, ply: usize) -> rules::Standing {
+        let them = self.color.map(|us| to_model(!us));
+        let opponent_clock_no_increment = match (&self.state, them) {
+            (Some((state, _)), Some(them))
+                if self.facts.as_ref().is_some_and(|f| f.clock.is_some())
+                    && state.increment(them) == 0 =>
+            {
+                Some(Duration::from_millis(state.time_left(them)))
+            }
+            _ => None,
+        };
+        rules::Standing {
+            // Plies alternate from the start position, whoever began.
+            our_moves: ply / 2,
+            against_bot: self.facts.as_ref().is_some_and(|f| f.opponent_bot),
+            opponent_clock_no_increment,
+            tablebase_draw: self.tablebase_draw,
         }
     }
 
@@ -809,8 +843,8 @@ impl Game {
         let them = to_model(!us);
         if state.offers_draw(them) && self.draw_answered_at != Some(ply) {
             self.draw_answered_at = Some(ply);
-            let accept = self.ctx.config.bot.accept_draw
-                && rules::dead_equal(&self.scores, &self.ctx.config.bot);
+            let accept =
+                rules::accept_draw(&self.scores, &self.standing(ply), &self.ctx.config.bot);
             tracing::info!(game = %self.id, accept, "draw offer");
             self.spawn_action(
                 move |client, id| async move { client.answer_draw(&id, accept).await },

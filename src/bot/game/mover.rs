@@ -14,6 +14,7 @@ use super::rules::{self, pv_san, score_cp, score_text, white_eval};
 use super::{Flow, Game, Player};
 use crate::chess::{self, Move, Position};
 use crate::engine::sources::Source;
+use crate::engine::tablebase::Outcome;
 use crate::engine::{self, GoRequest, Limits, Score, SearchId, SearchInfo};
 use crate::lichess::client::Error as ClientError;
 use crate::lichess::model::GameState;
@@ -451,7 +452,13 @@ impl Game {
                 pv: Some(report.pv.clone()).filter(|p| !p.is_empty()),
             };
         }
-        if rules::hopeless(&self.scores, &self.ctx.config.bot) {
+        self.tablebase_draw = matches!(
+            thinking.source,
+            Source::Tablebase { outcome, .. } | Source::OnlineTablebase { outcome }
+                if matches!(outcome, Outcome::Draw | Outcome::CursedWin | Outcome::BlessedLoss)
+        );
+        let standing = self.standing(ply);
+        if rules::resign(&self.scores, &standing, &self.ctx.config.bot) {
             tracing::info!(game = %self.id, ply, "resigning a lost position");
             self.moved_at_ply = Some(ply);
             if let Err(e) = self.ctx.client.resign(&self.id).await {
@@ -460,8 +467,7 @@ impl Game {
             return Flow::Continue;
         }
         let bot = &self.ctx.config.bot;
-        let offering_draw = bot.offer_draw
-            && rules::dead_equal(&self.scores, bot)
+        let offering_draw = rules::offer_draw(&self.scores, &standing, bot)
             && self
                 .draw_offered_at
                 .is_none_or(|at| ply >= at + 2 * bot.draw_moves as usize);

@@ -1,11 +1,13 @@
-//! The pure rules of a game: scores in centipawns, when a position is
-//! dead equal (draw offers and answers) or hopeless (resigning), and how
-//! scores and lines are shown (PGN comments, chat). No I/O, no state.
+//! The pure rules of a game: scores in centipawns, when we offer or
+//! accept a draw and when we resign (the scores, the opponent, the game's
+//! length, the opponent's clock, the endgame tables), and how scores and
+//! lines are shown (PGN comments, chat). No I/O, no state.
 
 use super::super::pgn::Eval;
 use crate::chess::{self, Move, Position};
 use crate::config::BotConfig;
 use crate::engine::Score;
+use std::time::Duration;
 
 /// A mate score counts as this many centipawns in the draw/resign rules.
 const MATE_CP: i32 = 100_000;
@@ -50,9 +52,22 @@ pub(super) fn pv_san(pos: &Position, pv: &[Move], max: usize) -> String {
     out.join(" ")
 }
 
+/// What the draw and resign rules know of a game besides our scores.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Standing {
+    /// Our moves so far in this game.
+    pub(super) our_moves: usize,
+    /// The opponent is a bot (or Lichess's AI).
+    pub(super) against_bot: bool,
+    /// The opponent's clock, when they have no increment.
+    pub(super) opponent_clock_no_increment: Option<Duration>,
+    /// The endgame tables said the position after our last move is drawn.
+    pub(super) tablebase_draw: bool,
+}
+
 /// Whether our last `draw_moves` scores (ours, in centipawns) were all
 /// within `draw_score_cp` of 0.
-pub(super) fn dead_equal(scores: &[i32], bot: &BotConfig) -> bool {
+fn dead_equal(scores: &[i32], bot: &BotConfig) -> bool {
     let n = bot.draw_moves as usize;
     scores.len() >= n
         && scores[scores.len() - n..]
@@ -60,19 +75,58 @@ pub(super) fn dead_equal(scores: &[i32], bot: &BotConfig) -> bool {
             .all(|s| s.unsigned_abs() <= bot.draw_score_cp)
 }
 
-/// Whether resigning is on and our last `resign_moves` scores were all at
-/// or below `-resign_score_cp`.
-pub(super) fn hopeless(scores: &[i32], bot: &BotConfig) -> bool {
+/// Whether our last `resign_moves` scores were all at or below
+/// `-resign_score_cp`.
+fn hopeless(scores: &[i32], bot: &BotConfig) -> bool {
     let n = bot.resign_moves as usize;
     let floor = -i32::try_from(bot.resign_score_cp).unwrap_or(i32::MAX);
+    scores.len() >= n && scores[scores.len() - n..].iter().all(|&s| s <= floor)
+}
+
+/// Whether the opponent, without increment, is short enough of time that
+/// they may lose on it: no draw and no resignation then.
+fn opponent_may_flag(standing: &Standing, bot: &BotConfig) -> bool {
+    standing
+        .opponent_clock_no_increment
+        .is_some_and(|c| c < Duration::from_secs(bot.opponent_low_time_secs))
+}
+
+/// Whether the position is drawn by our scores or by the tables.
+fn drawn(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
+    (bot.tablebase_draws && standing.tablebase_draw) || dead_equal(scores, bot)
+}
+
+/// Whether we offer a draw with our move.
+pub(super) fn offer_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
+    bot.offer_draw
+        && bot.draw_opponents.admits(standing.against_bot)
+        && standing.our_moves >= bot.draw_resign_min_moves as usize
+        && !opponent_may_flag(standing, bot)
+        && drawn(scores, standing, bot)
+}
+
+/// Whether we accept the opponent's draw offer (whatever the game's
+/// length: the offer is theirs).
+pub(super) fn accept_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
+    bot.accept_draw
+        && bot.draw_opponents.admits(standing.against_bot)
+        && !opponent_may_flag(standing, bot)
+        && drawn(scores, standing, bot)
+}
+
+/// Whether we resign instead of moving.
+pub(super) fn resign(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
     bot.resign_enabled
-        && scores.len() >= n
-        && scores[scores.len() - n..].iter().all(|&s| s <= floor)
+        && bot.resign_opponents.admits(standing.against_bot)
+        && standing.our_moves >= bot.draw_resign_min_moves as usize
+        && !opponent_may_flag(standing, bot)
+        && hopeless(scores, bot)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Opponents;
 
     #[test]
     fn scores_and_evals() {
@@ -110,20 +164,129 @@ mod tests {
             resign_score_cp: u32::MAX,
             draw_moves: 2,
             draw_score_cp: 10,
+            draw_resign_min_moves: 0,
             ..BotConfig::default()
         };
+        let any = Standing::default();
         // A resign threshold beyond i32 never wraps into "resign at once".
-        assert!(!hopeless(&[0, 0, 0], &bot));
-        assert!(!hopeless(&[-90_000, -90_000, -90_000], &bot));
+        assert!(!resign(&[0, 0, 0], &any, &bot));
+        assert!(!resign(&[-90_000, -90_000, -90_000], &any, &bot));
         let bot = BotConfig {
             resign_score_cp: 500,
             ..bot
         };
-        assert!(hopeless(&[0, -600, -500, -99_000], &bot));
-        assert!(!hopeless(&[-600, -499, -600], &bot));
-        assert!(!hopeless(&[-600, -600], &bot));
-        assert!(dead_equal(&[300, 5, -10], &bot));
-        assert!(!dead_equal(&[5, 11], &bot));
-        assert!(!dead_equal(&[5], &bot));
+        assert!(resign(&[0, -600, -500, -99_000], &any, &bot));
+        assert!(!resign(&[-600, -499, -600], &any, &bot));
+        assert!(!resign(&[-600, -600], &any, &bot));
+        assert!(offer_draw(&[300, 5, -10], &any, &bot));
+        assert!(accept_draw(&[300, 5, -10], &any, &bot));
+        assert!(!offer_draw(&[5, 11], &any, &bot));
+        assert!(!offer_draw(&[5], &any, &bot));
+        let off = BotConfig {
+            resign_enabled: false,
+            offer_draw: false,
+            accept_draw: false,
+            ..bot.clone()
+        };
+        assert!(!resign(&[-600; 3], &any, &off));
+        assert!(!offer_draw(&[0; 3], &any, &off));
+        assert!(!accept_draw(&[0; 3], &any, &off));
+    }
+
+    #[test]
+    fn resign_is_off_by_default() {
+        let bot = BotConfig::default();
+        assert!(!resign(
+            &[-99_000; 50],
+            &Standing {
+                our_moves: 50,
+                ..Standing::default()
+            },
+            &bot
+        ));
+    }
+
+    #[test]
+    fn no_draw_or_resignation_while_the_opponent_may_flag() {
+        let bot = BotConfig {
+            resign_enabled: true,
+            resign_moves: 1,
+            draw_moves: 1,
+            draw_resign_min_moves: 0,
+            opponent_low_time_secs: 60,
+            ..BotConfig::default()
+        };
+        let flagging = Standing {
+            opponent_clock_no_increment: Some(Duration::from_secs(59)),
+            ..Standing::default()
+        };
+        assert!(!resign(&[-5000], &flagging, &bot));
+        assert!(!offer_draw(&[0], &flagging, &bot));
+        assert!(!accept_draw(&[0], &flagging, &bot));
+        let plenty = Standing {
+            opponent_clock_no_increment: Some(Duration::from_secs(60)),
+            ..Standing::default()
+        };
+        assert!(resign(&[-5000], &plenty, &bot));
+        assert!(offer_draw(&[0], &plenty, &bot));
+        // With an increment (no clock to watch) the rule does not apply.
+        assert!(resign(&[-5000], &Standing::default(), &bot));
+        let off = BotConfig {
+            opponent_low_time_secs: 0,
+            ..bot
+        };
+        assert!(resign(&[-5000], &flagging, &off));
+    }
+
+    #[test]
+    fn a_minimum_game_length_and_separate_rules_for_humans_and_bots() {
+        let bot = BotConfig {
+            resign_enabled: true,
+            resign_moves: 1,
+            draw_moves: 1,
+            draw_resign_min_moves: 20,
+            resign_opponents: Opponents::Bots,
+            draw_opponents: Opponents::Humans,
+            ..BotConfig::default()
+        };
+        let human = |our_moves| Standing {
+            our_moves,
+            ..Standing::default()
+        };
+        let bot_at = |our_moves| Standing {
+            our_moves,
+            against_bot: true,
+            ..Standing::default()
+        };
+        assert!(!resign(&[-5000], &bot_at(19), &bot));
+        assert!(resign(&[-5000], &bot_at(20), &bot));
+        assert!(!resign(&[-5000], &human(40), &bot));
+        assert!(!offer_draw(&[0], &human(19), &bot));
+        assert!(offer_draw(&[0], &human(20), &bot));
+        // An offer of theirs is answered whatever the game's length.
+        assert!(accept_draw(&[0], &human(3), &bot));
+        assert!(!offer_draw(&[0], &bot_at(40), &bot));
+        assert!(!accept_draw(&[0], &bot_at(40), &bot));
+    }
+
+    #[test]
+    fn the_tables_draw_at_once() {
+        let bot = BotConfig {
+            draw_moves: 10,
+            draw_resign_min_moves: 0,
+            ..BotConfig::default()
+        };
+        let tb = Standing {
+            tablebase_draw: true,
+            ..Standing::default()
+        };
+        assert!(offer_draw(&[150], &tb, &bot));
+        assert!(accept_draw(&[150], &tb, &bot));
+        assert!(!offer_draw(&[150], &Standing::default(), &bot));
+        let off = BotConfig {
+            tablebase_draws: false,
+            ..bot
+        };
+        assert!(!offer_draw(&[150], &tb, &off));
     }
 }
