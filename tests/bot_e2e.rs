@@ -567,6 +567,10 @@ async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logg
         ("draw", None),
         "{game:?}"
     );
+    // The game is over on the server; its `gameFinish` may still be on
+    // its way to the daemon.
+    bot.wait_log(&format!("game finished on Lichess game={id}"), WAIT)
+        .await;
     let log = bot.stop().await;
     assert!(log.contains("claiming a draw"), "{log}");
     assert!(!log.contains("claiming victory"), "{log}");

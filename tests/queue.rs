@@ -274,7 +274,8 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
     let bot = Bot::start(
         &fake,
         "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
-         time_controls = [\"1+1\"]\nchallenge_timeout_secs = 10",
+         time_controls = [\"1+1\"]\nchallenge_timeout_secs = 10\nselection = \"nearest\"\n\
+         played_cooldown_secs = 0",
     )
     .await;
     // Shy, the closest, declines; Keen is next and accepts.
@@ -334,6 +335,62 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
     assert!(log.contains("stopped until it resets"), "{log}");
 }
 
+/// Matchmaking's variety: each game against another bot of the window
+/// (a bot just played cools down), never one on the block list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list() {
+    let fake = FakeLichess::start().await;
+    // Our bullet rating is 2000 (the fake's account).
+    fake.set_online_bots(vec![
+        OnlineBot::new("Blocked", 2000, Answer::Accept),
+        OnlineBot::new("Ann", 2010, Answer::Accept),
+        OnlineBot::new("Ben", 2050, Answer::Accept),
+        OnlineBot::new("Cid", 2090, Answer::Accept),
+        OnlineBot::new("Far", 2500, Answer::Accept),
+    ]);
+    let bot = Bot::start(
+        &fake,
+        "[challenge]\nblock_list = [\"blocked\"]\n\
+         [matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+         time_controls = [\"1+1\"]\nselection = \"weighted\"\nplayed_cooldown_secs = 3600",
+    )
+    .await;
+    let mut opponents = Vec::new();
+    for n in 1..=3 {
+        let game = fake
+            .wait_for("a game from matchmaking", WAIT, |v| {
+                let games: Vec<String> = v
+                    .challenges()
+                    .into_iter()
+                    .filter(|c| c.direction == "out" && c.status == "accepted")
+                    .filter_map(|c| c.game_id)
+                    .collect();
+                (games.len() == n).then(|| games[n - 1].clone())
+            })
+            .await
+            .unwrap();
+        opponents.push(fake.game(&game).unwrap().opponent.name);
+        play_then_resign(&fake, &game, 2).await;
+    }
+    opponents.sort();
+    assert_eq!(opponents, ["Ann", "Ben", "Cid"]);
+    // All three cool down: nobody else fits (Far is outside the window).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let dests: Vec<String> = fake
+        .view(|v| v.challenges())
+        .into_iter()
+        .filter(|c| c.direction == "out")
+        .filter_map(|c| c.dest)
+        .collect();
+    assert_eq!(dests.len(), 3, "{dests:?}");
+    let played = std::fs::read_to_string(bot.dir.path().join("state/played.json")).unwrap();
+    for name in ["ann", "ben", "cid"] {
+        assert!(played.contains(&format!("\"{name}\"")), "{played}");
+    }
+    let log = bot.stop().await;
+    assert!(log.contains("matchmaking: no bot online fits"), "{log}");
+}
+
 /// Lichess's answers to a challenge that are not the opponent's word on
 /// us: a form error (our clock) blames nobody, an opponent's daily cap
 /// (a 400 with `ratelimit`) skips it for as long as Lichess says, and a
@@ -355,7 +412,7 @@ async fn matchmaking_blames_no_one_for_its_own_clock_waits_out_a_capped_bot_and_
     let bot = Bot::start(
         &fake,
         "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
-         time_controls = [\"1+1\"]\nchallenge_timeout_secs = 60",
+         time_controls = [\"1+1\"]\nchallenge_timeout_secs = 60\nselection = \"nearest\"",
     )
     .await;
     let late = fake

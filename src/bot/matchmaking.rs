@@ -14,7 +14,7 @@
 //! their reason in `engine.state_dir/declined.json`.
 
 use super::state;
-use crate::config::{MatchmakingConfig, PlayableVariant};
+use crate::config::{MatchmakingConfig, PlayableVariant, Selection};
 use crate::lichess::client::{
     ChallengeKeepAlive, ChallengeTime, Client, CreateChallenge, Error as ClientError,
 };
@@ -29,6 +29,10 @@ use tokio::time::Instant;
 
 /// The state file's name.
 pub const FILE: &str = "declined.json";
+/// The played games' file.
+pub const PLAYED_FILE: &str = "played.json";
+/// Games against a bot are remembered this long (Unix seconds).
+const PLAYED_WINDOW: u64 = 86_400;
 /// Bots listed by `/api/bot/online`, at most.
 const ONLINE_BOTS: u32 = 100;
 /// Our rating when the account has none in the perf offered.
@@ -92,11 +96,67 @@ impl Cooldowns {
     }
 }
 
+/// When we played each bot in the last day (Unix seconds), by user id.
+#[derive(Debug, Default)]
+pub struct Played {
+    games: BTreeMap<String, Vec<u64>>,
+    file: Option<PathBuf>,
+}
+
+impl Played {
+    /// Read from the state directory, if there is one.
+    pub fn load(state_dir: Option<&Path>) -> Played {
+        let file = state::path(state_dir, PLAYED_FILE);
+        let games = file.as_deref().and_then(state::load).unwrap_or_default();
+        Played { games, file }
+    }
+
+    /// A game against `user` started at `now`.
+    pub fn record(&mut self, user: &str, now: u64) {
+        for times in self.games.values_mut() {
+            times.retain(|&t| t + PLAYED_WINDOW > now);
+        }
+        self.games.retain(|_, times| !times.is_empty());
+        self.games.entry(user.to_lowercase()).or_default().push(now);
+        if let Some(file) = &self.file {
+            state::save(file, &self.games);
+        }
+    }
+
+    /// The games against `user` in the last day, oldest first.
+    pub fn recent(&self, user: &str, now: u64) -> Vec<u64> {
+        self.games
+            .get(&user.to_lowercase())
+            .map(|times| {
+                times
+                    .iter()
+                    .copied()
+                    .filter(|&t| t + PLAYED_WINDOW > now)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether `user` is in its cooldown after a game: `cooldown` seconds
+    /// per game against it in the last day, from the last one.
+    pub fn cooling(&self, user: &str, cooldown: u64, now: u64) -> bool {
+        let recent = self.recent(user, now);
+        recent
+            .last()
+            .is_some_and(|&last| last + cooldown * recent.len() as u64 > now)
+    }
+}
+
 /// The perf key of a game: the speed of a clock (Lichess's estimate:
-/// base + 40 x increment), or the variant's own perf.
+/// base + 40 x increment) in standard chess and from a position, else the
+/// variant's own perf (Chess960 and the other variants: the perf key is
+/// the variant key).
 pub fn perf_key(variant: PlayableVariant, base: u32, increment: u32) -> &'static str {
-    if variant == PlayableVariant::Chess960 {
-        return "chess960";
+    if !matches!(
+        variant,
+        PlayableVariant::Standard | PlayableVariant::FromPosition
+    ) {
+        return variant.key().as_str();
     }
     match base + 40 * increment {
         0..=29 => "ultraBullet",
@@ -126,27 +186,83 @@ pub fn offer(config: &MatchmakingConfig, n: usize) -> Option<(CreateChallenge, &
     Some((challenge, perf_key(variant, base, increment)))
 }
 
-/// The opponent to challenge: a bot (not us, not closed, not skipped)
-/// whose rating in `perf` is within `window` of `ours`, the closest first
-/// (then by id, so the choice is stable).
+/// Who may be challenged, besides the rating window.
+#[derive(Debug, Clone, Copy)]
+pub struct Eligibility<'a> {
+    /// Our user id.
+    pub me: &'a str,
+    pub cooldowns: &'a Cooldowns,
+    pub played: &'a Played,
+    pub played_cooldown_secs: u64,
+    /// `challenge.block_list` and `challenge.allow_list` (empty: anyone).
+    pub block_list: &'a [String],
+    pub allow_list: &'a [String],
+    pub now: u64,
+}
+
+impl Eligibility<'_> {
+    fn admits(&self, bot: &OnlineBot) -> bool {
+        let listed = |list: &[String]| list.iter().any(|u| u.eq_ignore_ascii_case(&bot.id));
+        !bot.id.eq_ignore_ascii_case(self.me)
+            && !bot.disabled
+            && !bot.tos_violation
+            && self.cooldowns.skipped(&bot.id, self.now).is_none()
+            && !self
+                .played
+                .cooling(&bot.id, self.played_cooldown_secs, self.now)
+            && !listed(self.block_list)
+            && (self.allow_list.is_empty() || listed(self.allow_list))
+    }
+}
+
+/// The opponent to challenge: a bot that may be challenged
+/// ([`Eligibility`]) whose rating in `perf` is within `window` of `ours`,
+/// chosen by `selection`; `roll` (in [0, 1)) is the random draw of
+/// [`Selection::Weighted`].
 pub fn pick<'a>(
     bots: &'a [OnlineBot],
-    me: &str,
     perf: &str,
     ours: u32,
     window: u32,
-    cooldowns: &Cooldowns,
-    now: u64,
+    who: &Eligibility<'_>,
+    selection: Selection,
+    roll: f64,
 ) -> Option<&'a OnlineBot> {
-    bots.iter()
-        .filter(|b| !b.id.eq_ignore_ascii_case(me) && !b.disabled && !b.tos_violation)
-        .filter(|b| cooldowns.skipped(&b.id, now).is_none())
+    let mut fits: Vec<(u32, &OnlineBot)> = bots
+        .iter()
+        .filter(|b| who.admits(b))
         .filter_map(|b| {
             let diff = perf_rating(&b.perfs, perf)?.abs_diff(ours);
             (diff <= window).then_some((diff, b))
         })
-        .min_by(|(d1, b1), (d2, b2)| d1.cmp(d2).then_with(|| b1.id.cmp(&b2.id)))
-        .map(|(_, b)| b)
+        .collect();
+    // The closest first, then by id: a stable order.
+    fits.sort_by(|(d1, b1), (d2, b2)| d1.cmp(d2).then_with(|| b1.id.cmp(&b2.id)));
+    let games = |b: &OnlineBot| who.played.recent(&b.id, who.now);
+    match selection {
+        Selection::Nearest => fits.first().map(|(_, b)| *b),
+        Selection::Rotate => fits
+            .iter()
+            .min_by_key(|(_, b)| games(b).last().copied().unwrap_or(0))
+            .map(|(_, b)| *b),
+        Selection::Weighted => {
+            // Closeness from 1 (same rating) down to 0.1 (the window's
+            // edge), divided by one more than the games of the last day.
+            let weight = |diff: u32, b: &OnlineBot| {
+                let closeness = 1.0 - 0.9 * f64::from(diff) / f64::from(window.max(1));
+                closeness / (1 + games(b).len()) as f64
+            };
+            let weights: Vec<f64> = fits.iter().map(|(d, b)| weight(*d, b)).collect();
+            let mut target = roll.clamp(0.0, 1.0) * weights.iter().sum::<f64>();
+            for ((_, b), w) in fits.iter().zip(&weights) {
+                if target < *w {
+                    return Some(*b);
+                }
+                target -= w;
+            }
+            fits.last().map(|(_, b)| *b)
+        }
+    }
 }
 
 /// Our pending challenge.
@@ -185,12 +301,26 @@ pub struct Matchmaker {
     perf: &'static str,
     offer: Option<CreateChallenge>,
     pub cooldowns: Cooldowns,
+    pub played: Played,
+    /// `challenge.block_list` and `challenge.allow_list`.
+    block_list: Vec<String>,
+    allow_list: Vec<String>,
 }
 
 impl Matchmaker {
-    pub fn new(config: MatchmakingConfig, state_dir: Option<&Path>) -> Matchmaker {
+    /// Matchmaking by `config`, never challenging a user of
+    /// `block_list`, nor one missing from a non-empty `allow_list`.
+    pub fn new(
+        config: MatchmakingConfig,
+        block_list: Vec<String>,
+        allow_list: Vec<String>,
+        state_dir: Option<&Path>,
+    ) -> Matchmaker {
         Matchmaker {
             cooldowns: Cooldowns::load(state_dir),
+            played: Played::load(state_dir),
+            block_list,
+            allow_list,
             config,
             stage: Stage::Idle,
             pending: None,
@@ -257,14 +387,24 @@ impl Matchmaker {
         self.stage = Stage::Idle;
         let ours = perf_rating(&account.perfs, self.perf).unwrap_or(DEFAULT_RATING);
         let window = self.config.rating_window;
+        let who = Eligibility {
+            me: &account.id,
+            cooldowns: &self.cooldowns,
+            played: &self.played,
+            played_cooldown_secs: self.config.played_cooldown_secs,
+            block_list: &self.block_list,
+            allow_list: &self.allow_list,
+            now,
+        };
+        let selection = self.config.selection;
         let Some(bot) = pick(
             bots,
-            &account.id,
             self.perf,
             ours,
             window,
-            &self.cooldowns,
-            now,
+            &who,
+            selection,
+            fastrand::f64(),
         ) else {
             tracing::info!(
                 online = bots.len(),
@@ -279,6 +419,8 @@ impl Matchmaker {
         let opponent = bot.id.clone();
         tracing::info!(
             opponent = %opponent,
+            selection = ?selection,
+            games_today = self.played.recent(&opponent, now).len(),
             rating = perf_rating(&bot.perfs, self.perf).unwrap_or(0),
             ours,
             perf = self.perf,
@@ -391,6 +533,19 @@ mod tests {
         .unwrap()
     }
 
+    /// Who may be challenged at `now` = 100 000, without lists.
+    fn anyone<'a>(cooldowns: &'a Cooldowns, played: &'a Played) -> Eligibility<'a> {
+        Eligibility {
+            me: "me",
+            cooldowns,
+            played,
+            played_cooldown_secs: 1800,
+            block_list: &[],
+            allow_list: &[],
+            now: 100_000,
+        }
+    }
+
     #[test]
     fn picks_the_closest_inside_the_window() {
         let bots = [
@@ -400,21 +555,115 @@ mod tests {
             bot("nearer", 1450),
         ];
         let none = Cooldowns::default();
+        let played = Played::default();
         let pick = |cd: &Cooldowns, window| {
-            pick(&bots, "me", "blitz", 1500, window, cd, 100).map(|b| b.id.clone())
+            pick(
+                &bots,
+                "blitz",
+                1500,
+                window,
+                &anyone(cd, &played),
+                Selection::Nearest,
+                0.5,
+            )
+            .map(|b| b.id.clone())
         };
         assert_eq!(pick(&none, 200).as_deref(), Some("nearer"));
         assert_eq!(pick(&none, 10), None);
         let mut cd = Cooldowns::default();
-        cd.skip("Nearer", 200, "tooFast", 100);
+        cd.skip("Nearer", 100_100, "tooFast", 100_000);
         assert_eq!(pick(&cd, 200).as_deref(), Some("near"));
-        assert_eq!(cd.skipped("nearer", 100).unwrap().reason, "tooFast");
-        assert!(cd.skipped("nearer", 200).is_none());
+        assert_eq!(cd.skipped("nearer", 100_000).unwrap().reason, "tooFast");
+        assert!(cd.skipped("nearer", 100_100).is_none());
         // No rating in the perf offered: not a candidate.
+        let who = anyone(&none, &played);
         assert_eq!(
-            super::pick(&bots, "me", "rapid", 1500, 4000, &none, 100).map(|b| b.id.clone()),
+            super::pick(&bots, "rapid", 1500, 4000, &who, Selection::Weighted, 0.5)
+                .map(|b| b.id.clone()),
             None
         );
+    }
+
+    #[test]
+    fn the_block_and_allow_lists_apply_to_our_challenges() {
+        let bots = [bot("near", 1510), bot("nearer", 1505)];
+        let (none, played) = (Cooldowns::default(), Played::default());
+        let block = ["NEARER".to_owned()];
+        let who = Eligibility {
+            block_list: &block,
+            ..anyone(&none, &played)
+        };
+        let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0);
+        assert_eq!(picked.map(|b| b.id.as_str()), Some("near"));
+        let allow = ["nobody".to_owned()];
+        let who = Eligibility {
+            allow_list: &allow,
+            ..anyone(&none, &played)
+        };
+        assert!(pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0).is_none());
+    }
+
+    #[test]
+    fn weighted_choice_spreads_over_the_window_and_away_from_recent_opponents() {
+        let bots = [bot("a", 1500), bot("b", 1550), bot("c", 1600)];
+        let none = Cooldowns::default();
+        let mut played = Played::default();
+        let count = |played: &Played| {
+            let who = Eligibility {
+                played_cooldown_secs: 0,
+                ..anyone(&none, played)
+            };
+            let mut counts = BTreeMap::new();
+            for i in 0..1000 {
+                let roll = (f64::from(i) + 0.5) / 1000.0;
+                let b = pick(&bots, "blitz", 1500, 100, &who, Selection::Weighted, roll).unwrap();
+                *counts.entry(b.id.clone()).or_insert(0) += 1;
+            }
+            counts
+        };
+        // Weights 1, 0.55, 0.1: every bot gets games, the closest most.
+        let even = count(&played);
+        assert_eq!(even["a"], 606, "{even:?}");
+        assert_eq!(even["b"], 333, "{even:?}");
+        assert_eq!(even["c"], 61, "{even:?}");
+        // Three games against "a" today divide its weight by four.
+        for t in [90_000, 95_000, 99_000] {
+            played.record("A", t);
+        }
+        let after = count(&played);
+        assert!(after["a"] < 400 && after["b"] > 450, "{after:?}");
+    }
+
+    #[test]
+    fn a_cooldown_after_games_that_grows_with_repeats_and_rotation() {
+        let bots = [bot("a", 1500), bot("b", 1550)];
+        let none = Cooldowns::default();
+        let dir = tempfile::tempdir().unwrap();
+        let mut played = Played::load(Some(dir.path()));
+        played.record("a", 99_000);
+        let who = anyone(&none, &played);
+        // One game 1000 s ago: 1800 s of cooldown.
+        assert!(played.cooling("a", 1800, 100_000));
+        let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0);
+        assert_eq!(picked.map(|b| b.id.as_str()), Some("b"));
+        assert!(!played.cooling("a", 1800, 100_800));
+        // Two games: twice as long, from the last.
+        played.record("a", 101_000);
+        assert!(played.cooling("a", 1800, 104_500));
+        assert!(!played.cooling("a", 1800, 104_600));
+        // A day later they are forgotten.
+        assert!(played.recent("a", 200_000).is_empty());
+        // Kept across restarts.
+        let again = Played::load(Some(dir.path()));
+        assert_eq!(again.recent("A", 101_000), vec![99_000, 101_000]);
+        // Rotation: the bot never played comes first, then the one played
+        // least recently.
+        let who = Eligibility {
+            played_cooldown_secs: 0,
+            ..anyone(&none, &again)
+        };
+        let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Rotate, 0.0);
+        assert_eq!(picked.map(|b| b.id.as_str()), Some("b"));
     }
 
     #[test]
@@ -437,6 +686,12 @@ mod tests {
         assert_eq!(perf, "chess960");
         assert_eq!(perf_key(PlayableVariant::Standard, 180, 2), "blitz");
         assert_eq!(perf_key(PlayableVariant::Standard, 600, 5), "rapid");
+        assert_eq!(perf_key(PlayableVariant::Atomic, 180, 2), "atomic");
+        assert_eq!(
+            perf_key(PlayableVariant::KingOfTheHill, 60, 0),
+            "kingOfTheHill"
+        );
+        assert_eq!(perf_key(PlayableVariant::FromPosition, 60, 0), "bullet");
     }
 
     #[test]

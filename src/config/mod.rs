@@ -44,7 +44,7 @@ pub use env::ENV_PREFIX;
 pub use error::ConfigError;
 pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
-    MatchmakingConfig, PlayableVariant, QueueOrder, parse_time_control,
+    MatchmakingConfig, PlayableVariant, QueueOrder, Selection, parse_time_control,
 };
 pub use sources::SourcesConfig;
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};

@@ -425,6 +425,25 @@ pub struct MatchmakingConfig {
     /// A bot that declined (or did not answer) is not challenged again for
     /// this long.
     pub decline_cooldown_secs: u64,
+    /// How the opponent is chosen among the bots that fit.
+    pub selection: Selection,
+    /// After a game against a bot, it is not challenged for this long,
+    /// times the games against it in the last 24 hours. 0: off.
+    pub played_cooldown_secs: u64,
+}
+
+/// How matchmaking chooses among the bots in the rating window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Selection {
+    /// At random, the closer in rating and the fewer recent games against
+    /// it, the likelier.
+    Weighted,
+    /// The bot played least recently (never first), the closest among
+    /// equals.
+    Rotate,
+    /// Always the closest in rating.
+    Nearest,
 }
 
 impl Default for MatchmakingConfig {
@@ -438,6 +457,8 @@ impl Default for MatchmakingConfig {
             rated: false,
             challenge_timeout_secs: 30,
             decline_cooldown_secs: 3600,
+            selection: Selection::Weighted,
+            played_cooldown_secs: 1800,
         }
     }
 }

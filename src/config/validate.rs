@@ -203,6 +203,12 @@ impl Config {
             0,
             30 * 86_400,
         )?;
+        check_range(
+            "matchmaking.played_cooldown_secs",
+            m.played_cooldown_secs,
+            0,
+            86_400,
+        )?;
         if m.time_controls.is_empty() {
             return Err(invalid("matchmaking.time_controls", "is empty"));
         }

@@ -89,6 +89,20 @@ impl Bot {
             .join("\n")
     }
 
+    /// Waits until the log holds `needle`; panics with the log after
+    /// `timeout`.
+    pub async fn wait_log(&self, needle: &str, timeout: std::time::Duration) {
+        let until = std::time::Instant::now() + timeout;
+        while !self.log().contains(needle) {
+            assert!(
+                std::time::Instant::now() < until,
+                "no {needle:?} in the log: {}",
+                self.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     pub fn pgn_dir(&self) -> PathBuf {
         self.dir.path().join("pgn")
     }

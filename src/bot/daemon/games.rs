@@ -197,8 +197,13 @@ impl Daemon {
                 .map(|o| o.to_lowercase());
         }
         if entry.bot && (entry.accepted_at.is_some() || entry.outgoing) {
-            // A new game against a bot: it counts against the daily quota.
-            self.quota.game_started(unix_now());
+            // A new game against a bot: it counts against the daily quota,
+            // and matchmaking leaves that bot alone for a while.
+            let now = unix_now();
+            self.quota.game_started(now);
+            if let Some(opponent) = &entry.opponent {
+                self.matchmaker.played.record(opponent, now);
+            }
         }
         entry.accepted_at = None;
         entry.outgoing = false;

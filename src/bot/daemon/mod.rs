@@ -300,7 +300,12 @@ impl Daemon {
             config.challenge.queue_size as usize,
         );
         let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);
-        let matchmaker = Matchmaker::new(config.matchmaking.clone(), state_dir.as_deref());
+        let matchmaker = Matchmaker::new(
+            config.matchmaking.clone(),
+            config.challenge.block_list.clone(),
+            config.challenge.allow_list.clone(),
+            state_dir.as_deref(),
+        );
         let engines = Engines::new(&config);
         Daemon {
             client,
