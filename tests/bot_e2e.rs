@@ -642,6 +642,58 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
     assert!(log.contains("resigning a lost position"), "{log}");
 }
 
+/// `!wait` holds off the abort of a game whose opponent has not moved;
+/// `!challenge` and `!pv` answer too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_extends_the_first_move_wait() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nabort_time_secs = 2").await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger_color(Side::White)
+            .autoplay(None),
+    );
+    fake.wait_until("the greeting", WAIT, |v| {
+        v.game(&id)
+            .is_some_and(|g| !g.bot_chat("player").is_empty())
+    })
+    .await
+    .unwrap();
+    fake.opponent_says(&id, "player", "!wait please").unwrap();
+    fake.opponent_says(&id, "player", "!challenge").unwrap();
+    fake.opponent_says(&id, "spectator", "!pv").unwrap();
+    // Past the 2 s abort time: still waiting.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let game = fake.game(&id).unwrap();
+    assert_eq!(game.status, "started", "{game:?}");
+    let player = game.bot_chat("player");
+    assert!(
+        player.iter().any(|t| t.contains("I wait 60 seconds")),
+        "{player:?}"
+    );
+    assert!(
+        player
+            .iter()
+            .any(|t| t.starts_with("Challenge me") && t.contains("lichess.org/@/KaissaBot")),
+        "{player:?}"
+    );
+    let spectator = game.bot_chat("spectator");
+    assert!(
+        spectator.iter().any(|t| t == "No line yet."),
+        "{spectator:?}"
+    );
+    fake.opponent_move(&id, "e2e4").unwrap();
+    fake.wait_until("the bot's reply", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 2)
+    })
+    .await
+    .unwrap();
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_game_over(&id, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert!(log.contains("abort timer extended"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_resigns_while_an_opponent_without_increment_may_flag() {
     let fake = FakeLichess::start().await;

@@ -45,7 +45,7 @@ mod reader;
 mod rules;
 pub mod sources;
 
-use super::chat::{self, EngineView, Room};
+use super::chat::{self, Command, EngineView, Room};
 use super::external::{self, ExternalEngine};
 use super::hashstore;
 use super::pgn::Eval;
@@ -83,6 +83,10 @@ const PONDER_YIELD_CHECK: Duration = Duration::from_millis(25);
 /// Chat commands answered per game and minute, at most: a spammer cannot
 /// make us flood the chat (and earn a 429).
 const CHAT_REPLIES_PER_MINUTE: u32 = 4;
+/// `!wait`: the opponent's first move is awaited this long from then...
+const FIRST_MOVE_WAIT_EXTENSION: Duration = Duration::from_secs(60);
+/// ...at most this many times a game.
+const FIRST_MOVE_WAIT_EXTENSIONS: u32 = 2;
 
 /// Who we are on Lichess.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -293,6 +297,8 @@ struct Game {
     /// The tables called the position after our last move a draw.
     tablebase_draw: bool,
     abort_at: Option<Instant>,
+    /// `!wait`s granted in this game.
+    wait_extensions: u32,
     claim_at: Option<Instant>,
     claims: u32,
     finish_by: Option<Instant>,
@@ -399,6 +405,7 @@ impl Game {
             draw_offered_at: None,
             tablebase_draw: false,
             abort_at: None,
+            wait_extensions: 0,
             claim_at: None,
             claims: 0,
             finish_by: None,
@@ -907,35 +914,70 @@ impl Game {
         {
             return;
         }
-        let Some(room) = Room::parse(line.room.as_str()) else {
+        let (Some(room), Some(command)) =
+            (Room::parse(line.room.as_str()), Command::parse(&line.text))
+        else {
             return;
         };
-        let waiting = self.ctx.queue_len.load(Ordering::Relaxed);
-        let variants: Vec<&str> = self
-            .ctx
-            .config
-            .challenge
+        let (count, since) = &mut self.chat_replies;
+        if since.elapsed() >= Duration::from_secs(60) {
+            *count = 0;
+            *since = Instant::now();
+        }
+        if *count >= CHAT_REPLIES_PER_MINUTE {
+            tracing::debug!(game = %self.id, "chat command not answered: too many this minute");
+            return;
+        }
+        *count += 1;
+        tracing::info!(game = %self.id, room = room.as_str(), command = %line.text.chars().take(20).collect::<String>(), "chat command");
+        let wait_extended = if command == Command::Wait && room == Room::Player {
+            self.extend_first_move_wait()
+        } else {
+            None
+        };
+        let challenge = &self.ctx.config.challenge;
+        let variants: Vec<&str> = challenge
             .variants
             .iter()
             .map(|v| v.key().as_str())
             .collect();
         let variants = variants.join(", ");
-        if let Some(answer) =
-            chat::reply(&line.text, room, &me.name, &self.view, waiting, &variants)
-        {
-            let (count, since) = &mut self.chat_replies;
-            if since.elapsed() >= Duration::from_secs(60) {
-                *count = 0;
-                *since = Instant::now();
-            }
-            if *count >= CHAT_REPLIES_PER_MINUTE {
-                tracing::debug!(game = %self.id, "chat command not answered: too many this minute");
-                return;
-            }
-            *count += 1;
-            tracing::info!(game = %self.id, room = room.as_str(), command = %line.text.chars().take(20).collect::<String>(), "chat command");
-            self.say(room, answer);
+        let speeds: Vec<&str> = challenge
+            .speeds
+            .iter()
+            .map(|s| s.speed().as_str())
+            .collect();
+        let modes = match (challenge.rated, challenge.casual) {
+            (true, true) => "rated or casual",
+            (true, false) => "rated",
+            _ => "casual",
+        };
+        let games = format!("{}; {modes}", speeds.join(", "));
+        let ctx = chat::Context {
+            me: &self.ctx.me.name,
+            engine: &self.view,
+            waiting: self.ctx.queue_len.load(Ordering::Relaxed),
+            variants: &variants,
+            games: &games,
+            wait_extended: wait_extended.map(|d| d.as_secs()),
+        };
+        let answer = chat::reply(command, room, &ctx);
+        self.say(room, answer);
+    }
+
+    /// `!wait` from the opponent before their first move: the abort
+    /// timer runs [`FIRST_MOVE_WAIT_EXTENSION`] from now, at most
+    /// [`FIRST_MOVE_WAIT_EXTENSIONS`] times a game. The extension given,
+    /// if any.
+    fn extend_first_move_wait(&mut self) -> Option<Duration> {
+        let at = self.abort_at.as_mut()?;
+        if self.wait_extensions >= FIRST_MOVE_WAIT_EXTENSIONS {
+            return None;
         }
+        self.wait_extensions += 1;
+        *at = (*at).max(Instant::now() + FIRST_MOVE_WAIT_EXTENSION);
+        tracing::info!(game = %self.id, extensions = self.wait_extensions, "the opponent asked to wait: abort timer extended");
+        Some(FIRST_MOVE_WAIT_EXTENSION)
     }
 
     fn on_gone(&mut self, gone: OpponentGone) {
