@@ -335,6 +335,50 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
     assert!(log.contains("stopped until it resets"), "{log}");
 }
 
+/// Another bot's rematch loop ends at `challenge.max_bot_rematches`,
+/// and a bot gets `max_games_per_bot_per_day` games a day; a human's
+/// rematches are not counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bots_rematch_loop_and_daily_games_are_capped() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[challenge]\nmax_bot_rematches = 1\nmax_games_per_bot_per_day = 3",
+    )
+    .await;
+    let looper = || from(Opponent::bot("Looper")).autoplay(None);
+    // A game, one rematch (accepted), a second rematch in a row (declined).
+    let mut previous: Option<String> = None;
+    for expected in ["accepted", "accepted", "declined"] {
+        let spec = match &previous {
+            Some(game) => looper().rematch_of(game),
+            None => looper(),
+        };
+        let id = fake.send_challenge(spec);
+        wait_status(&fake, &id, expected).await;
+        if expected == "accepted" {
+            play_then_resign(&fake, &id, 1).await;
+        } else {
+            let challenge = fake.challenge(&id).unwrap();
+            assert_eq!(challenge.decline_reason.as_deref(), Some("later"));
+        }
+        previous = Some(id);
+    }
+    // A fresh challenge is a third game today, the last one allowed.
+    let third = fake.send_challenge(looper());
+    wait_status(&fake, &third, "accepted").await;
+    play_then_resign(&fake, &third, 1).await;
+    let fourth = fake.send_challenge(looper());
+    wait_status(&fake, &fourth, "declined").await;
+    // Humans are not capped so.
+    let human = fake.send_challenge(from(Opponent::human("Hugo")).autoplay(None));
+    wait_status(&fake, &human, "accepted").await;
+    play_then_resign(&fake, &human, 1).await;
+    let log = bot.stop().await;
+    assert!(log.contains("rule=\"rematch limit\""), "{log}");
+    assert!(log.contains("rule=\"per-bot daily cap\""), "{log}");
+}
+
 /// Matchmaking's variety: each game against another bot of the window
 /// (a bot just played cools down), never one on the block list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

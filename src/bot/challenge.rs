@@ -113,6 +113,10 @@ pub struct Load {
     pub with_challenger: usize,
     /// The daily bot-game quota is reached.
     pub bot_quota_reached: bool,
+    /// Games against this challenger in the last 24 hours (bots).
+    pub with_challenger_today: usize,
+    /// Rematches in a row this challenge would make (0: not a rematch).
+    pub rematches: u32,
 }
 
 /// What the fair limits say about a challenge that [`decide`] accepted.
@@ -128,7 +132,9 @@ pub enum Fair {
 
 /// The fair limits, in order: at most `max_games_per_opponent` games (and
 /// queued challenges) per challenger (`later`, "per-opponent cap"); a bot
-/// when the daily bot quota is reached (`later`, "daily bot quota"); then
+/// when the daily bot quota is reached (`later`, "daily bot quota"), after
+/// `max_games_per_bot_per_day` games with us ("per-bot daily cap"), or
+/// beyond `max_bot_rematches` rematches in a row ("rematch limit"); then
 /// a free slot, which a bot may take only beyond the
 /// `reserved_for_humans` ones, else it waits.
 pub fn fair(challenge: &Challenge, policy: &ChallengeConfig, load: Load) -> Fair {
@@ -138,6 +144,13 @@ pub fn fair(challenge: &Challenge, policy: &ChallengeConfig, load: Load) -> Fair
     }
     if bot && load.bot_quota_reached {
         return Fair::Decline(DeclineReason::Later, "daily bot quota");
+    }
+    let per_day = policy.max_games_per_bot_per_day as usize;
+    if bot && per_day > 0 && load.with_challenger_today >= per_day {
+        return Fair::Decline(DeclineReason::Later, "per-bot daily cap");
+    }
+    if bot && load.rematches > policy.max_bot_rematches {
+        return Fair::Decline(DeclineReason::Later, "rematch limit");
     }
     if may_take_slot(bot, policy, load) {
         Fair::Play
@@ -371,6 +384,8 @@ mod tests {
             bots,
             with_challenger,
             bot_quota_reached: false,
+            with_challenger_today: 0,
+            rematches: 0,
         }
     }
 
@@ -402,6 +417,38 @@ mod tests {
             Fair::Decline(Later, "daily bot quota")
         );
         assert_eq!(fair(&human, &p, quota), Fair::Play);
+    }
+
+    #[test]
+    fn a_bot_gets_so_many_games_a_day_and_rematches_in_a_row() {
+        let human = std_challenge();
+        let from_bot = challenge(serde_json::json!({"challenger": bot()}));
+        let mut p = policy();
+        p.max_games_per_bot_per_day = 3;
+        p.max_bot_rematches = 2;
+        let today = |n| Load {
+            with_challenger_today: n,
+            ..load(0, 0, 0)
+        };
+        assert_eq!(fair(&from_bot, &p, today(2)), Fair::Play);
+        assert_eq!(
+            fair(&from_bot, &p, today(3)),
+            Fair::Decline(Later, "per-bot daily cap")
+        );
+        // Humans are not counted so.
+        assert_eq!(fair(&human, &p, today(3)), Fair::Play);
+        p.max_games_per_bot_per_day = 0;
+        assert_eq!(fair(&from_bot, &p, today(500)), Fair::Play);
+        let rematch = |n| Load {
+            rematches: n,
+            ..load(0, 0, 0)
+        };
+        assert_eq!(fair(&from_bot, &p, rematch(2)), Fair::Play);
+        assert_eq!(
+            fair(&from_bot, &p, rematch(3)),
+            Fair::Decline(Later, "rematch limit")
+        );
+        assert_eq!(fair(&human, &p, rematch(3)), Fair::Play);
     }
 
     #[test]

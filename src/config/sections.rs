@@ -226,6 +226,12 @@ pub struct ChallengeConfig {
     pub max_rating_diff: u32,
     /// Games at once against one opponent; more are declined `later`.
     pub max_games_per_opponent: u32,
+    /// Games against one bot in 24 hours (0: no limit); its challenges
+    /// beyond are declined `later`.
+    pub max_games_per_bot_per_day: u32,
+    /// Rematches in a row a bot gets (`rematchOf`); the next is declined
+    /// `later`.
+    pub max_bot_rematches: u32,
     /// Slots of `bot.concurrency` that bots cannot take: their challenges
     /// wait in the queue while only those slots are free.
     pub reserved_for_humans: u32,
@@ -287,6 +293,8 @@ impl Default for ChallengeConfig {
             max_days_per_turn: 14,
             max_rating_diff: 0,
             max_games_per_opponent: 1,
+            max_games_per_bot_per_day: 10,
+            max_bot_rematches: 3,
             reserved_for_humans: 0,
             queue_size: 10,
             queue_order: QueueOrder::Arrival,

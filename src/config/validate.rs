@@ -119,6 +119,18 @@ impl Config {
             1,
             1000,
         )?;
+        check_range(
+            "challenge.max_games_per_bot_per_day",
+            c.max_games_per_bot_per_day.into(),
+            0,
+            1000,
+        )?;
+        check_range(
+            "challenge.max_bot_rematches",
+            c.max_bot_rematches.into(),
+            0,
+            1000,
+        )?;
         check_range("challenge.queue_size", c.queue_size.into(), 0, 1000)?;
 
         let b = &self.bot;

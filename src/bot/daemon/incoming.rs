@@ -16,7 +16,7 @@
 
 use super::{
     ANSWER_RETRY, Answer, Answered, Daemon, GameEntry, MAX_ANSWER_TRIES, MAX_ANSWERS_IN_FLIGHT,
-    MAX_DECIDED, Phase,
+    MAX_DECIDED, MAX_REMATCH_CHAINS, Phase,
 };
 use crate::bot::challenge::{Decision, Fair, Load, decide, fair, may_take_slot};
 use crate::bot::queue::Pushed;
@@ -143,13 +143,25 @@ impl Daemon {
             .iter()
             .filter(|c| c.id != challenge.id && c.challenger.id.eq_ignore_ascii_case(&who))
             .count();
+        let now = unix_now();
         Load {
             concurrency: self.slots.capacity(),
             in_use: self.slots.in_use(),
             bots: self.bot_slots(),
             with_challenger: games + queued,
-            bot_quota_reached: self.quota.reached(unix_now()),
+            bot_quota_reached: self.quota.reached(now),
+            with_challenger_today: self.matchmaker.played.recent(&who, now).len(),
+            rematches: self.rematches_of(challenge),
         }
+    }
+
+    /// The rematches in a row `challenge` would make: one more than its
+    /// `rematchOf` game's, 0 if it is not a rematch.
+    pub(super) fn rematches_of(&self, challenge: &Challenge) -> u32 {
+        challenge
+            .rematch_of
+            .as_ref()
+            .map_or(0, |game| self.rematches.get(game).copied().unwrap_or(0) + 1)
     }
 
     /// Slots held by games (or challenges) against bots.
@@ -180,6 +192,13 @@ impl Daemon {
             in_use = self.slots.in_use(),
             "accept"
         );
+        let rematches = self.rematches_of(challenge);
+        if rematches > 0 {
+            if self.rematches.len() >= MAX_REMATCH_CHAINS {
+                self.rematches.clear();
+            }
+            self.rematches.insert(challenge.id.clone(), rematches);
+        }
         let mut entry = GameEntry::new(Some(slot));
         entry.accepted_at = Some(Instant::now());
         entry.opponent = Some(challenge.challenger.id.to_lowercase());
@@ -259,6 +278,8 @@ impl Daemon {
                 bots: self.bot_slots(),
                 with_challenger: 0,
                 bot_quota_reached: false,
+                with_challenger_today: 0,
+                rematches: 0,
             };
             let cap = policy.max_games_per_opponent as usize;
             let next = self.queue.take_next(|c| {

@@ -89,6 +89,8 @@ pub const SPARE_GAMES: usize = 2;
 /// [`MAX_DECIDED`] of them).
 const DECIDED_TTL: Duration = Duration::from_secs(3600);
 const MAX_DECIDED: usize = 10_000;
+/// Rematch chains remembered, at most (the games of a day or so).
+const MAX_REMATCH_CHAINS: usize = 1_000;
 /// How often stale hash files are swept and their total size capped.
 const SWEEP_EVERY: Duration = Duration::from_secs(600);
 /// The loop must have turned this recently for the watchdog to ping.
@@ -254,6 +256,8 @@ pub struct Daemon {
     answered_rx: mpsc::UnboundedReceiver<Answered>,
     /// Challenge ids already decided, and when.
     decided: HashMap<String, Instant>,
+    /// Games that were rematches, with the rematches in a row they made.
+    rematches: HashMap<String, u32>,
     /// A `/api/account/playing` call is under way; another was asked.
     reconciling: bool,
     reconcile_again: bool,
@@ -329,6 +333,7 @@ impl Daemon {
             answered_tx,
             answered_rx,
             decided: HashMap::new(),
+            rematches: HashMap::new(),
             reconciling: false,
             reconcile_again: false,
             reconcile_tx,

@@ -624,6 +624,7 @@ pub(super) async fn create_challenge(
             autoplay: Some(AutoPlay::default()),
             tournament: None,
             bot_compatible: None,
+            rematch_of: None,
         };
         let state = ChallengeState {
             id: id.clone(),

@@ -258,6 +258,9 @@ pub struct ChallengeSpec {
     /// Overrides the event's `compat.bot` (else: not ultraBullet), for a
     /// game the Bot API cannot play for another reason.
     pub bot_compatible: Option<bool>,
+    /// A rematch of this game (`rematchOf`, as lila sends the challenge
+    /// of a rematch).
+    pub rematch_of: Option<String>,
 }
 
 impl Default for ChallengeSpec {
@@ -274,6 +277,7 @@ impl Default for ChallengeSpec {
             autoplay: Some(AutoPlay::default()),
             tournament: None,
             bot_compatible: None,
+            rematch_of: None,
         }
     }
 }
@@ -328,6 +332,11 @@ impl ChallengeSpec {
 
     pub fn challenger(mut self, challenger: Opponent) -> ChallengeSpec {
         self.challenger = challenger;
+        self
+    }
+
+    pub fn rematch_of(mut self, game: &str) -> ChallengeSpec {
+        self.rematch_of = Some(game.to_owned());
         self
     }
 

@@ -150,6 +150,9 @@ impl World {
         if let Some(fen) = fen {
             json["initialFen"] = json!(fen);
         }
+        if let Some(game) = &c.spec.rematch_of {
+            json["rematchOf"] = json!(game);
+        }
         if let Some(reason) = &c.decline_reason {
             json["declineReason"] = json!(format!("Declined: {reason}"));
             json["declineReasonKey"] = json!(reason.to_lowercase());
