@@ -19,7 +19,8 @@
 //!   configuration key".
 //! - **A fair limit** (who gets a slot, who waits): `fair` in
 //!   `src/bot/challenge.rs`; the queue's order in `src/bot/queue.rs`; the
-//!   daily bot quota in `src/bot/quota.rs`; whom matchmaking challenges in
+//!   daily bot quota in `src/bot/quota.rs`; the online block lists in
+//!   `src/bot/blocklists.rs`; whom matchmaking challenges in
 //!   `pick`/`offer` of `src/bot/matchmaking.rs`. The daemon only applies
 //!   them: incoming challenges in `src/bot/daemon/incoming.rs`, our own
 //!   in `src/bot/daemon/outgoing.rs`.

@@ -379,6 +379,76 @@ async fn a_bots_rematch_loop_and_daily_games_are_capped() {
     assert!(log.contains("rule=\"per-bot daily cap\""), "{log}");
 }
 
+/// An online block list: fetched at start, its users declined and never
+/// challenged; when its host is down at the next start, the last copy
+/// still applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn online_block_lists_apply_both_ways_and_survive_a_dead_host() {
+    let fake = FakeLichess::start().await;
+    fake.set_block_list(Some("# shared list\nSpammer\nBadBot  # loops\n"));
+    // Our bullet rating is 2000 (the fake's account): BadBot is the
+    // nearest.
+    fake.set_online_bots(vec![
+        OnlineBot::new("BadBot", 2000, Answer::Accept),
+        OnlineBot::new("Fine", 2050, Answer::Accept),
+    ]);
+    let mut bot = Bot::start(
+        &fake,
+        &format!(
+            "[challenge]\nonline_block_lists = [\"{}/test/block-list\"]\n\
+             [matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+             time_controls = [\"1+1\"]\nselection = \"nearest\"",
+            fake.url()
+        ),
+    )
+    .await;
+    let game = fake
+        .wait_for("a game from matchmaking", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out" && c.status == "accepted")
+                .and_then(|c| c.game_id)
+        })
+        .await
+        .unwrap();
+    assert_eq!(fake.game(&game).unwrap().opponent.name, "Fine");
+    let spam = fake.send_challenge(from(Opponent::human("Spammer")));
+    wait_status(&fake, &spam, "declined").await;
+    play_then_resign(&fake, &game, 2).await;
+    let cache = std::fs::read_to_string(bot.dir.path().join("state/block-lists.json")).unwrap();
+    assert!(
+        cache.contains("spammer") && cache.contains("badbot"),
+        "{cache}"
+    );
+
+    // The list's host is down when the bot starts again.
+    fake.set_block_list(None);
+    bot.signal("TERM");
+    assert!(bot.wait_exit(WAIT).await.success());
+    bot.spawn();
+    fake.wait_until("a failed fetch", WAIT, |v| {
+        v.requests()
+            .iter()
+            .any(|r| r.path == "/test/block-list" && r.status == 503)
+    })
+    .await
+    .unwrap();
+    let again = fake.send_challenge(from(Opponent::human("Spammer")));
+    wait_status(&fake, &again, "declined").await;
+    let welcome = fake.send_challenge(from(Opponent::human("Welcome")));
+    wait_status(&fake, &welcome, "accepted").await;
+    let dests: Vec<String> = fake
+        .view(|v| v.challenges())
+        .into_iter()
+        .filter(|c| c.direction == "out")
+        .filter_map(|c| c.dest)
+        .collect();
+    assert!(!dests.iter().any(|d| d == "badbot"), "{dests:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("rule=\"online block list\""), "{log}");
+    assert!(log.contains("online block list not fetched"), "{log}");
+}
+
 /// Matchmaking's variety: each game against another bot of the window
 /// (a bot just played cools down), never one on the block list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,7 @@ use crate::lichess::client::{
 };
 use crate::lichess::model::{Account, Challenge, ChallengeColor, OnlineBot, perf_rating};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -197,6 +197,8 @@ pub struct Eligibility<'a> {
     /// `challenge.block_list` and `challenge.allow_list` (empty: anyone).
     pub block_list: &'a [String],
     pub allow_list: &'a [String],
+    /// The users of the online block lists, lower case.
+    pub online_blocked: &'a BTreeSet<String>,
     pub now: u64,
 }
 
@@ -211,6 +213,7 @@ impl Eligibility<'_> {
                 .played
                 .cooling(&bot.id, self.played_cooldown_secs, self.now)
             && !listed(self.block_list)
+            && !self.online_blocked.contains(&bot.id.to_lowercase())
             && (self.allow_list.is_empty() || listed(self.allow_list))
     }
 }
@@ -305,6 +308,8 @@ pub struct Matchmaker {
     /// `challenge.block_list` and `challenge.allow_list`.
     block_list: Vec<String>,
     allow_list: Vec<String>,
+    /// The users of the online block lists.
+    online_blocked: BTreeSet<String>,
 }
 
 impl Matchmaker {
@@ -321,6 +326,7 @@ impl Matchmaker {
             played: Played::load(state_dir),
             block_list,
             allow_list,
+            online_blocked: BTreeSet::new(),
             config,
             stage: Stage::Idle,
             pending: None,
@@ -328,6 +334,11 @@ impl Matchmaker {
             perf: "blitz",
             offer: None,
         }
+    }
+
+    /// The online block lists changed: their users are not challenged.
+    pub fn set_online_blocked(&mut self, users: &BTreeSet<String>) {
+        self.online_blocked.clone_from(users);
     }
 
     pub fn enabled(&self) -> bool {
@@ -394,6 +405,7 @@ impl Matchmaker {
             played_cooldown_secs: self.config.played_cooldown_secs,
             block_list: &self.block_list,
             allow_list: &self.allow_list,
+            online_blocked: &self.online_blocked,
             now,
         };
         let selection = self.config.selection;
@@ -533,6 +545,8 @@ mod tests {
         .unwrap()
     }
 
+    static NOBODY: BTreeSet<String> = BTreeSet::new();
+
     /// Who may be challenged at `now` = 100 000, without lists.
     fn anyone<'a>(cooldowns: &'a Cooldowns, played: &'a Played) -> Eligibility<'a> {
         Eligibility {
@@ -542,6 +556,7 @@ mod tests {
             played_cooldown_secs: 1800,
             block_list: &[],
             allow_list: &[],
+            online_blocked: &NOBODY,
             now: 100_000,
         }
     }
@@ -595,6 +610,13 @@ mod tests {
         };
         let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0);
         assert_eq!(picked.map(|b| b.id.as_str()), Some("near"));
+        let online: BTreeSet<String> = ["near".to_owned()].into();
+        let who = Eligibility {
+            block_list: &block,
+            online_blocked: &online,
+            ..anyone(&none, &played)
+        };
+        assert!(pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0).is_none());
         let allow = ["nobody".to_owned()];
         let who = Eligibility {
             allow_list: &allow,

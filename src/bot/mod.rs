@@ -1,7 +1,8 @@
 //! The Lichess bot: the daemon's event loop, the challenge policy and its
-//! queue, matchmaking, the daily bot quota, one task per game, chat, and
+//! queue, online block lists, matchmaking, the daily bot quota, one task per game, chat, and
 //! the PGN of each finished game.
 
+pub mod blocklists;
 pub mod challenge;
 pub mod chat;
 pub mod daemon;

@@ -19,11 +19,12 @@ const SECTIONS: [&str; 7] = [
     "sources",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 7] = [
+const LIST_KEYS: [&str; 8] = [
     "challenge.variants",
     "challenge.speeds",
     "challenge.block_list",
     "challenge.allow_list",
+    "challenge.online_block_lists",
     "matchmaking.time_controls",
     "matchmaking.variants",
     "sources.book_files",

@@ -48,6 +48,7 @@ pub use sections::{
 };
 pub use sources::SourcesConfig;
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
+pub use validate::is_user_id;
 
 use std::path::Path;
 

@@ -217,6 +217,10 @@ pub struct ChallengeConfig {
     pub block_list: Vec<String>,
     /// When not empty, only these users are accepted (ids, any case).
     pub allow_list: Vec<String>,
+    /// URLs of shared block lists (one user id a line).
+    pub online_block_lists: Vec<String>,
+    /// How often the online block lists are fetched again.
+    pub block_list_refresh_secs: u64,
     /// Days per move of a correspondence game accepted: fewer is
     /// declined `tooFast`, more `tooSlow`.
     pub min_days_per_turn: u32,
@@ -289,6 +293,8 @@ impl Default for ChallengeConfig {
             max_rating: 4000,
             block_list: Vec::new(),
             allow_list: Vec::new(),
+            online_block_lists: Vec::new(),
+            block_list_refresh_secs: 3600,
             min_days_per_turn: 1,
             max_days_per_turn: 14,
             max_rating_diff: 0,

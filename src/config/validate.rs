@@ -88,6 +88,23 @@ impl Config {
                 return Err(invalid(key, format!("{bad:?} is not a Lichess username")));
             }
         }
+        for url in &c.online_block_lists {
+            match reqwest::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                _ => {
+                    return Err(invalid(
+                        "challenge.online_block_lists",
+                        format!("{url:?} is not an http(s) URL"),
+                    ));
+                }
+            }
+        }
+        check_range(
+            "challenge.block_list_refresh_secs",
+            c.block_list_refresh_secs,
+            60,
+            7 * 86_400,
+        )?;
 
         check_range(
             "challenge.min_days_per_turn",
@@ -281,7 +298,9 @@ fn check_order(min_key: &str, min: u32, max_key: &str, max: u32) -> Result<(), C
     }
 }
 
-fn is_user_id(id: &str) -> bool {
+/// Whether `id` is a Lichess username (letters, digits, `_`, `-`; at
+/// most 30).
+pub fn is_user_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 30
         && id

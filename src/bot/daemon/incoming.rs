@@ -82,6 +82,9 @@ impl Daemon {
         } else {
             match decide(challenge, compat, policy) {
                 Decision::Decline(reason) => (reason, "policy"),
+                Decision::Accept if self.block_lists.blocks(&challenge.challenger.id) => {
+                    (DeclineReason::Generic, "online block list")
+                }
                 Decision::Accept if let Err(why) = self.engines.player(kind_of(challenge)) => {
                     tracing::warn!(challenge = %challenge.id, variant = challenge.variant.key.as_str(), "no engine can play it: {why}");
                     let reason = if challenge.variant.key == VariantKey::Standard {

@@ -40,6 +40,7 @@
 //! while the event stream is open or was within the last 5 minutes,
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
+use super::blocklists::{self, BlockLists};
 use super::challenge::{SlotGuard, Slots};
 use super::engines::Engines;
 use super::game::sources::MoveSources;
@@ -258,6 +259,11 @@ pub struct Daemon {
     decided: HashMap<String, Instant>,
     /// Games that were rematches, with the rematches in a row they made.
     rematches: HashMap<String, u32>,
+    /// The online block lists, and when they were last asked for.
+    block_lists: BlockLists,
+    block_lists_asked: Option<Instant>,
+    block_tx: mpsc::UnboundedSender<blocklists::Fetched>,
+    block_rx: mpsc::UnboundedReceiver<blocklists::Fetched>,
     /// A `/api/account/playing` call is under way; another was asked.
     reconciling: bool,
     reconcile_again: bool,
@@ -304,12 +310,16 @@ impl Daemon {
             config.challenge.queue_size as usize,
         );
         let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);
-        let matchmaker = Matchmaker::new(
+        let mut matchmaker = Matchmaker::new(
             config.matchmaking.clone(),
             config.challenge.block_list.clone(),
             config.challenge.allow_list.clone(),
             state_dir.as_deref(),
         );
+        let block_lists =
+            BlockLists::load(&config.challenge.online_block_lists, state_dir.as_deref());
+        matchmaker.set_online_blocked(block_lists.users());
+        let (block_tx, block_rx) = mpsc::unbounded_channel();
         let engines = Engines::new(&config);
         Daemon {
             client,
@@ -334,6 +344,10 @@ impl Daemon {
             answered_rx,
             decided: HashMap::new(),
             rematches: HashMap::new(),
+            block_lists,
+            block_lists_asked: None,
+            block_tx,
+            block_rx,
             reconciling: false,
             reconcile_again: false,
             reconcile_tx,
@@ -472,6 +486,10 @@ impl Daemon {
                     }
                 }
                 Some(event) = self.match_rx.recv() => self.on_match_event(event),
+                Some(fetched) = self.block_rx.recv() => {
+                    self.block_lists.update(fetched);
+                    self.matchmaker.set_online_blocked(self.block_lists.users());
+                }
                 Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
                 _ = housekeeping.tick() => {
                     if matches!(conn, Conn::Open(_)) {
@@ -559,6 +577,7 @@ impl Daemon {
             self.reconcile_later();
         }
         self.drain_queue();
+        self.refresh_block_lists();
         self.matchmaking();
         self.decided.retain(|_, at| at.elapsed() < DECIDED_TTL);
         if self.last_sweep.elapsed() >= SWEEP_EVERY {
@@ -575,6 +594,22 @@ impl Daemon {
             self.resign_all();
         }
         self.update_status();
+    }
+
+    /// Fetches the online block lists in the background at start and
+    /// every `challenge.block_list_refresh_secs`.
+    fn refresh_block_lists(&mut self) {
+        let urls = &self.config.challenge.online_block_lists;
+        let every = Duration::from_secs(self.config.challenge.block_list_refresh_secs);
+        if urls.is_empty()
+            || self
+                .block_lists_asked
+                .is_some_and(|at| at.elapsed() < every)
+        {
+            return;
+        }
+        self.block_lists_asked = Some(Instant::now());
+        blocklists::spawn_fetch(urls.clone(), self.block_tx.clone());
     }
 
     fn update_status(&mut self) {

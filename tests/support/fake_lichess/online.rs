@@ -4,6 +4,9 @@
 //! A test sets the JSON answered for a position (by the first four FEN
 //! fields); other positions get 404. An answer can be delayed, to test
 //! the bot's timeout. Every request is logged like the bot API's.
+//!
+//! Not Lichess, but served here too: a shared block list as a user would
+//! host it elsewhere (plain text at `/test/block-list`; 503 while unset).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -27,6 +30,7 @@ pub(super) struct OnlineAnswers {
     tablebase: HashMap<String, Value>,
     cloud_eval: HashMap<String, Value>,
     delay: Duration,
+    block_list: Option<String>,
 }
 
 /// The position part of a FEN (board, turn, castling, en passant).
@@ -38,6 +42,24 @@ pub(super) fn router() -> Router<App> {
     Router::new()
         .route("/standard", get(tablebase))
         .route("/api/cloud-eval", get(cloud_eval))
+        .route("/test/block-list", get(block_list))
+}
+
+async fn block_list(State(app): State<App>) -> Response {
+    app.with(|world, _| {
+        let response = match &world.online.block_list {
+            Some(text) => text.clone().into_response(),
+            None => (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        };
+        world.requests.push(RequestRecord {
+            method: "GET".to_owned(),
+            path: "/test/block-list".to_owned(),
+            query: None,
+            status: response.status().as_u16(),
+            at: Instant::now(),
+        });
+        response
+    })
 }
 
 async fn tablebase(State(app): State<App>, Query(q): Query<HashMap<String, String>>) -> Response {
@@ -95,6 +117,13 @@ impl FakeLichess {
         self.app.with(|world, _| {
             world.online.cloud_eval.insert(position_key(fen), json);
         });
+    }
+
+    /// The block list served at `/test/block-list` (`None`: the host is
+    /// down, 503).
+    pub fn set_block_list(&self, text: Option<&str>) {
+        self.app
+            .with(|world, _| world.online.block_list = text.map(str::to_owned));
     }
 
     /// The online sources answer only after `delay`.
