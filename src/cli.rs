@@ -91,6 +91,20 @@ pub enum Command {
         #[arg(long)]
         yes_i_understand: bool,
     },
+    /// Talk to the running daemon through its control socket: status
+    /// [--json], challenge USER [MINUTES+SECONDS] [white|black|random]
+    /// [rated|casual] [VARIANT], matchmaking on|off, block USER, unblock
+    /// USER, abort GAME, resign GAME.
+    Ctl {
+        /// The socket (default: /run/kaissa/control.sock, the service's;
+        /// /run/kaissa/NAME/control.sock for the instance NAME of
+        /// kaissa@.service).
+        #[arg(long, default_value = "/run/kaissa/control.sock")]
+        socket: PathBuf,
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
     Run {
         /// Configuration file (TOML); default: built-in defaults and the

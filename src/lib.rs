@@ -27,7 +27,9 @@
 //! - **Something the daemon does** (`src/bot/daemon/`, one concern a
 //!   file): the event loop and its dispatch in `mod.rs`, game tasks and
 //!   reconciling in `games.rs`, challenges to us in `incoming.rs`, ours
-//!   in `outgoing.rs`, shutdown in `stop.rs`.
+//!   in `outgoing.rs`, shutdown in `stop.rs`, the control socket's
+//!   commands in `control.rs` (their words, the socket and `kaissa ctl`'s
+//!   client in `src/bot/control.rs`).
 //! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
 //!   and its `!help` line; the game task (`src/bot/game/mod.rs`) posts the
 //!   answer.

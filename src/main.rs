@@ -75,10 +75,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::logging::init();
             run_upgrade(config.as_deref(), yes_i_understand)
         }
+        Command::Ctl { socket, command } => run_ctl(&socket, &command.join(" ")),
         Command::Run { config } => {
             kaissa::logging::init();
             run_daemon(config.as_deref())
         }
+    }
+}
+
+/// `kaissa ctl`: one command to the daemon's control socket; the answer
+/// on stdout (an error on stderr, exit status 1).
+fn run_ctl(socket: &Path, command: &str) -> Result<ExitCode> {
+    let reply = runtime()?
+        .block_on(kaissa::bot::control::send(socket, command))
+        .map_err(anyhow::Error::msg)?;
+    if reply.ok {
+        println!("{}", reply.text);
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("error: {}", reply.text);
+        Ok(ExitCode::FAILURE)
     }
 }
 

@@ -445,7 +445,7 @@ async fn online_block_lists_apply_both_ways_and_survive_a_dead_host() {
         .collect();
     assert!(!dests.iter().any(|d| d == "badbot"), "{dests:?}");
     let log = bot.stop().await;
-    assert!(log.contains("rule=\"online block list\""), "{log}");
+    assert!(log.contains("rule=\"block list\""), "{log}");
     assert!(log.contains("online block list not fetched"), "{log}");
 }
 

@@ -341,6 +341,11 @@ impl Matchmaker {
         self.online_blocked.clone_from(users);
     }
 
+    /// Switches matchmaking on or off (`kaissa ctl matchmaking`).
+    pub fn set_enabled(&mut self, on: bool) {
+        self.config.enabled = on;
+    }
+
     pub fn enabled(&self) -> bool {
         self.config.enabled
     }

@@ -5,6 +5,7 @@
 pub mod blocklists;
 pub mod challenge;
 pub mod chat;
+pub mod control;
 pub mod daemon;
 pub mod engines;
 pub mod external;

@@ -361,6 +361,9 @@ pub struct BotConfig {
     /// Games against bots per rolling 24 hours (Lichess allows 100);
     /// counted in `engine.state_dir` when set.
     pub bot_games_per_day: u32,
+    /// The control socket's path; empty: `control.sock` in systemd's
+    /// `$RUNTIME_DIRECTORY`; `none`: no socket.
+    pub control_socket: String,
 }
 
 impl Default for BotConfig {
@@ -387,6 +390,7 @@ impl Default for BotConfig {
             correspondence_move_secs: 20,
             playing_check_secs: 60,
             bot_games_per_day: 100,
+            control_socket: String::new(),
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::lichess::model::{GameInfo, Speed, VariantKey};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 impl Daemon {
@@ -210,10 +211,12 @@ impl Daemon {
         entry.info = Some(info.clone());
         let bot = entry.bot;
         let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
+        let summary = ctx.summary.subscribe();
         let task = game::spawn(ctx, info, self.done_tx.clone());
         let Some(entry) = self.games.get_mut(&id) else {
             return;
         };
+        entry.summary = Some(summary);
         if matches!(self.phase, Phase::Resigning { .. }) {
             task.send(GameCommand::Resign);
         }
@@ -290,6 +293,7 @@ impl Daemon {
             queue_len: Arc::clone(&self.queue_len),
             sources: Arc::clone(&self.sources),
             greet,
+            summary: Arc::new(watch::channel(game::Summary::default()).0),
         }
     }
 

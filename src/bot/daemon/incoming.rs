@@ -82,8 +82,8 @@ impl Daemon {
         } else {
             match decide(challenge, compat, policy) {
                 Decision::Decline(reason) => (reason, "policy"),
-                Decision::Accept if self.block_lists.blocks(&challenge.challenger.id) => {
-                    (DeclineReason::Generic, "online block list")
+                Decision::Accept if self.blocked(&challenge.challenger.id) => {
+                    (DeclineReason::Generic, "block list")
                 }
                 Decision::Accept if let Err(why) = self.engines.player(kind_of(challenge)) => {
                     tracing::warn!(challenge = %challenge.id, variant = challenge.variant.key.as_str(), "no engine can play it: {why}");

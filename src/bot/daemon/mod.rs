@@ -35,6 +35,7 @@
 //! | `incoming.rs` | challenges to us: decision, fair limits, the queue, accepts and declines |
 //! | `outgoing.rs` | our challenges: matchmaking |
 //! | `stop.rs` | shutdown: finish, resign, hand over |
+//! | `control.rs` | the operator's commands from the control socket (`kaissa ctl`) |
 //!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
 //! while the event stream is open or was within the last 5 minutes,
@@ -42,9 +43,10 @@
 
 use super::blocklists::{self, BlockLists};
 use super::challenge::{SlotGuard, Slots};
+use super::control::{self as ctl, Order};
 use super::engines::Engines;
 use super::game::sources::MoveSources;
-use super::game::{Exit, GameHandle, Me};
+use super::game::{self, Exit, GameHandle, Me};
 use super::hashstore;
 use super::matchmaking::{MatchEvent, Matchmaker};
 use super::queue::ChallengeQueue;
@@ -67,6 +69,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
+mod control;
 mod games;
 mod incoming;
 mod outgoing;
@@ -148,6 +151,8 @@ pub struct GameEntry {
     recheck: bool,
     /// The game as `gameStart` gave it (to take a parked game up again).
     info: Option<GameInfo>,
+    /// How the game stands, kept by its task (for `kaissa ctl status`).
+    summary: Option<watch::Receiver<game::Summary>>,
 }
 
 impl GameEntry {
@@ -161,6 +166,7 @@ impl GameEntry {
             outgoing: false,
             recheck: false,
             info: None,
+            summary: None,
         }
     }
 }
@@ -264,6 +270,14 @@ pub struct Daemon {
     block_lists_asked: Option<Instant>,
     block_tx: mpsc::UnboundedSender<blocklists::Fetched>,
     block_rx: mpsc::UnboundedReceiver<blocklists::Fetched>,
+    /// Users blocked with `kaissa ctl block`, and where they are kept.
+    ctl_blocked: std::collections::BTreeSet<String>,
+    ctl_blocked_file: Option<std::path::PathBuf>,
+    /// The control socket's commands.
+    control_tx: mpsc::UnboundedSender<Order>,
+    control_rx: mpsc::UnboundedReceiver<Order>,
+    /// When the daemon started (for the status's uptime).
+    started: Instant,
     /// A `/api/account/playing` call is under way; another was asked.
     reconciling: bool,
     reconcile_again: bool,
@@ -318,8 +332,16 @@ impl Daemon {
         );
         let block_lists =
             BlockLists::load(&config.challenge.online_block_lists, state_dir.as_deref());
-        matchmaker.set_online_blocked(block_lists.users());
         let (block_tx, block_rx) = mpsc::unbounded_channel();
+        let ctl_blocked_file = super::state::path(state_dir.as_deref(), control::BLOCKED_FILE);
+        let ctl_blocked: std::collections::BTreeSet<String> = ctl_blocked_file
+            .as_deref()
+            .and_then(super::state::load)
+            .unwrap_or_default();
+        let online_and_ctl: std::collections::BTreeSet<String> =
+            block_lists.users().union(&ctl_blocked).cloned().collect();
+        matchmaker.set_online_blocked(&online_and_ctl);
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
         let engines = Engines::new(&config);
         Daemon {
             client,
@@ -348,6 +370,11 @@ impl Daemon {
             block_lists_asked: None,
             block_tx,
             block_rx,
+            ctl_blocked,
+            ctl_blocked_file,
+            control_tx,
+            control_rx,
+            started: Instant::now(),
             reconciling: false,
             reconcile_again: false,
             reconcile_tx,
@@ -391,7 +418,19 @@ impl Daemon {
     /// Runs until shutdown is complete (see [`Stop`]). Errors only on a fatal problem (the token
     /// is rejected).
     pub async fn run(mut self, mut signals: Signals) -> Result<(), ClientError> {
+        let socket = ctl::socket_path(&self.config.bot.control_socket);
+        if let Some(path) = &socket {
+            match ctl::listen(path, self.control_tx.clone()) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), "control socket open (kaissa ctl)")
+                }
+                Err(e) => tracing::warn!(path = %path.display(), "control socket not opened: {e}"),
+            }
+        }
         let result = self.run_inner(&mut signals).await;
+        if let Some(path) = &socket {
+            let _ = std::fs::remove_file(path);
+        }
         let _ = self.notifier.stopping();
         let running = self.running_games();
         if running > 0 {
@@ -488,8 +527,9 @@ impl Daemon {
                 Some(event) = self.match_rx.recv() => self.on_match_event(event),
                 Some(fetched) = self.block_rx.recv() => {
                     self.block_lists.update(fetched);
-                    self.matchmaker.set_online_blocked(self.block_lists.users());
+                    self.block_lists_changed();
                 }
+                Some(order) = self.control_rx.recv() => self.on_control(order),
                 Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
                 _ = housekeeping.tick() => {
                     if matches!(conn, Conn::Open(_)) {

@@ -97,6 +97,25 @@ pub struct Me {
     pub name: String,
 }
 
+/// A running game as the control socket's `status` shows it; the game
+/// task keeps it current.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    pub opponent: String,
+    /// Our colour: `white` or `black`.
+    pub color: &'static str,
+    pub variant: &'static str,
+    pub speed: &'static str,
+    pub rated: bool,
+    /// Moves (plies) played.
+    pub plies: usize,
+    /// The clocks at the last move, in milliseconds.
+    pub our_clock_ms: Option<u64>,
+    pub their_clock_ms: Option<u64>,
+    /// Our engine's last score, White's view (`+0.35`, `#-2`).
+    pub score: Option<String>,
+}
+
 /// What every game task gets from the daemon.
 #[derive(Clone)]
 pub struct GameContext {
@@ -116,6 +135,8 @@ pub struct GameContext {
     /// The external engine that plays this game (`[engines.NAME]`), or
     /// none: the built-in engine.
     pub external: Option<Arc<ExternalChoice>>,
+    /// Where the game shows how it stands ([`Summary`]).
+    pub summary: Arc<tokio::sync::watch::Sender<Summary>>,
 }
 
 /// An external engine chosen for a game, and how it is driven.
@@ -663,8 +684,15 @@ impl Game {
                 them.is_bot() || them.ai_level.is_some()
             },
         });
+        let opponent = self.opponent_name();
+        self.ctx.summary.send_modify(|s| {
+            s.opponent.clone_from(&opponent);
+            s.color = to_model(us).as_str();
+            s.variant = full.variant.key.as_str();
+            s.speed = full.speed.as_str();
+            s.rated = full.rated;
+        });
         if first_time {
-            let opponent = self.opponent_name();
             tracing::info!(
                 game = %self.id,
                 color = to_model(us).as_str(),
@@ -815,6 +843,13 @@ impl Game {
             self.evals.truncate(ply);
         }
         self.status = state.status;
+        let them = to_model(!us);
+        self.ctx.summary.send_modify(|s| {
+            s.plies = ply;
+            let clock = self.facts.as_ref().is_some_and(|f| f.clock.is_some());
+            s.our_clock_ms = clock.then(|| state.time_left(to_model(us)));
+            s.their_clock_ms = clock.then(|| state.time_left(them));
+        });
         self.winner = state.winner;
         if let Some(p) = &self.pondering {
             let key = record.key();

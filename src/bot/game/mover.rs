@@ -446,6 +446,9 @@ impl Game {
                 self.evals.resize(ply + 1, None);
             }
             self.evals[ply] = Some(eval);
+            self.ctx
+                .summary
+                .send_modify(|s| s.score = Some(score_text(eval)));
             self.view = EngineView {
                 score: Some(score_text(eval)),
                 depth: Some(report.depth),

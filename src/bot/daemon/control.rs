@@ -1,0 +1,267 @@
+//! The operator's commands from the control socket (`kaissa ctl`,
+//! [`control`](crate::bot::control)), carried out on the daemon's loop:
+//! the status, a challenge, matchmaking on and off, blocking a user, and
+//! aborting or resigning a game.
+
+use super::Daemon;
+use crate::bot::control::{ChallengeOrder, Order, Reply, Request};
+use crate::bot::state::{self, unix_now};
+use crate::lichess::client::CreateChallenge;
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// The file of the users blocked with `kaissa ctl block`.
+pub const BLOCKED_FILE: &str = "ctl-blocked.json";
+
+impl Daemon {
+    pub(super) fn on_control(&mut self, Order { request, reply }: Order) {
+        let answer = match request {
+            Request::Status { json } => self.status(json),
+            Request::Matchmaking(on) => {
+                self.matchmaker.set_enabled(on);
+                tracing::info!(on, "matchmaking switched by the control socket");
+                Reply::ok(format!("matchmaking {}", if on { "on" } else { "off" }))
+            }
+            Request::Block(user) | Request::Unblock(user)
+                if user.eq_ignore_ascii_case(&self.me_id()) =>
+            {
+                Reply::error(format!("{user} is this bot"))
+            }
+            Request::Block(user) => {
+                self.ctl_blocked.insert(user.to_lowercase());
+                self.blocked_changed();
+                // Their waiting challenges go too.
+                self.decline_queued(
+                    |c| c.challenger.id.eq_ignore_ascii_case(&user),
+                    "blocked by ctl",
+                );
+                Reply::ok(format!("{user} blocked"))
+            }
+            Request::Unblock(user) => {
+                if self.ctl_blocked.remove(&user.to_lowercase()) {
+                    self.blocked_changed();
+                    Reply::ok(format!("{user} unblocked"))
+                } else {
+                    Reply::error(format!("{user} was not blocked here"))
+                }
+            }
+            Request::Abort(game) | Request::Resign(game) if !self.games.contains_key(&game) => {
+                Reply::error(format!("no game {game} is running"))
+            }
+            Request::Abort(game) => {
+                let client = self.client.clone();
+                tokio::spawn(async move {
+                    match client.abort(&game).await {
+                        Ok(()) => tracing::info!(game = %game, "aborted by the control socket"),
+                        Err(e) => {
+                            tracing::warn!(game = %game, "abort asked by the control socket failed: {e}")
+                        }
+                    }
+                });
+                Reply::ok("abort sent")
+            }
+            Request::Resign(game) => {
+                let client = self.client.clone();
+                tokio::spawn(async move {
+                    match client.resign(&game).await {
+                        Ok(()) => tracing::info!(game = %game, "resigned by the control socket"),
+                        Err(e) => {
+                            tracing::warn!(game = %game, "resign asked by the control socket failed: {e}")
+                        }
+                    }
+                });
+                Reply::ok("resign sent")
+            }
+            Request::Challenge(order) => self.challenge_for_operator(order),
+        };
+        let _ = reply.send(answer);
+    }
+
+    fn me_id(&self) -> String {
+        self.me.as_ref().map(|m| m.id.clone()).unwrap_or_default()
+    }
+
+    /// The users blocked by the lists or by `kaissa ctl` changed: kept on
+    /// disk, and matchmaking leaves them alone.
+    fn blocked_changed(&mut self) {
+        if let Some(file) = &self.ctl_blocked_file {
+            state::save(file, &self.ctl_blocked);
+        }
+        let all: BTreeSet<String> = self
+            .block_lists
+            .users()
+            .union(&self.ctl_blocked)
+            .cloned()
+            .collect();
+        self.matchmaker.set_online_blocked(&all);
+    }
+
+    /// Whether `user` is blocked by the lists or by `kaissa ctl`.
+    pub(super) fn blocked(&self, user: &str) -> bool {
+        self.block_lists.blocks(user) || self.ctl_blocked.contains(&user.to_lowercase())
+    }
+
+    /// The online block lists changed.
+    pub(super) fn block_lists_changed(&mut self) {
+        self.blocked_changed();
+    }
+
+    fn challenge_for_operator(&mut self, order: ChallengeOrder) -> Reply {
+        let challenge = CreateChallenge {
+            time: order.time,
+            rated: order.rated,
+            color: order.color,
+            variant: order.variant,
+            fen: None,
+        };
+        let client = self.client.clone();
+        let user = order.user.clone();
+        tokio::spawn(async move {
+            match client.create_challenge_kept(&user, &challenge).await {
+                Ok((created, keep_alive)) => {
+                    tracing::info!(challenge = %created.id, opponent = %user, "challenge sent by the control socket");
+                    // Held open until answered (or Lichess ends it).
+                    let done = keep_alive.done().await;
+                    tracing::info!(challenge = %created.id, done = done.as_deref().unwrap_or("-"), "operator's challenge settled");
+                }
+                Err(e) => {
+                    tracing::warn!(opponent = %user, "challenge asked by the control socket failed: {e}")
+                }
+            }
+        });
+        Reply::ok(format!("challenging {}", order.user))
+    }
+
+    fn status(&self, as_json: bool) -> Reply {
+        let now = unix_now();
+        let mut games: Vec<serde_json::Value> = self
+            .games
+            .iter()
+            .filter(|(_, e)| e.task.as_ref().is_some_and(|t| !t.is_finished()))
+            .map(|(id, e)| {
+                let summary = e
+                    .summary
+                    .as_ref()
+                    .map(|s| s.borrow().clone())
+                    .unwrap_or_default();
+                json!({"id": id, "opponent": summary.opponent, "color": summary.color,
+                       "variant": summary.variant, "speed": summary.speed, "rated": summary.rated,
+                       "plies": summary.plies, "our_clock_ms": summary.our_clock_ms,
+                       "their_clock_ms": summary.their_clock_ms, "score": summary.score})
+            })
+            .collect();
+        games.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+        let queue: Vec<serde_json::Value> = self
+            .queue
+            .iter()
+            .map(|c| json!({"id": c.id, "challenger": c.challenger.id, "rating": c.challenger.rating}))
+            .collect();
+        let matchmaking = json!({
+            "enabled": self.matchmaker.enabled(),
+            "pending": self.matchmaker.pending().map(|p| json!({"id": p.id, "opponent": p.opponent})),
+        });
+        let blocked: Vec<&String> = self.ctl_blocked.iter().collect();
+        let status = json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "uptime_secs": self.started.elapsed().as_secs(),
+            "concurrency": self.slots.capacity(),
+            "slots_in_use": self.slots.in_use(),
+            "games": games,
+            "queue": queue,
+            "bot_games_today": self.quota.count(now),
+            "bot_games_per_day": self.config.bot.bot_games_per_day,
+            "matchmaking": matchmaking,
+            "parked": self.parked.len(),
+            "tournaments": [],
+            "blocked": blocked,
+            "online_blocked": self.block_lists.users().len(),
+        });
+        if as_json {
+            return Reply::ok(status.to_string());
+        }
+        let mut text = format!(
+            "kaissa {}, up {}\nslots: {} of {} in use; parked correspondence games: {}\n",
+            env!("CARGO_PKG_VERSION"),
+            duration_text(self.started.elapsed().as_secs()),
+            self.slots.in_use(),
+            self.slots.capacity(),
+            self.parked.len()
+        );
+        text.push_str(&format!("games: {}\n", games.len()));
+        for g in &games {
+            let clock = |v: &serde_json::Value| {
+                v.as_u64()
+                    .map_or("-".to_owned(), |ms| duration_text(ms / 1000))
+            };
+            text.push_str(&format!(
+                "  {} vs {} ({} {} {}{}): {} plies, clocks {} / {}, score {}\n",
+                g["id"].as_str().unwrap_or(""),
+                g["opponent"].as_str().unwrap_or(""),
+                g["color"].as_str().unwrap_or(""),
+                g["speed"].as_str().unwrap_or(""),
+                g["variant"].as_str().unwrap_or(""),
+                if g["rated"] == true { ", rated" } else { "" },
+                g["plies"],
+                clock(&g["our_clock_ms"]),
+                clock(&g["their_clock_ms"]),
+                g["score"].as_str().unwrap_or("-"),
+            ));
+        }
+        text.push_str(&format!("queue: {}\n", queue.len()));
+        for c in &queue {
+            text.push_str(&format!(
+                "  {} from {}\n",
+                c["id"].as_str().unwrap_or(""),
+                c["challenger"].as_str().unwrap_or("")
+            ));
+        }
+        text.push_str(&format!(
+            "bot games today: {} of {}\n",
+            self.quota.count(now),
+            self.config.bot.bot_games_per_day
+        ));
+        text.push_str(&format!(
+            "matchmaking: {}{}\n",
+            if self.matchmaker.enabled() {
+                "on"
+            } else {
+                "off"
+            },
+            self.matchmaker
+                .pending()
+                .map(|p| format!(", challenge {} to {} pending", p.id, p.opponent))
+                .unwrap_or_default()
+        ));
+        text.push_str("tournaments: none\n");
+        text.push_str(&format!(
+            "blocked: {} by kaissa ctl{}, {} by online lists",
+            blocked.len(),
+            if blocked.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    blocked
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            self.block_lists.users().len()
+        ));
+        Reply::ok(text)
+    }
+}
+
+/// `1h02m03s`, `4m05s`, `7s`.
+fn duration_text(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m:02}m{s:02}s")
+    } else if m > 0 {
+        format!("{m}m{s:02}s")
+    } else {
+        format!("{s}s")
+    }
+}

@@ -1,0 +1,177 @@
+//! The control socket end to end: the real `kaissa run` against the fake
+//! Lichess server, driven by the real `kaissa ctl`: the status (text and
+//! JSON) with a game in it, matchmaking switched off, a user blocked and
+//! unblocked (kept across a restart), a game resigned, a challenge sent.
+//!
+//! `KAISSA_E2E_SHOW_LOG=1` prints the daemon's log.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::bot::Bot;
+use support::fake_lichess::{ChallengeSpec, FakeLichess, Opponent, Side};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Starts the daemon against `fake` with its control socket in its
+/// directory; the socket's path.
+async fn start(fake: &FakeLichess) -> (Bot, PathBuf) {
+    let mut bot = Bot::configured(fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+             state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\nconcurrency = 2\n\
+             control_socket = \"{}\"\n[matchmaking]\nenabled = true\nidle_secs = 3600\n",
+            fake.url(),
+            dir.join("state").display(),
+            dir.join("control.sock").display()
+        )
+    });
+    let socket = bot.dir.path().join("control.sock");
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    (bot, socket)
+}
+
+/// Runs `kaissa ctl --socket SOCKET words...`: success, and its output.
+fn ctl(socket: &Path, words: &str) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(words.split_whitespace())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+async fn wait_status(fake: &FakeLichess, id: &str, status: &str) {
+    fake.wait_until(&format!("challenge {id} {status}"), WAIT, |v| {
+        v.challenge(id).is_some_and(|c| c.status == status)
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_runs_the_daemon_from_kaissa_ctl() {
+    let fake = FakeLichess::start().await;
+    let (mut bot, socket) = start(&fake).await;
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&socket).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "only the service user (and root)");
+
+    // A game by hand: the status shows it, with its opponent and clocks.
+    let game = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::human("Carol"))
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&game).is_some_and(|g| !g.moves.is_empty())
+    })
+    .await
+    .unwrap();
+    fake.opponent_move(&game, "e7e5").unwrap();
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&game).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    let (ok, text) = ctl(&socket, "status");
+    assert!(ok, "{text}");
+    assert!(
+        text.contains(&format!("{game} vs Carol (white blitz standard)")),
+        "{text}"
+    );
+    assert!(text.contains("matchmaking: on"), "{text}");
+    let (ok, text) = ctl(&socket, "status --json");
+    assert!(ok, "{text}");
+    let status: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(status["games"][0]["id"], game.as_str(), "{status}");
+    assert_eq!(status["games"][0]["opponent"], "Carol", "{status}");
+    assert_eq!(status["games"][0]["plies"], 3, "{status}");
+    assert!(
+        status["games"][0]["their_clock_ms"].as_u64().unwrap() > 100_000,
+        "{status}"
+    );
+    assert!(status["games"][0]["score"].is_string(), "{status}");
+
+    // Matchmaking off.
+    assert!(ctl(&socket, "matchmaking off").0);
+    let (_, text) = ctl(&socket, "status --json");
+    let status: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(status["matchmaking"]["enabled"], false, "{status}");
+
+    // A user blocked: declined; unblocked: accepted.
+    assert!(ctl(&socket, "block Spammer").0);
+    let spam = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::human("Spammer"))
+            .autoplay(None),
+    );
+    wait_status(&fake, &spam, "declined").await;
+
+    // The game resigned from the socket.
+    let (ok, text) = ctl(&socket, &format!("resign {game}"));
+    assert!(ok, "{text}");
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    assert_eq!(over.status, "resign", "{over:?}");
+    let (ok, text) = ctl(&socket, "resign nosuchgame");
+    assert!(!ok && text.contains("no game nosuchgame"), "{text}");
+
+    // A challenge sent on the operator's word.
+    let (ok, text) = ctl(&socket, "challenge Somebody 1+0 white casual");
+    assert!(ok, "{text}");
+    let sent = fake
+        .wait_for("the operator's challenge", WAIT, |v| {
+            v.challenges().into_iter().find(|c| {
+                c.direction == "out"
+                    && c.dest
+                        .as_deref()
+                        .is_some_and(|d| d.eq_ignore_ascii_case("somebody"))
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(sent.form.get("clock.limit").map(String::as_str), Some("60"));
+    assert_eq!(sent.form.get("color").map(String::as_str), Some("white"));
+
+    // Bad commands are named, and change nothing.
+    let (ok, text) = ctl(&socket, "dance");
+    assert!(!ok && text.contains("unknown command"), "{text}");
+
+    // The block outlives a restart; unblocking lets the user in again.
+    bot.signal("TERM");
+    assert!(bot.wait_exit(WAIT).await.success());
+    assert!(!socket.exists(), "the socket goes with the daemon");
+    bot.spawn();
+    fake.wait_until("the socket", WAIT, |_| socket.exists())
+        .await
+        .unwrap();
+    let again = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::human("Spammer"))
+            .autoplay(None),
+    );
+    wait_status(&fake, &again, "declined").await;
+    assert!(ctl(&socket, "unblock Spammer").0);
+    let welcome = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::human("Spammer"))
+            .autoplay(None),
+    );
+    wait_status(&fake, &welcome, "accepted").await;
+    fake.opponent_resigns(&welcome).unwrap();
+    fake.wait_game_over(&welcome, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert!(log.contains("control socket open"), "{log}");
+    assert!(log.contains("rule=\"block list\""), "{log}");
+}
