@@ -4,7 +4,8 @@
 # verbatim (the sh block after the "systemd-test: install" marker in
 # README.md), the daemon talking to the fake Lichess server
 # (examples/fake_lichess.rs) on the host's 127.0.0.1 (nspawn shares the
-# host network). Checks: the unit starts and plays a game; `systemctl
+# host network). Checks: the unit starts and plays a game (and `kaissa
+# ctl status` sees it through the control socket); `systemctl
 # stop` lets a running game finish and exits 0; `systemctl restart`
 # mid-game hands the game over to the new run, which finishes it; a crash
 # mid-game is restarted by systemd and the game resumed; a rejected token
@@ -182,6 +183,11 @@ say "journal line: $first"
 if [[ $first =~ ^[0-9]{4}- ]]; then fail "a second timestamp in the journal"; else pass "no timestamp of kaissa's own in the journal"; fi
 id=$(fake challenge 60 0 50)
 say "challenge $id (1+0): $(fake wait-plies "$id" 10 60)"
+ctl=$(in_ct kaissa ctl status 2>&1 || true)
+say "kaissa ctl status (as root, in the container):"
+say "$ctl" | sed 's/^/    /'
+[[ $ctl == *"$id vs "* ]] && pass "kaissa ctl status shows the game through /run/kaissa/control.sock" ||
+    fail "kaissa ctl status: $ctl"
 say "during the game: $(usage)"
 over=$(fake wait-over "$id" 180)
 say "game $id: $over"
