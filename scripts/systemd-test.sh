@@ -5,7 +5,8 @@
 # README.md), the daemon talking to the fake Lichess server
 # (examples/fake_lichess.rs) on the host's 127.0.0.1 (nspawn shares the
 # host network). Checks: the unit starts and plays a game (and `kaissa
-# ctl status` sees it through the control socket); `systemctl
+# ctl status` sees it through the control socket); the same from the
+# Debian package (`cargo deb`, installed with dpkg; needs cargo-deb); `systemctl
 # stop` lets a running game finish and exits 0; `systemctl restart`
 # mid-game hands the game over to the new run, which finishes it; a crash
 # mid-game is restarted by systemd and the game resumed; a rejected token
@@ -294,6 +295,45 @@ say "$(fake wait-stream 30)"
 in_ct test ! -e /etc/kaissa/token && ! in_ct grep -qF "$token" /etc/kaissa/token.cred && [[ $(show kaissa ActiveState) == active ]] &&
     pass "active with the token only in /etc/kaissa/token.cred" || fail "encrypted token: $(show kaissa ActiveState)"
 id=$(fake challenge 60 0 50)
+over=$(fake wait-over "$id" 180)
+say "game $id: $over"
+[[ $over == "over "* && $over != *status=outoftime* && $over == *illegal=0* ]] && pass "game played to its end" ||
+    fail "game $id: $over"
+
+step "8. The Debian package (cargo deb) installed with dpkg: the same checks"
+deb=$(ls "$repo"/target/debian/kaissa_*.deb 2>/dev/null | head -1 || true)
+if [[ -z $deb || $deb -ot $bin ]]; then
+    command -v cargo-deb >/dev/null || die "cargo-deb not found (cargo install cargo-deb)"
+    (cd "$repo" && cargo deb --no-build 2>&1 | tail -1)
+    deb=$(ls "$repo"/target/debian/kaissa_*.deb | head -1)
+fi
+say "$(basename "$deb")"
+in_ct systemctl disable --now kaissa >/dev/null 2>&1 || true
+in_ct rm -rf /usr/local/bin/kaissa /etc/systemd/system/kaissa.service /etc/systemd/system/kaissa.service.d /etc/kaissa
+in_ct systemctl daemon-reload
+cp "$deb" "$root/root/kaissa.deb"
+in_ct dpkg -i /root/kaissa.deb >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i failed"; }
+in_ct test -x /usr/bin/kaissa && in_ct test -f /lib/systemd/system/kaissa.service &&
+    in_ct test -f /usr/share/man/man1/kaissa.1.gz && pass "binary, unit and man page installed" ||
+    fail "the package's files are missing"
+[[ $(in_ct stat -c %a /etc/kaissa) == 700 && $(in_ct stat -c %a /etc/kaissa/kaissa.toml) == 600 ]] &&
+    pass "/etc/kaissa is root's alone" || fail "/etc/kaissa: $(in_ct stat -c %a /etc/kaissa)"
+in_ct dpkg-query -W -f='${Conffiles}' kaissa | grep -q /etc/kaissa/kaissa.toml &&
+    pass "/etc/kaissa/kaissa.toml is a conffile" || fail "no conffile"
+# The user's edits, as above; the token; enable.
+in_ct sed -i -e "s|^url = .*|url = \"$url\"|" \
+    -e 's|^# state_dir = "/var/lib/kaissa"|state_dir = "/var/lib/kaissa"|' \
+    -e 's|^# pgn_dir = "/var/lib/kaissa/pgn"|pgn_dir = "/var/lib/kaissa/pgn"|' \
+    -e 's|^max_nodes = 0|max_nodes = 20000|' /etc/kaissa/kaissa.toml
+in_ct bash -euo pipefail -c "printf '%s\n' \"\$(cat)\" | install -m 0600 /dev/stdin /etc/kaissa/token" <<<"$token"
+in_ct systemctl enable --now kaissa >/dev/null 2>&1 || fail "systemctl enable --now kaissa failed"
+say "$(fake wait-stream 30)"
+[[ $(show kaissa ActiveState) == active ]] && pass "the packaged unit runs /usr/bin/kaissa" ||
+    fail "kaissa.service is $(show kaissa ActiveState)"
+id=$(fake challenge 60 0 50)
+say "challenge $id (1+0): $(fake wait-plies "$id" 6 60)"
+ctl=$(in_ct kaissa ctl status 2>&1 || true)
+[[ $ctl == *"$id vs "* ]] && pass "kaissa ctl status shows the game" || fail "kaissa ctl status: $ctl"
 over=$(fake wait-over "$id" 180)
 say "game $id: $over"
 [[ $over == "over "* && $over != *status=outoftime* && $over == *illegal=0* ]] && pass "game played to its end" ||
