@@ -450,13 +450,15 @@ async fn online_block_lists_apply_both_ways_and_survive_a_dead_host() {
 }
 
 /// Matchmaking's variety: each game against another bot of the window
-/// (a bot just played cools down), never one on the block list.
+/// (a bot just played cools down), never one on the block list, nor one
+/// in a game now.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list() {
     let fake = FakeLichess::start().await;
     // Our bullet rating is 2000 (the fake's account).
     fake.set_online_bots(vec![
         OnlineBot::new("Blocked", 2000, Answer::Accept),
+        OnlineBot::new("Busy", 2005, Answer::Accept).playing(),
         OnlineBot::new("Ann", 2010, Answer::Accept),
         OnlineBot::new("Ben", 2050, Answer::Accept),
         OnlineBot::new("Cid", 2090, Answer::Accept),

@@ -12,6 +12,15 @@
 //! `challenge_timeout_secs`. A bot that declined (or did not answer) is
 //! skipped for `decline_cooldown_secs`; these [`Cooldowns`] are kept with
 //! their reason in `engine.state_dir/declined.json`.
+//!
+//! **Variety.** The opponent is chosen among the bots that fit
+//! (`matchmaking.selection`: weighted at random, in rotation, or the
+//! nearest), so the daily bot-game cap is not spent on one bot. The games
+//! against each bot in the last day ([`Played`], in
+//! `engine.state_dir/played.json`) lower its chance and keep it out for
+//! `played_cooldown_secs` times their number; `challenge.block_list`,
+//! `challenge.allow_list` and the block lists apply to our challenges as
+//! to theirs. A bot in a game now (`/api/users/status`) is skipped.
 
 use super::state;
 use crate::config::{MatchmakingConfig, PlayableVariant, Selection};
@@ -208,6 +217,7 @@ impl Eligibility<'_> {
         !bot.id.eq_ignore_ascii_case(self.me)
             && !bot.disabled
             && !bot.tos_violation
+            && !bot.playing
             && self.cooldowns.skipped(&bot.id, self.now).is_none()
             && !self
                 .played
@@ -381,7 +391,20 @@ impl Matchmaker {
         let tx = tx.clone();
         tokio::spawn(async move {
             let result = async {
-                let bots = client.online_bots(ONLINE_BOTS).await?;
+                let mut bots = client.online_bots(ONLINE_BOTS).await?;
+                // Who is in a game now: not challenged (a challenge would
+                // wait, or be declined). Unknown if the question fails.
+                let ids: Vec<String> = bots.iter().map(|b| b.id.clone()).collect();
+                match client.users_status(&ids).await {
+                    Ok(status) => {
+                        for bot in &mut bots {
+                            bot.playing = status
+                                .iter()
+                                .any(|s| s.playing && s.id.eq_ignore_ascii_case(&bot.id));
+                        }
+                    }
+                    Err(e) => tracing::debug!("matchmaking: who is playing is unknown: {e}"),
+                }
                 let account = client.account().await?;
                 Ok((bots, account))
             }

@@ -57,7 +57,7 @@ use tracing::{debug, warn};
 
 use super::model::{
     Account, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason, ErrorBody, Event,
-    GameEvent, NowPlaying, OnlineBot, RateLimitInfo, TokenInfo, VariantKey,
+    GameEvent, NowPlaying, OnlineBot, RateLimitInfo, TokenInfo, UserStatus, VariantKey,
 };
 use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream, StreamEvent};
 
@@ -808,6 +808,21 @@ impl Client {
             .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
             .filter_map(|line| serde_json::from_slice(line).ok())
             .collect())
+    }
+
+    /// `GET /api/users/status?ids=`: whether these users (at most 100)
+    /// are online and playing. Behind the online bots' gate (matchmaking
+    /// asks both).
+    pub async fn users_status(&self, ids: &[String]) -> Result<Vec<UserStatus>, Error> {
+        for id in ids {
+            check_id("username", id)?;
+        }
+        let mut call = Call::get("/api/users/status".to_owned(), Endpoint::OnlineBots);
+        call.query.push((
+            "ids",
+            ids.iter().take(100).cloned().collect::<Vec<_>>().join(","),
+        ));
+        self.json(call).await
     }
 
     /// `GET /api/account/playing`: our ongoing games (up to 50).

@@ -883,6 +883,21 @@ pub struct OnlineBot {
     pub tos_violation: bool,
     #[serde(default)]
     pub disabled: bool,
+    /// Playing a game now (not in `/api/bot/online`'s answer: from
+    /// `/api/users/status`, filled in by matchmaking).
+    #[serde(skip)]
+    pub playing: bool,
+}
+
+/// One user of `GET /api/users/status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct UserStatus {
+    pub id: String,
+    /// Absent when false.
+    #[serde(default)]
+    pub online: bool,
+    #[serde(default)]
+    pub playing: bool,
 }
 
 /// The rating of a perf in a `perfs` map, if there is one.

@@ -36,6 +36,8 @@ pub struct OnlineBot {
     /// Rated `opponent.rating` in every perf.
     pub opponent: Opponent,
     pub answer: Answer,
+    /// In a game now (`/api/users/status` says `playing`).
+    pub playing: bool,
 }
 
 impl OnlineBot {
@@ -46,6 +48,15 @@ impl OnlineBot {
                 ..Opponent::bot(name)
             },
             answer,
+            playing: false,
+        }
+    }
+
+    /// The same bot, in a game now.
+    pub fn playing(self) -> OnlineBot {
+        OnlineBot {
+            playing: true,
+            ..self
         }
     }
 }
@@ -55,6 +66,30 @@ impl FakeLichess {
     pub fn set_online_bots(&self, bots: Vec<OnlineBot>) {
         self.app.with(|world, _| world.online_bots = bots);
     }
+}
+
+/// `GET /api/users/status?ids=`: the online bots among `ids`, with
+/// `playing` when they are in a game (lila omits `online` and `playing`
+/// when false); unknown ids are left out, as lila does.
+pub(super) async fn users_status(
+    State(app): State<App>,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let world = app.lock();
+    let ids = query.get("ids").cloned().unwrap_or_default();
+    let answer: Vec<serde_json::Value> = ids
+        .split(',')
+        .filter_map(|id| find(&world.online_bots, id))
+        .map(|bot| {
+            let mut user = json!({"id": bot.opponent.id, "name": bot.opponent.name, "title": "BOT",
+                                  "online": true});
+            if bot.playing {
+                user["playing"] = json!(true);
+            }
+            user
+        })
+        .collect();
+    axum::Json(answer).into_response()
 }
 
 /// `GET /api/bot/online`: one user per line.

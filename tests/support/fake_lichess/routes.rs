@@ -32,6 +32,7 @@ pub(super) fn router(app: App) -> Router {
         .route("/api/account/playing", get(playing))
         .route("/api/token/test", post(token_test))
         .route("/api/bot/online", get(super::bots::online))
+        .route("/api/users/status", get(super::bots::users_status))
         .route("/api/bot/account/upgrade", post(upgrade))
         .route("/api/stream/event", get(event_stream))
         .route("/api/bot/game/stream/{id}", get(game_stream))
@@ -608,6 +609,7 @@ pub(super) async fn create_challenge(
         if let Some(OnlineBot {
             answer: Answer::DailyCapReached(seconds),
             opponent,
+            ..
         }) = &online
         {
             return super::bots::opponent_daily_cap(&opponent.name, *seconds);
