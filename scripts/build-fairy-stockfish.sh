@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds Fairy-Stockfish (the variant engine, version 241126) from the C++
-# sources that the pyffish 0.0.90 source distribution on PyPI carries, into
+# Builds Fairy-Stockfish (the variant engine; its `id name` version is
+# the build date, ddmmyy) from the C++ sources that the pyffish 0.0.90
+# source distribution on PyPI carries, into
 # DEST (default tests/data/engines/fairy-stockfish, git-ignored).
 #   scripts/build-fairy-stockfish.sh [DEST]
 # Why not Debian's: its fairy-stockfish (11.1) plays every Lichess variant

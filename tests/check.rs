@@ -346,11 +346,15 @@ async fn check_names_the_external_engines_and_what_they_play() {
     let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    // The name as the engine gives it: a build from source carries its
+    // build date (ddmmyy) as its version.
+    let (name, author) = engine_id(&engine);
+    assert!(name.starts_with("Fairy-Stockfish "), "id name {name}");
     assert!(
-        stdout.contains(
-            "engine fairy: Fairy-Stockfish 241126 by Fabian Fichter; plays crazyhouse, atomic \
+        stdout.contains(&format!(
+            "engine fairy: {name} by {author}; plays crazyhouse, atomic \
              (blitz, rapid; humans only)"
-        ),
+        )),
         "stdout: {stdout}"
     );
 
@@ -372,4 +376,29 @@ async fn check_names_the_external_engines_and_what_they_play() {
         "stdout: {stdout}"
     );
     assert!(stdout.contains("/nonexistent/engine"), "stdout: {stdout}");
+}
+
+/// The `id name` and `id author` an engine answers to `uci`.
+fn engine_id(engine: &std::path::Path) -> (String, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(engine)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"uci\nquit\n")
+        .unwrap();
+    let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    let field = |key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no `{key}` in {out}"))
+            .trim()
+            .to_string()
+    };
+    (field("id name "), field("id author "))
 }
