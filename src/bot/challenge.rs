@@ -275,11 +275,14 @@ fn accepts_mode(policy: &ChallengeConfig, rated: bool) -> bool {
     if rated { policy.rated } else { policy.casual }
 }
 
-/// The game slots: at most `capacity` games at once. Cloning shares them.
+/// The game slots (`bot.concurrency`), some of which may be kept free
+/// for arena pairings: challenges and matchmaking see only the rest.
 #[derive(Debug, Clone)]
 pub struct Slots {
     used: Arc<AtomicUsize>,
-    capacity: usize,
+    /// Kept free for the arenas the bot waits in.
+    kept: Arc<AtomicUsize>,
+    total: usize,
 }
 
 /// A reserved slot, released on drop.
@@ -295,18 +298,29 @@ impl Drop for SlotGuard {
 }
 
 impl Slots {
-    pub fn new(capacity: usize) -> Slots {
+    pub fn new(total: usize) -> Slots {
         Slots {
             used: Arc::new(AtomicUsize::new(0)),
-            capacity,
+            kept: Arc::new(AtomicUsize::new(0)),
+            total,
         }
     }
 
-    /// Reserves a slot atomically, or `None` when all are taken.
+    /// Reserves one of the slots challenges may take, atomically, or
+    /// `None` when they are all taken.
     pub fn try_reserve(&self) -> Option<SlotGuard> {
+        self.reserve_below(self.capacity())
+    }
+
+    /// Reserves any slot, a kept one too (an arena game).
+    pub fn try_reserve_kept(&self) -> Option<SlotGuard> {
+        self.reserve_below(self.total)
+    }
+
+    fn reserve_below(&self, limit: usize) -> Option<SlotGuard> {
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.capacity).then_some(n + 1)
+                (n < limit).then_some(n + 1)
             })
             .ok()
             .map(|_| SlotGuard {
@@ -314,13 +328,30 @@ impl Slots {
             })
     }
 
+    /// Keeps `n` slots free for arena pairings.
+    pub fn keep(&self, n: usize) {
+        self.kept.store(n.min(self.total), Ordering::Release);
+    }
+
+    /// Slots kept for arenas now.
+    pub fn kept(&self) -> usize {
+        self.kept.load(Ordering::Acquire)
+    }
+
     /// Slots in use now.
     pub fn in_use(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
 
+    /// The slots challenges and matchmaking may fill: `bot.concurrency`
+    /// less those kept for arenas.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.total.saturating_sub(self.kept())
+    }
+
+    /// `bot.concurrency`.
+    pub fn total(&self) -> usize {
+        self.total
     }
 }
 
@@ -598,6 +629,24 @@ mod tests {
         assert_eq!(slots.in_use(), 1);
         assert!(slots.try_reserve().is_some());
         assert_eq!(slots.in_use(), 1);
+    }
+
+    #[test]
+    fn kept_slots_are_for_arena_games_only() {
+        let slots = Slots::new(2);
+        slots.keep(1);
+        assert_eq!((slots.capacity(), slots.total()), (1, 2));
+        let _challenge = slots.try_reserve().unwrap();
+        assert!(
+            slots.try_reserve().is_none(),
+            "the kept slot is not a challenge's"
+        );
+        let arena = slots.try_reserve_kept().unwrap();
+        assert!(slots.try_reserve_kept().is_none());
+        drop(arena);
+        slots.keep(5);
+        assert_eq!(slots.kept(), 2, "never more than there are");
+        assert_eq!(slots.capacity(), 0);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! carries the commands out on its own loop (`daemon/control.rs`); this
 //! module holds the words, the listener and the client.
 
-use crate::config::parse_time_control;
+use crate::config::{ArenaEntry, is_tournament_id, parse_time_control};
 use crate::lichess::client::ChallengeTime;
 use crate::lichess::model::{ChallengeColor, VariantKey};
 use std::path::{Path, PathBuf};
@@ -31,7 +31,9 @@ matchmaking on|off
 block USER
 unblock USER
 abort GAME
-resign GAME";
+resign GAME
+tournament join ID [team=TEAM] [password=PASSWORD] [join-team]
+tournament leave ID";
 
 /// A command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +45,8 @@ pub enum Request {
     Unblock(String),
     Abort(String),
     Resign(String),
+    TournamentJoin(ArenaEntry),
+    TournamentLeave(String),
 }
 
 /// `challenge USER ...`: whom, and the game offered.
@@ -111,7 +115,49 @@ pub fn parse(line: &str) -> Result<Request, String> {
         Some("abort") => id("GAME").map(Request::Abort),
         Some("resign") => id("GAME").map(Request::Resign),
         Some("challenge") => parse_challenge(&words[1..]).map(Request::Challenge),
+        Some("tournament") => parse_tournament(&words[1..]),
         Some(other) => Err(format!("unknown command {other:?}; the commands:\n{USAGE}")),
+    }
+}
+
+fn parse_tournament(words: &[&str]) -> Result<Request, String> {
+    let usage = "usage: tournament join ID [team=TEAM] [password=PASSWORD] [join-team] | tournament leave ID";
+    let (verb, id, rest) = match words {
+        [verb, id, rest @ ..] => (*verb, *id, rest),
+        _ => return Err(usage.to_owned()),
+    };
+    if !is_tournament_id(id) {
+        return Err(format!(
+            "{id:?} is not a tournament id (8 letters and digits, as in lichess.org/tournament/ID)"
+        ));
+    }
+    match verb {
+        "leave" if rest.is_empty() => Ok(Request::TournamentLeave(id.to_owned())),
+        "join" => {
+            let mut entry = ArenaEntry {
+                id: id.to_owned(),
+                ..ArenaEntry::default()
+            };
+            for word in rest {
+                if let Some(team) = word.strip_prefix("team=") {
+                    if !crate::lichess::client::is_valid_id(team) {
+                        return Err(format!("{team:?} is not a team id"));
+                    }
+                    entry.team = Some(team.to_owned());
+                } else if let Some(password) = word.strip_prefix("password=") {
+                    entry.password = Some(password.to_owned());
+                } else if *word == "join-team" {
+                    entry.join_team = true;
+                } else {
+                    return Err(format!("unknown word {word:?}; {usage}"));
+                }
+            }
+            if entry.join_team && entry.team.is_none() {
+                return Err("join-team needs team=TEAM".to_owned());
+            }
+            Ok(Request::TournamentJoin(entry))
+        }
+        _ => Err(usage.to_owned()),
     }
 }
 
@@ -282,6 +328,24 @@ mod tests {
         );
         assert!(parse("block a/b").is_err());
         assert!(parse("abort").is_err());
+        assert_eq!(
+            parse("tournament join hL7vMrFQ team=coders password=s3cret join-team"),
+            Ok(Request::TournamentJoin(ArenaEntry {
+                id: "hL7vMrFQ".into(),
+                team: Some("coders".into()),
+                password: Some("s3cret".into()),
+                join_team: true,
+            }))
+        );
+        assert_eq!(
+            parse("tournament leave hL7vMrFQ"),
+            Ok(Request::TournamentLeave("hL7vMrFQ".into()))
+        );
+        assert!(parse("tournament join hL7vMrF").is_err(), "7 characters");
+        assert!(parse("tournament join hL7vMrFQ join-team").is_err());
+        assert!(parse("tournament join hL7vMrFQ colour=red").is_err());
+        assert!(parse("tournament leave hL7vMrFQ now").is_err());
+        assert!(parse("tournament").is_err());
         assert!(parse("dance").unwrap_err().contains("unknown command"));
         assert!(parse("").is_err());
         assert_eq!(

@@ -1,6 +1,6 @@
 //! The Lichess bot: the daemon's event loop, the challenge policy and its
-//! queue, online block lists, matchmaking, the daily bot quota, one task per game, chat, and
-//! the PGN of each finished game.
+//! queue, online block lists, matchmaking, arena tournaments, the daily bot
+//! quota, one task per game, chat, and the PGN of each finished game.
 
 pub mod blocklists;
 pub mod challenge;
@@ -18,4 +18,5 @@ pub mod quota;
 pub mod record;
 pub mod scopes;
 pub mod state;
+pub mod tournaments;
 pub mod variant;

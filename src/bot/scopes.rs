@@ -30,6 +30,21 @@ pub fn needed(config: &Config) -> Vec<Need> {
             required: false,
         });
     }
+    let arenas = &config.tournaments.arenas;
+    if !arenas.is_empty() {
+        needs.push(Need {
+            scope: "tournament:write",
+            purpose: "joining the arenas of [tournaments]",
+            required: false,
+        });
+    }
+    if arenas.iter().any(|a| a.join_team) {
+        needs.push(Need {
+            scope: "team:write",
+            purpose: "joining the teams of [tournaments] (join_team)",
+            required: false,
+        });
+    }
     needs
 }
 
@@ -67,5 +82,19 @@ mod tests {
             .collect();
         assert_eq!(lacking, ["challenge:write"]);
         assert_eq!(missing(&token("bot:play,challenge:write"), &config), []);
+        config.tournaments.arenas.push(crate::config::ArenaEntry {
+            id: "hL7vMrFQ".to_owned(),
+            team: Some("coders".to_owned()),
+            join_team: true,
+            ..Default::default()
+        });
+        let lacking: Vec<_> = missing(&token("bot:play,challenge:write"), &config)
+            .into_iter()
+            .map(|n| (n.scope, n.required))
+            .collect();
+        assert_eq!(
+            lacking,
+            [("tournament:write", false), ("team:write", false)]
+        );
     }
 }

@@ -9,7 +9,7 @@ use super::error::ConfigError;
 pub const ENV_PREFIX: &str = "KAISSA";
 
 /// The sections, to catch `KAISSA_BOT_CONCURRENCY` (one underscore).
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "lichess",
     "engine",
     "challenge",
@@ -17,6 +17,7 @@ const SECTIONS: [&str; 7] = [
     "matchmaking",
     "chat",
     "sources",
+    "tournaments",
 ];
 /// Keys whose environment value is a comma-separated list.
 const LIST_KEYS: [&str; 8] = [

@@ -20,7 +20,7 @@
 //! The parts: `sections` (the sections, their defaults and small
 //! accessors), `engines` (`[engines.NAME]`: external UCI engines and the
 //! games each plays), `sources` (`[sources]`: books, tables, online sources,
-//! and opening them), `env` (the environment overrides), `validate` (the rules
+//! and opening them), `tournaments` (`[tournaments]`: the arenas joined), `env` (the environment overrides), `validate` (the rules
 //! across values), `token` (finding the token) and `error` (every
 //! mistake, named by its key). The challenge rules that use
 //! `[challenge]` are the policy's, in `bot::challenge`.
@@ -32,6 +32,7 @@ mod sections;
 mod sources;
 mod summary;
 mod token;
+mod tournaments;
 mod validate;
 
 #[cfg(test)]
@@ -48,6 +49,7 @@ pub use sections::{
 };
 pub use sources::SourcesConfig;
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
+pub use tournaments::{ArenaEntry, TournamentsConfig, is_tournament_id};
 pub use validate::is_user_id;
 
 use std::path::Path;

@@ -1,5 +1,6 @@
 //! The sections of the configuration (`[lichess]`, `[engine]`,
-//! `[challenge]`, `[bot]`, `[chat]`; `[sources]` is in `sources`), their
+//! `[challenge]`, `[bot]`, `[chat]`; `[sources]` is in `sources`,
+//! `[tournaments]` in `tournaments`), their
 //! defaults (the same as the shipped `config/kaissa.toml`) and small
 //! accessors.
 
@@ -26,6 +27,7 @@ pub struct Config {
     pub sources: super::sources::SourcesConfig,
     /// `[engines.NAME]`: external UCI engines, by name.
     pub engines: std::collections::BTreeMap<String, super::engines::ExternalEngineConfig>,
+    pub tournaments: super::tournaments::TournamentsConfig,
 }
 
 /// `[lichess]`: the server.

@@ -1,6 +1,6 @@
 //! What `kaissa check` prints about the configuration: the settings an
 //! operator most needs to see at a glance (slots, queue, fair limits,
-//! quota, correspondence, matchmaking).
+//! quota, correspondence, matchmaking, tournaments).
 
 use super::sections::Config;
 
@@ -51,6 +51,36 @@ impl Config {
             ),
             format!("takebacks per game: {}", b.max_takebacks),
             format!("matchmaking: {matchmaking}"),
+            format!("tournaments: {}", self.tournaments_summary()),
         ]
+    }
+}
+
+impl Config {
+    fn tournaments_summary(&self) -> String {
+        let t = &self.tournaments;
+        let arenas = if t.arenas.is_empty() {
+            "no arena joined at start".to_owned()
+        } else {
+            let ids: Vec<String> = t
+                .arenas
+                .iter()
+                .map(|a| match &a.team {
+                    Some(team) => format!("{} (team {team})", a.id),
+                    None => a.id.clone(),
+                })
+                .collect();
+            format!("arenas {}", ids.join(", "))
+        };
+        format!(
+            "{arenas}; pairing asked every {} s; {}; draws {}",
+            t.pair_every_secs,
+            if t.leave_at_shutdown {
+                "left at a stop"
+            } else {
+                "kept at a stop"
+            },
+            if t.draws { "on" } else { "off" }
+        )
     }
 }

@@ -254,6 +254,7 @@ impl Config {
             ));
         }
         super::engines::validate(&self.engines)?;
+        self.tournaments.validate()?;
         super::engines::check_served(
             "challenge.variants",
             &self.challenge.variants,

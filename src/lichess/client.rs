@@ -56,8 +56,9 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::model::{
-    Account, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason, ErrorBody, Event,
-    GameEvent, NowPlaying, OnlineBot, RateLimitInfo, TokenInfo, UserStatus, VariantKey,
+    Account, ArenaTournament, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason,
+    ErrorBody, Event, GameEvent, NowPlaying, OnlineBot, RateLimitInfo, TokenInfo, UserStatus,
+    VariantKey,
 };
 use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream, StreamEvent};
 
@@ -480,6 +481,9 @@ pub enum Endpoint {
     ChallengeCreate,
     /// Cancelling our challenge.
     ChallengeCancel,
+    /// Arena tournaments: their state, joining, withdrawing; joining a
+    /// team.
+    Tournament,
 }
 
 /// The rate-limit gates, one per [`Endpoint`], closed after a 429 there.
@@ -1048,6 +1052,67 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// `GET /api/tournament/{id}`: an arena's state (with `me` when we
+    /// play in it).
+    pub async fn tournament(&self, id: &str) -> Result<ArenaTournament, Error> {
+        check_id("tournament id", id)?;
+        self.json(Call::get(
+            format!("/api/tournament/{id}"),
+            Endpoint::Tournament,
+        ))
+        .await
+    }
+
+    /// `POST /api/tournament/{id}/join`: join an arena (or come back from
+    /// a pause). `pair_me_asap`: pair us now although we are not on the
+    /// tournament page; Lichess forgets it after a minute, so a bot
+    /// waiting for a pairing calls again. The password is sent, never
+    /// logged.
+    pub async fn join_tournament(
+        &self,
+        id: &str,
+        team: Option<&str>,
+        password: Option<&str>,
+        pair_me_asap: bool,
+    ) -> Result<(), Error> {
+        check_id("tournament id", id)?;
+        let mut call = Call::post(format!("/api/tournament/{id}/join"), Endpoint::Tournament);
+        let mut form = Vec::new();
+        if let Some(team) = team {
+            form.push(("team", team.to_owned()));
+        }
+        if let Some(password) = password {
+            form.push(("password", password.to_owned()));
+        }
+        if pair_me_asap {
+            form.push(("pairMeAsap", "true".to_owned()));
+        }
+        call.form = Some(form);
+        self.ok(call).await
+    }
+
+    /// `POST /api/tournament/{id}/withdraw`: leave an arena that has not
+    /// started, or pause in one that has.
+    pub async fn withdraw_tournament(&self, id: &str) -> Result<(), Error> {
+        check_id("tournament id", id)?;
+        self.ok(Call::post(
+            format!("/api/tournament/{id}/withdraw"),
+            Endpoint::Tournament,
+        ))
+        .await
+    }
+
+    /// `POST /api/team/{teamId}/join`: become a member of a team (for its
+    /// team battles); a team that asks for a password gets it.
+    pub async fn join_team(&self, team: &str, password: Option<&str>) -> Result<(), Error> {
+        check_id("team id", team)?;
+        let mut call = Call::post(format!("/api/team/{team}/join"), Endpoint::Tournament);
+        if let Some(password) = password {
+            call.form = Some(vec![("password", password.to_owned())]);
+        }
+        self.ok(call).await
     }
 
     /// Sends a call and expects `{"ok": true}` (or any 2xx).

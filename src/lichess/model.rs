@@ -965,6 +965,83 @@ impl TokenInfo {
     }
 }
 
+/// `GET /api/tournament/{id}`: an arena tournament, as much of it as the
+/// bot needs (the spec's `ArenaTournamentFull`; lila adds `isStarted`
+/// and, to a player, `me`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArenaTournament {
+    pub id: String,
+    #[serde(default)]
+    pub full_name: String,
+    #[serde(default)]
+    pub rated: bool,
+    #[serde(default)]
+    pub clock: Option<ArenaClock>,
+    /// The variant's key (`standard`, `chess960`...).
+    #[serde(default)]
+    pub variant: Option<String>,
+    #[serde(default)]
+    pub minutes: Option<u64>,
+    /// Present while the tournament has not started.
+    #[serde(default)]
+    pub seconds_to_start: Option<u64>,
+    /// Present while it runs.
+    #[serde(default)]
+    pub seconds_to_finish: Option<u64>,
+    #[serde(default)]
+    pub is_started: bool,
+    #[serde(default)]
+    pub is_finished: bool,
+    #[serde(default)]
+    pub nb_players: u64,
+    /// Whether the conditions let us in (`verdicts.accepted`).
+    #[serde(default)]
+    pub verdicts: Option<ArenaVerdicts>,
+    /// Our place in it, when we are a player.
+    #[serde(default)]
+    pub me: Option<ArenaMe>,
+}
+
+impl ArenaTournament {
+    /// Running now: started and not finished.
+    pub fn running(&self) -> bool {
+        !self.is_finished && (self.is_started || self.seconds_to_start.is_none_or(|s| s == 0))
+    }
+}
+
+/// An arena's clock, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArenaClock {
+    pub limit: u64,
+    pub increment: u64,
+}
+
+/// `verdicts` of an arena: whether its conditions let the user in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArenaVerdicts {
+    #[serde(default = "yes")]
+    pub accepted: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `me` of an arena: where the user stands in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArenaMe {
+    #[serde(default)]
+    pub rank: Option<u64>,
+    /// Paused (or left, before the start).
+    #[serde(default)]
+    pub withdraw: bool,
+    /// The game being played in it.
+    #[serde(default)]
+    pub game_id: Option<String>,
+}
+
 /// The `ratelimit` object of a 429 body, e.g. the bot-vs-bot daily cap:
 /// `{"key": "bot.vsBot.day", "seconds": 86398}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

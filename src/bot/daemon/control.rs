@@ -1,11 +1,12 @@
 //! The operator's commands from the control socket (`kaissa ctl`,
 //! [`control`](crate::bot::control)), carried out on the daemon's loop:
-//! the status, a challenge, matchmaking on and off, blocking a user, and
-//! aborting or resigning a game.
+//! the status, a challenge, matchmaking on and off, blocking a user,
+//! aborting or resigning a game, joining and leaving an arena.
 
 use super::Daemon;
 use crate::bot::control::{ChallengeOrder, Order, Reply, Request};
 use crate::bot::state::{self, unix_now};
+use crate::bot::tournaments::Stage;
 use crate::lichess::client::CreateChallenge;
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -73,6 +74,20 @@ impl Daemon {
                 Reply::ok("resign sent")
             }
             Request::Challenge(order) => self.challenge_for_operator(order),
+            Request::TournamentJoin(entry) => {
+                self.join_tournament(&entry);
+                Reply::ok(format!(
+                    "joining arena {} (kaissa ctl status shows how it goes)",
+                    entry.id
+                ))
+            }
+            Request::TournamentLeave(id) => {
+                if self.leave_tournament(&id) {
+                    Reply::ok(format!("left arena {id}"))
+                } else {
+                    Reply::error(format!("not in arena {id}"))
+                }
+            }
         };
         let _ = reply.send(answer);
     }
@@ -161,10 +176,30 @@ impl Daemon {
             "pending": self.matchmaker.pending().map(|p| json!({"id": p.id, "opponent": p.opponent})),
         });
         let blocked: Vec<&String> = self.ctl_blocked.iter().collect();
+        let tournaments: Vec<serde_json::Value> = self
+            .tournaments()
+            .iter()
+            .map(|a| {
+                let stage = match a.stage {
+                    Stage::Unknown => "unknown".to_owned(),
+                    Stage::Running => "running".to_owned(),
+                    Stage::Upcoming(at) => format!(
+                        "starts in {}",
+                        duration_text(
+                            at.saturating_duration_since(tokio::time::Instant::now())
+                                .as_secs()
+                        )
+                    ),
+                };
+                json!({"id": a.id, "name": a.name, "origin": a.origin, "stage": stage,
+                       "joined": a.joined, "team": a.team, "game": a.game, "games": a.games,
+                       "missed": a.missed, "refused": a.refused})
+            })
+            .collect();
         let status = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptime_secs": self.started.elapsed().as_secs(),
-            "concurrency": self.slots.capacity(),
+            "concurrency": self.slots.total(),
             "slots_in_use": self.slots.in_use(),
             "games": games,
             "queue": queue,
@@ -172,7 +207,8 @@ impl Daemon {
             "bot_games_per_day": self.config.bot.bot_games_per_day,
             "matchmaking": matchmaking,
             "parked": self.parked.len(),
-            "tournaments": [],
+            "tournaments": tournaments,
+            "slots_kept_for_arenas": self.slots.kept(),
             "blocked": blocked,
             "online_blocked": self.block_lists.users().len(),
         });
@@ -180,11 +216,15 @@ impl Daemon {
             return Reply::ok(status.to_string());
         }
         let mut text = format!(
-            "kaissa {}, up {}\nslots: {} of {} in use; parked correspondence games: {}\n",
+            "kaissa {}, up {}\nslots: {} of {} in use{}; parked correspondence games: {}\n",
             env!("CARGO_PKG_VERSION"),
             duration_text(self.started.elapsed().as_secs()),
             self.slots.in_use(),
-            self.slots.capacity(),
+            self.slots.total(),
+            match self.slots.kept() {
+                0 => String::new(),
+                n => format!(", {n} kept for arenas"),
+            },
             self.parked.len()
         );
         text.push_str(&format!("games: {}\n", games.len()));
@@ -232,7 +272,25 @@ impl Daemon {
                 .map(|p| format!(", challenge {} to {} pending", p.id, p.opponent))
                 .unwrap_or_default()
         ));
-        text.push_str("tournaments: none\n");
+        text.push_str(&format!("tournaments: {}\n", tournaments.len()));
+        for t in &tournaments {
+            let state = match (&t["refused"], &t["game"], t["joined"] == true) {
+                (serde_json::Value::String(why), _, _) => format!("refused: {why}"),
+                (_, serde_json::Value::String(game), _) => format!("playing {game}"),
+                (_, _, true) => "waiting for a pairing".to_owned(),
+                (_, _, false) => "joining".to_owned(),
+            };
+            text.push_str(&format!(
+                "  {} {} ({}, {}): {}; {} game(s), {} missed\n",
+                t["id"].as_str().unwrap_or(""),
+                t["name"].as_str().filter(|n| !n.is_empty()).unwrap_or("-"),
+                t["origin"].as_str().unwrap_or(""),
+                t["stage"].as_str().unwrap_or(""),
+                state,
+                t["games"],
+                t["missed"],
+            ));
+        }
         text.push_str(&format!(
             "blocked: {} by kaissa ctl{}, {} by online lists",
             blocked.len(),

@@ -164,7 +164,7 @@ impl Daemon {
                 }
             }
         }
-        let cap = self.slots.capacity() + SPARE_GAMES;
+        let cap = self.slots.total() + SPARE_GAMES;
         if !accepted && !correspondence && self.running_games() >= cap {
             if self
                 .flood_logged
@@ -185,7 +185,12 @@ impl Daemon {
             .entry(id.clone())
             .or_insert_with(|| GameEntry::new(None));
         if entry.slot.is_none() {
-            entry.slot = slots.try_reserve();
+            // An arena game takes the slot its arena kept.
+            entry.slot = if info.tournament_id.is_some() {
+                slots.try_reserve_kept()
+            } else {
+                slots.try_reserve()
+            };
             if entry.slot.is_none() {
                 tracing::warn!(game = %id, "game started beyond the concurrency limit; playing it anyway");
             }
@@ -209,6 +214,10 @@ impl Daemon {
         entry.accepted_at = None;
         entry.outgoing = false;
         entry.info = Some(info.clone());
+        self.tournament_game_started(&info);
+        let Some(entry) = self.games.get_mut(&id) else {
+            return;
+        };
         let bot = entry.bot;
         let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
         let summary = ctx.summary.subscribe();
@@ -233,6 +242,7 @@ impl Daemon {
             rating_diff = info.rating_diff,
             "game finished on Lichess"
         );
+        self.tournament_game_finished(&info);
         if self.parked.remove(&id).is_some() {
             // Over while it waited (the opponent resigned, or mated us):
             // a task takes it up for the PGN and the goodbye.

@@ -35,6 +35,7 @@
 //! | `incoming.rs` | challenges to us: decision, fair limits, the queue, accepts and declines |
 //! | `outgoing.rs` | our challenges: matchmaking |
 //! | `stop.rs` | shutdown: finish, resign, hand over |
+//! | `tournaments.rs` | arena tournaments: their requests, their slots, their games |
 //! | `control.rs` | the operator's commands from the control socket (`kaissa ctl`) |
 //!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
@@ -53,6 +54,7 @@ use super::queue::ChallengeQueue;
 use super::quota::BotQuota;
 use super::scopes;
 use super::state::unix_now;
+use super::tournaments::Tournaments;
 use crate::config::Config;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::client::{Client, Endpoint, Error as ClientError, EventStream};
@@ -74,6 +76,7 @@ mod games;
 mod incoming;
 mod outgoing;
 mod stop;
+mod tournaments;
 
 /// The shortest and longest pause before reopening the event stream; the
 /// pause goes back to the shortest once the stream stayed up this long.
@@ -301,6 +304,13 @@ pub struct Daemon {
     /// When `gameStart`s beyond the cap were last logged.
     flood_logged: Option<Instant>,
     last_sweep: Instant,
+    /// The arena tournaments, the answers about them, where the run-time
+    /// ones are kept, and withdraws under way (a stop waits for them).
+    tournaments: Tournaments,
+    tournament_tx: mpsc::UnboundedSender<tournaments::Answered>,
+    tournament_rx: mpsc::UnboundedReceiver<tournaments::Answered>,
+    tournaments_file: Option<std::path::PathBuf>,
+    withdrawing: usize,
 }
 
 /// What the watchdog looks at.
@@ -343,6 +353,11 @@ impl Daemon {
         matchmaker.set_online_blocked(&online_and_ctl);
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let engines = Engines::new(&config);
+        let tournaments_file =
+            super::state::path(state_dir.as_deref(), super::tournaments::STATE_FILE);
+        let tournaments =
+            Tournaments::new(&config.tournaments, tournaments::load(state_dir.as_deref()));
+        let (tournament_tx, tournament_rx) = tournaments::channel();
         Daemon {
             client,
             config: Arc::new(config),
@@ -391,6 +406,11 @@ impl Daemon {
             greeted: HashSet::new(),
             flood_logged: None,
             last_sweep: Instant::now(),
+            tournaments,
+            tournament_tx,
+            tournament_rx,
+            tournaments_file,
+            withdrawing: 0,
         }
     }
 
@@ -530,6 +550,7 @@ impl Daemon {
                     self.block_lists_changed();
                 }
                 Some(order) = self.control_rx.recv() => self.on_control(order),
+                Some(answer) = self.tournament_rx.recv() => self.on_tournament_answer(answer),
                 Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
                 _ = housekeeping.tick() => {
                     if matches!(conn, Conn::Open(_)) {
@@ -618,6 +639,7 @@ impl Daemon {
         }
         self.drain_queue();
         self.refresh_block_lists();
+        self.tournaments_tick();
         self.matchmaking();
         self.decided.retain(|_, at| at.elapsed() < DECIDED_TTL);
         if self.last_sweep.elapsed() >= SWEEP_EVERY {

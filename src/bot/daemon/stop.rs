@@ -1,6 +1,8 @@
 //! Stopping: a [`Stop`] request moves the daemon through its shutdown
 //! phases.
 //!
+//! [`Stop::Finish`] and [`Stop::Resign`] withdraw from the arena
+//! tournaments (`tournaments.leave_at_shutdown`; a restart keeps them).
 //! [`Stop::Finish`] stops accepting challenges (new ones are declined
 //! with `later`), keeps the event stream open for `gameFinish`, and waits
 //! for the running games to end; `bot.shutdown_deadline_secs` bounds that
@@ -20,8 +22,11 @@ impl Daemon {
     pub(super) fn done(&self) -> bool {
         match self.phase {
             Phase::Running => false,
-            Phase::Draining { .. } => self.games.is_empty(),
-            Phase::Resigning { exit_by } | Phase::HandingOver { exit_by } => {
+            Phase::Draining { .. } => self.games.is_empty() && self.withdrawing == 0,
+            Phase::Resigning { exit_by } => {
+                (self.running_games() == 0 && self.withdrawing == 0) || Instant::now() >= exit_by
+            }
+            Phase::HandingOver { exit_by } => {
                 self.running_games() == 0 || Instant::now() >= exit_by
             }
         }
@@ -35,6 +40,7 @@ impl Daemon {
             Stop::Finish | Stop::Resign => {
                 self.decline_queued(|_| true, "shutting down");
                 self.cancel_our_challenge();
+                self.leave_tournaments();
             }
             Stop::HandOver => {
                 self.cancel_our_challenge();

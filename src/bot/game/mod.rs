@@ -331,6 +331,8 @@ struct Game {
     refused: Refused,
     /// The arena tournament of the game, if it is an arena pairing.
     tournament: Option<String>,
+    /// A Swiss tournament's game (no draw before move 30).
+    swiss: bool,
     /// Our move posts and their echo on the stream.
     lag: Lag,
     /// Chat commands answered in the current minute, and its start.
@@ -434,6 +436,7 @@ impl Game {
             rethink_at: None,
             refused: Refused::default(),
             tournament: info.tournament_id.clone(),
+            swiss: info.swiss_id.is_some(),
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
@@ -786,6 +789,11 @@ impl Game {
             against_bot: self.facts.as_ref().is_some_and(|f| f.opponent_bot),
             opponent_clock_no_increment,
             tablebase_draw: self.tablebase_draw,
+            // Lichess refuses a draw in a Swiss game before move 30;
+            // arena points come from wins.
+            draws_barred: (self.swiss && ply < 60)
+                || ((self.tournament.is_some() || self.swiss)
+                    && !self.ctx.config.tournaments.draws),
         }
     }
 

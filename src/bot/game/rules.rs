@@ -63,6 +63,9 @@ pub(super) struct Standing {
     pub(super) opponent_clock_no_increment: Option<Duration>,
     /// The endgame tables said the position after our last move is drawn.
     pub(super) tablebase_draw: bool,
+    /// No draw in this game: a tournament's (`tournaments.draws` off, or
+    /// a Swiss game before move 30).
+    pub(super) draws_barred: bool,
 }
 
 /// Whether our last `draw_moves` scores (ours, in centipawns) were all
@@ -99,6 +102,7 @@ fn drawn(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
 /// Whether we offer a draw with our move.
 pub(super) fn offer_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
     bot.offer_draw
+        && !standing.draws_barred
         && bot.draw_opponents.admits(standing.against_bot)
         && standing.our_moves >= bot.draw_resign_min_moves as usize
         && !opponent_may_flag(standing, bot)
@@ -109,6 +113,7 @@ pub(super) fn offer_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -
 /// length: the offer is theirs).
 pub(super) fn accept_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
     bot.accept_draw
+        && !standing.draws_barred
         && bot.draw_opponents.admits(standing.against_bot)
         && !opponent_may_flag(standing, bot)
         && drawn(scores, standing, bot)
@@ -288,5 +293,24 @@ mod tests {
             ..bot
         };
         assert!(!offer_draw(&[150], &tb, &off));
+    }
+
+    #[test]
+    fn no_draw_where_the_tournament_bars_it() {
+        let bot = BotConfig {
+            draw_resign_min_moves: 0,
+            ..BotConfig::default()
+        };
+        let tb = Standing {
+            tablebase_draw: true,
+            ..Standing::default()
+        };
+        assert!(offer_draw(&[0], &tb, &bot) && accept_draw(&[0], &tb, &bot));
+        let barred = Standing {
+            draws_barred: true,
+            ..tb
+        };
+        assert!(!offer_draw(&[0], &barred, &bot));
+        assert!(!accept_draw(&[0], &barred, &bot));
     }
 }

@@ -1,0 +1,241 @@
+//! Arena tournaments on the daemon's loop: sends the requests
+//! [`Tournaments`](crate::bot::tournaments::Tournaments) asks for (each in
+//! its own task, the answer coming back on a channel), keeps the arenas'
+//! slots free of challenges, notices arena games, withdraws at a stop and
+//! keeps the run-time arenas for a restart.
+
+use super::{Daemon, Phase};
+use crate::bot::state;
+use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena, Tournaments};
+use crate::config::ArenaEntry;
+use crate::lichess::client::{Client, Error as ClientError};
+use crate::lichess::model::{GameInfo, GameStatus};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// An answer about an arena, back on the loop.
+pub type Answered = (String, Outcome);
+
+/// The arenas a previous run handed over.
+pub(super) fn load(dir: Option<&std::path::Path>) -> Vec<(ArenaEntry, Origin)> {
+    state::path(dir, crate::bot::tournaments::STATE_FILE)
+        .as_deref()
+        .and_then(state::load::<Vec<SavedArena>>)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| (s.entry, s.origin))
+        .collect()
+}
+
+impl Daemon {
+    /// Housekeeping for the arenas: the slots they keep, the requests due
+    /// (a pairing only with a slot free for it), the state file.
+    pub(super) fn tournaments_tick(&mut self) {
+        self.slots.keep(self.tournaments.kept_slots());
+        if self.phase == Phase::Running {
+            let free = self.slots.in_use() < self.slots.total();
+            for action in self.tournaments.due(Instant::now(), free) {
+                self.send_tournament(action);
+            }
+        }
+        self.save_tournaments();
+    }
+
+    fn save_tournaments(&mut self) {
+        if let Some(list) = self.tournaments.to_save()
+            && let Some(file) = &self.tournaments_file
+        {
+            // It may hold arena passwords: the service user's alone.
+            state::save_private(file, &list);
+        }
+    }
+
+    fn send_tournament(&mut self, action: Action) {
+        let client = self.client.clone();
+        let tx = self.tournament_tx.clone();
+        if matches!(action, Action::Withdraw(_)) {
+            self.withdrawing += 1;
+        }
+        tokio::spawn(async move {
+            let (id, outcome) = run(&client, action).await;
+            let _ = tx.send((id, outcome));
+        });
+    }
+
+    /// An answer came back.
+    pub(super) fn on_tournament_answer(&mut self, (id, outcome): Answered) {
+        if let Outcome::Withdrawn(result) = &outcome {
+            self.withdrawing = self.withdrawing.saturating_sub(1);
+            match result {
+                Ok(()) => tracing::info!(tournament = %id, "withdrew from the arena"),
+                Err(e) => {
+                    tracing::warn!(tournament = %id, "withdrawing from the arena failed: {e:?}")
+                }
+            }
+        }
+        for note in self.tournaments.outcome(&id, outcome, Instant::now()) {
+            log(
+                &note,
+                self.tournaments.get(&id).map_or("", |a| a.name.as_str()),
+            );
+        }
+        self.slots.keep(self.tournaments.kept_slots());
+        self.save_tournaments();
+    }
+
+    /// `gameStart` of an arena game: the arena's slot becomes the game's.
+    pub(super) fn tournament_game_started(&mut self, info: &GameInfo) {
+        let Some(tournament) = &info.tournament_id else {
+            return;
+        };
+        if self.phase != Phase::Running && self.tournaments.get(tournament).is_none() {
+            // Stopping: an arena we left (or never knew) is not taken up.
+            return;
+        }
+        if self.tournaments.game_started(tournament, &info.game_id) {
+            tracing::info!(tournament = %tournament, game = %info.game_id, "a game of an arena joined elsewhere: playing in it until it ends");
+        }
+        self.slots.keep(self.tournaments.kept_slots());
+        self.save_tournaments();
+    }
+
+    /// `gameFinish` of an arena game; a pairing we did not start is a
+    /// missed one (Lichess pauses us in the arena).
+    pub(super) fn tournament_game_finished(&mut self, info: &GameInfo) {
+        let Some(tournament) = &info.tournament_id else {
+            return;
+        };
+        let missed = info.status == Some(GameStatus::NoStart)
+            && info.color.is_some()
+            && info.winner.is_some()
+            && info.winner != info.color;
+        if missed {
+            tracing::warn!(tournament = %tournament, game = %info.game_id, "missed an arena pairing (no first move in time): Lichess pauses us; joining again");
+        }
+        self.tournaments
+            .game_over(tournament, &info.game_id, missed);
+        self.slots.keep(self.tournaments.kept_slots());
+    }
+
+    /// `kaissa ctl tournament join`.
+    pub(super) fn join_tournament(&mut self, entry: &ArenaEntry) {
+        tracing::info!(tournament = %entry.id, team = entry.team.as_deref().unwrap_or("-"), "joining the arena (control socket)");
+        self.tournaments.add(entry, Origin::Ctl);
+        self.tournaments_tick();
+    }
+
+    /// `kaissa ctl tournament leave`: whether we were in it.
+    pub(super) fn leave_tournament(&mut self, id: &str) -> bool {
+        let Some(action) = self.tournaments.remove(id) else {
+            return false;
+        };
+        tracing::info!(tournament = %id, "leaving the arena (control socket)");
+        self.send_tournament(action);
+        self.slots.keep(self.tournaments.kept_slots());
+        self.save_tournaments();
+        true
+    }
+
+    /// A stop (not a restart): withdraw from every arena, if so set.
+    pub(super) fn leave_tournaments(&mut self) {
+        if !self.config.tournaments.leave_at_shutdown || self.tournaments.is_empty() {
+            return;
+        }
+        for action in self.tournaments.leave_all() {
+            self.send_tournament(action);
+        }
+        self.slots.keep(0);
+        self.save_tournaments();
+    }
+
+    pub(super) fn tournaments(&self) -> &Tournaments {
+        &self.tournaments
+    }
+}
+
+/// Sends one request.
+async fn run(client: &Client, action: Action) -> (String, Outcome) {
+    match action {
+        Action::Check(id) => {
+            let result = client.tournament(&id).await.map_err(failure);
+            (id, Outcome::Checked(result))
+        }
+        Action::JoinTeam { id, team, password } => {
+            let result = client
+                .join_team(&team, password.as_deref())
+                .await
+                .map_err(failure);
+            if result.is_ok() {
+                tracing::info!(tournament = %id, team = %team, "joined the team");
+            }
+            (id, Outcome::TeamJoined(result))
+        }
+        Action::Join {
+            id,
+            team,
+            password,
+            pair_me_asap,
+        } => {
+            let result = client
+                .join_tournament(&id, team.as_deref(), password.as_deref(), pair_me_asap)
+                .await
+                .map_err(failure);
+            (
+                id,
+                Outcome::Joined {
+                    pair_me_asap,
+                    result,
+                },
+            )
+        }
+        Action::Withdraw(id) => {
+            let result = client.withdraw_tournament(&id).await.map_err(failure);
+            (id, Outcome::Withdrawn(result))
+        }
+    }
+}
+
+/// What a failed request means for the arena.
+fn failure(e: ClientError) -> Failure {
+    match &e {
+        ClientError::NotFound { .. } => Failure::Gone,
+        ClientError::Forbidden { .. } | ClientError::Unauthorized { .. } => Failure::Refused(
+            format!("{e} (does the token have the tournament:write scope?)"),
+        ),
+        _ if e.is_transient() || e.status() == Some(429) => Failure::Transient(e.to_string()),
+        _ if e.status().is_some_and(|s| (400..500).contains(&s)) => Failure::Refused(e.to_string()),
+        _ => Failure::Transient(e.to_string()),
+    }
+}
+
+fn log(note: &Note, name: &str) {
+    match note {
+        Note::Joined {
+            id,
+            pair_me_asap: true,
+        } => tracing::info!(tournament = %id, name, "arena: waiting for a pairing"),
+        Note::Joined { id, .. } => {
+            tracing::info!(tournament = %id, name, "arena joined; it has not started")
+        }
+        Note::Started(id) => tracing::info!(tournament = %id, name, "arena started"),
+        Note::Finished(id) => tracing::info!(tournament = %id, name, "arena over"),
+        Note::Gone(id) => tracing::warn!(tournament = %id, "no such arena on Lichess: forgotten"),
+        Note::Refused { id, why } => {
+            tracing::error!(tournament = %id, name, "cannot play in the arena: {why}")
+        }
+        Note::PausedByLichess(id) => {
+            tracing::warn!(tournament = %id, name, "Lichess paused us in the arena: joining again")
+        }
+        Note::Failed { id, why } => {
+            tracing::warn!(tournament = %id, "arena request failed (tried again in 30 s): {why}")
+        }
+    }
+}
+
+/// The channel of the answers.
+pub(super) fn channel() -> (
+    mpsc::UnboundedSender<Answered>,
+    mpsc::UnboundedReceiver<Answered>,
+) {
+    mpsc::unbounded_channel()
+}

@@ -1,0 +1,803 @@
+//! The arena tournaments the bot plays in: which arenas it is in, how
+//! each stands (not started, running, over), when to ask Lichess for a
+//! pairing, the slots they keep, and what a restart hands over. Pure
+//! state: the daemon (`daemon/tournaments.rs`) sends the requests this
+//! asks for and feeds back what came of them.
+//!
+//! **Pairing.** A player on the tournament page is paired whenever free;
+//! a bot is never on the page, so it joins with `pairMeAsap`, which
+//! Lichess forgets after a minute. So while the bot waits in a running
+//! arena (no game of it under way and a slot for one) it asks again every
+//! `tournaments.pair_every_secs`, at once when a game of the arena ends,
+//! and the moment an arena it registered for early starts. A player who
+//! misses a pairing (does not move in time) is paused by Lichess: the
+//! next ask (a join) brings it back, and the miss is logged.
+//!
+//! **Slots.** Each arena the bot waits in keeps one of `bot.concurrency`'s
+//! slots free of challenges (an arena gives a player one game at a time);
+//! its game then takes that slot.
+//!
+//! **Where arenas come from**: `[[tournaments.arenas]]` (joined at every
+//! start), `kaissa ctl tournament join`, and arenas joined elsewhere with
+//! the bot's account, noticed at their first game. The last two are kept
+//! in `state_dir/tournaments.json` across a restart; a stop withdraws
+//! from every arena (`tournaments.leave_at_shutdown`) and forgets them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::config::{ArenaEntry, TournamentsConfig};
+use crate::lichess::model::ArenaTournament;
+
+/// The state file of the arenas joined at run time.
+pub const STATE_FILE: &str = "tournaments.json";
+/// After a failed request (the network, a 5xx, a 429), the next try.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// Where the bot learned of an arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// `[[tournaments.arenas]]`.
+    Config,
+    /// `kaissa ctl tournament join`.
+    Ctl,
+    /// Joined elsewhere; seen at a game of it.
+    Noticed,
+}
+
+/// How an arena stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Not read yet.
+    Unknown,
+    /// Starts at this instant.
+    Upcoming(Instant),
+    Running,
+}
+
+/// One arena the bot is in (or joining).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Arena {
+    pub id: String,
+    pub team: Option<String>,
+    /// Sent with each join, never logged or shown.
+    password: Option<String>,
+    join_team: bool,
+    pub origin: Origin,
+    /// Its name, once read.
+    pub name: String,
+    pub stage: Stage,
+    /// Lichess took our join (we are a player, not paused).
+    pub joined: bool,
+    /// The team was joined (or need not be).
+    team_ready: bool,
+    /// The game of the arena under way.
+    pub game: Option<String>,
+    /// Games of it played in this run, and pairings missed.
+    pub games: u32,
+    pub missed: u32,
+    /// The last pairing ask.
+    last_ask: Option<Instant>,
+    /// A request about it is under way.
+    in_flight: bool,
+    /// When its state is read next.
+    next_check: Instant,
+    /// No request before this (after a failure).
+    not_before: Option<Instant>,
+    /// Lichess refused to let us in, and why: no more tries.
+    pub refused: Option<String>,
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena")
+            .field("id", &self.id)
+            .field("team", &self.team)
+            .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("origin", &self.origin)
+            .field("stage", &self.stage)
+            .field("joined", &self.joined)
+            .field("game", &self.game)
+            .field("refused", &self.refused)
+            .finish()
+    }
+}
+
+impl Arena {
+    fn new(entry: &ArenaEntry, origin: Origin, now: Instant) -> Arena {
+        Arena {
+            id: entry.id.clone(),
+            team: entry.team.clone(),
+            password: entry.password.clone(),
+            join_team: entry.join_team,
+            origin,
+            name: String::new(),
+            stage: Stage::Unknown,
+            joined: false,
+            team_ready: !entry.join_team,
+            game: None,
+            games: 0,
+            missed: 0,
+            last_ask: None,
+            in_flight: false,
+            next_check: now,
+            not_before: None,
+            refused: None,
+        }
+    }
+
+    fn entry(&self) -> ArenaEntry {
+        ArenaEntry {
+            id: self.id.clone(),
+            team: self.team.clone(),
+            password: self.password.clone(),
+            join_team: self.join_team,
+        }
+    }
+
+    /// It waits for a pairing: running (or starting), ours, no game of it
+    /// under way.
+    fn waiting(&self) -> bool {
+        self.refused.is_none() && self.game.is_none() && self.stage == Stage::Running
+    }
+}
+
+/// A request the daemon sends for an arena.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `GET /api/tournament/{id}`.
+    Check(String),
+    /// `POST /api/team/{team}/join` for the arena `id`.
+    JoinTeam {
+        id: String,
+        team: String,
+        password: Option<String>,
+    },
+    /// `POST /api/tournament/{id}/join`.
+    Join {
+        id: String,
+        team: Option<String>,
+        password: Option<String>,
+        pair_me_asap: bool,
+    },
+    /// `POST /api/tournament/{id}/withdraw`.
+    Withdraw(String),
+}
+
+impl std::fmt::Debug for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Check(id) => write!(f, "Check({id})"),
+            Action::JoinTeam { id, team, .. } => write!(f, "JoinTeam({id}, {team})"),
+            Action::Join {
+                id, pair_me_asap, ..
+            } => write!(f, "Join({id}, pair_me_asap: {pair_me_asap})"),
+            Action::Withdraw(id) => write!(f, "Withdraw({id})"),
+        }
+    }
+}
+
+/// What came of a request.
+#[derive(Debug)]
+pub enum Outcome {
+    Checked(Result<ArenaTournament, Failure>),
+    TeamJoined(Result<(), Failure>),
+    Joined {
+        pair_me_asap: bool,
+        result: Result<(), Failure>,
+    },
+    Withdrawn(Result<(), Failure>),
+}
+
+/// Why a request failed, as far as the arena's fate goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// No such tournament (404).
+    Gone,
+    /// Lichess said no (a 4xx with its reason): a wrong password, a team
+    /// battle without the team, conditions not met, a missing scope.
+    Refused(String),
+    /// The network, a 5xx, a 429: try again later.
+    Transient(String),
+}
+
+/// What happened to an arena, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    Joined { id: String, pair_me_asap: bool },
+    Started(String),
+    Finished(String),
+    Gone(String),
+    Refused { id: String, why: String },
+    PausedByLichess(String),
+    Failed { id: String, why: String },
+}
+
+/// The arenas, by id.
+#[derive(Debug)]
+pub struct Tournaments {
+    arenas: BTreeMap<String, Arena>,
+    pair_every: Duration,
+    check_every: Duration,
+    /// The list a restart hands over changed since it was last saved.
+    dirty: bool,
+}
+
+impl Tournaments {
+    /// The configured arenas, and those a previous run handed over.
+    pub fn new(config: &TournamentsConfig, saved: Vec<(ArenaEntry, Origin)>) -> Tournaments {
+        let now = Instant::now();
+        let mut arenas = BTreeMap::new();
+        for entry in &config.arenas {
+            arenas.insert(entry.id.clone(), Arena::new(entry, Origin::Config, now));
+        }
+        for (entry, origin) in saved {
+            if crate::config::is_tournament_id(&entry.id) {
+                arenas
+                    .entry(entry.id.clone())
+                    .or_insert_with(|| Arena::new(&entry, origin, now));
+            }
+        }
+        Tournaments {
+            arenas,
+            pair_every: Duration::from_secs(config.pair_every_secs),
+            check_every: Duration::from_secs(config.check_every_secs),
+            dirty: false,
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arena> {
+        self.arenas.values()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Arena> {
+        self.arenas.get(id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.arenas.is_empty()
+    }
+
+    /// Adds an arena (`kaissa ctl tournament join`); one already there
+    /// gets the new team and password and is tried again.
+    pub fn add(&mut self, entry: &ArenaEntry, origin: Origin) {
+        let now = Instant::now();
+        match self.arenas.get_mut(&entry.id) {
+            Some(arena) => {
+                arena.team.clone_from(&entry.team);
+                arena.password.clone_from(&entry.password);
+                arena.join_team = entry.join_team;
+                arena.team_ready = !entry.join_team;
+                arena.refused = None;
+                arena.joined = false;
+                arena.not_before = None;
+                arena.next_check = now;
+            }
+            None => {
+                self.arenas
+                    .insert(entry.id.clone(), Arena::new(entry, origin, now));
+            }
+        }
+        self.dirty = true;
+    }
+
+    /// Forgets an arena (`kaissa ctl tournament leave`): the withdraw to
+    /// send, if we were in it.
+    pub fn remove(&mut self, id: &str) -> Option<Action> {
+        let arena = self.arenas.remove(id)?;
+        self.dirty = true;
+        Some(Action::Withdraw(arena.id))
+    }
+
+    /// A game of arena `id` started: an arena we did not know was joined
+    /// elsewhere.
+    pub fn game_started(&mut self, id: &str, game: &str) -> bool {
+        let noticed = !self.arenas.contains_key(id);
+        if noticed {
+            let entry = ArenaEntry {
+                id: id.to_owned(),
+                ..ArenaEntry::default()
+            };
+            self.arenas.insert(
+                id.to_owned(),
+                Arena::new(&entry, Origin::Noticed, Instant::now()),
+            );
+            self.dirty = true;
+        }
+        if let Some(arena) = self.arenas.get_mut(id) {
+            arena.game = Some(game.to_owned());
+            arena.stage = Stage::Running;
+            arena.joined = true;
+            arena.refused = None;
+        }
+        noticed
+    }
+
+    /// A game of arena `id` ended; `missed`: we did not move in time, and
+    /// Lichess paused us. The next pairing is asked for at once.
+    pub fn game_over(&mut self, id: &str, game: &str, missed: bool) {
+        let Some(arena) = self.arenas.get_mut(id) else {
+            return;
+        };
+        if arena.game.as_deref() == Some(game) {
+            arena.game = None;
+        }
+        if missed {
+            arena.missed += 1;
+            arena.joined = false;
+        } else {
+            arena.games += 1;
+        }
+        arena.last_ask = None;
+    }
+
+    /// The slots kept free for arenas: one for each it waits in.
+    pub fn kept_slots(&self) -> usize {
+        self.arenas
+            .values()
+            .filter(|a| a.waiting() && a.team_ready)
+            .count()
+    }
+
+    /// The requests due now. `free`: a slot is free for an arena game
+    /// (and the bot is not stopping); without one no pairing is asked.
+    pub fn due(&mut self, now: Instant, free: bool) -> Vec<Action> {
+        let mut actions = Vec::new();
+        for arena in self.arenas.values_mut() {
+            if arena.in_flight
+                || arena.refused.is_some()
+                || arena.not_before.is_some_and(|t| now < t)
+            {
+                continue;
+            }
+            if let Stage::Upcoming(at) = arena.stage
+                && now >= at
+            {
+                // Its start: ask at once, and read it again soon.
+                arena.stage = Stage::Running;
+                arena.last_ask = None;
+                arena.next_check = now + Duration::from_secs(5);
+            }
+            let action = if now >= arena.next_check || arena.stage == Stage::Unknown {
+                Action::Check(arena.id.clone())
+            } else if !arena.team_ready {
+                Action::JoinTeam {
+                    id: arena.id.clone(),
+                    team: arena.team.clone().unwrap_or_default(),
+                    password: arena.password.clone(),
+                }
+            } else if !arena.joined {
+                Action::Join {
+                    id: arena.id.clone(),
+                    team: arena.team.clone(),
+                    password: arena.password.clone(),
+                    pair_me_asap: free && arena.stage == Stage::Running,
+                }
+            } else if free
+                && arena.waiting()
+                && arena
+                    .last_ask
+                    .is_none_or(|at| now.duration_since(at) >= self.pair_every)
+            {
+                Action::Join {
+                    id: arena.id.clone(),
+                    team: arena.team.clone(),
+                    password: arena.password.clone(),
+                    pair_me_asap: true,
+                }
+            } else {
+                continue;
+            };
+            if let Action::Join {
+                pair_me_asap: true, ..
+            } = action
+            {
+                arena.last_ask = Some(now);
+            }
+            arena.in_flight = true;
+            actions.push(action);
+        }
+        actions
+    }
+
+    /// What came of a request about arena `id`, and what to log.
+    pub fn outcome(&mut self, id: &str, outcome: Outcome, now: Instant) -> Vec<Note> {
+        let mut notes = Vec::new();
+        let Some(arena) = self.arenas.get_mut(id) else {
+            return notes;
+        };
+        arena.in_flight = false;
+        let failure = match outcome {
+            Outcome::Checked(Ok(t)) => {
+                if !t.full_name.is_empty() {
+                    arena.name = t.full_name.clone();
+                }
+                if t.is_finished {
+                    self.arenas.remove(id);
+                    self.dirty = true;
+                    notes.push(Note::Finished(id.to_owned()));
+                    return notes;
+                }
+                if t.verdicts.as_ref().is_some_and(|v| !v.accepted) && !arena.joined {
+                    arena.refused = Some("its conditions do not admit this account".to_owned());
+                    notes.push(Note::Refused {
+                        id: id.to_owned(),
+                        why: "its conditions do not admit this account".to_owned(),
+                    });
+                    return notes;
+                }
+                let mut next = self.check_every;
+                if t.running() {
+                    if arena.stage != Stage::Running && arena.stage != Stage::Unknown {
+                        notes.push(Note::Started(id.to_owned()));
+                        arena.last_ask = None;
+                    }
+                    arena.stage = Stage::Running;
+                } else if let Some(secs) = t.seconds_to_start.filter(|&s| s > 0) {
+                    let start = now + Duration::from_secs(secs);
+                    arena.stage = Stage::Upcoming(start);
+                    next = next.min(Duration::from_secs(secs.max(1)));
+                }
+                if let Some(me) = &t.me {
+                    if me.withdraw && arena.joined && arena.game.is_none() {
+                        // Paused by Lichess (a missed pairing): join again.
+                        arena.joined = false;
+                        notes.push(Note::PausedByLichess(id.to_owned()));
+                    }
+                    if !me.withdraw && arena.origin == Origin::Noticed {
+                        arena.joined = true;
+                    }
+                }
+                arena.next_check = now + next;
+                None
+            }
+            Outcome::Checked(Err(f)) => {
+                arena.next_check = now + RETRY_AFTER;
+                Some(f)
+            }
+            Outcome::TeamJoined(Ok(())) => {
+                arena.team_ready = true;
+                None
+            }
+            Outcome::TeamJoined(Err(f)) => Some(f),
+            Outcome::Joined {
+                pair_me_asap,
+                result: Ok(()),
+            } => {
+                if !arena.joined || pair_me_asap {
+                    notes.push(Note::Joined {
+                        id: id.to_owned(),
+                        pair_me_asap,
+                    });
+                }
+                arena.joined = true;
+                None
+            }
+            Outcome::Joined { result: Err(f), .. } => {
+                arena.last_ask = None;
+                Some(f)
+            }
+            Outcome::Withdrawn(_) => None,
+        };
+        match failure {
+            None => arena.not_before = None,
+            Some(Failure::Gone) => {
+                self.arenas.remove(id);
+                self.dirty = true;
+                notes.push(Note::Gone(id.to_owned()));
+            }
+            Some(Failure::Refused(why)) => {
+                arena.refused = Some(why.clone());
+                notes.push(Note::Refused {
+                    id: id.to_owned(),
+                    why,
+                });
+            }
+            Some(Failure::Transient(why)) => {
+                arena.not_before = Some(now + RETRY_AFTER);
+                notes.push(Note::Failed {
+                    id: id.to_owned(),
+                    why,
+                });
+            }
+        }
+        notes
+    }
+
+    /// Withdraws from every arena we are in (a stop); the run-time ones
+    /// are forgotten.
+    pub fn leave_all(&mut self) -> Vec<Action> {
+        let actions = self
+            .arenas
+            .values()
+            .filter(|a| a.refused.is_none())
+            .map(|a| Action::Withdraw(a.id.clone()))
+            .collect();
+        self.arenas.clear();
+        self.dirty = true;
+        actions
+    }
+
+    /// The arenas a restart hands over (those not in the configuration),
+    /// when that list changed since the last call.
+    pub fn to_save(&mut self) -> Option<Vec<SavedArena>> {
+        if !std::mem::take(&mut self.dirty) {
+            return None;
+        }
+        Some(
+            self.arenas
+                .values()
+                .filter(|a| a.origin != Origin::Config)
+                .map(|a| SavedArena {
+                    entry: a.entry(),
+                    origin: a.origin,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// An arena in the state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedArena {
+    #[serde(flatten)]
+    pub entry: ArenaEntry,
+    pub origin: Origin,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(ids: &[&str]) -> TournamentsConfig {
+        TournamentsConfig {
+            arenas: ids
+                .iter()
+                .map(|id| ArenaEntry {
+                    id: (*id).to_owned(),
+                    password: Some("pw".to_owned()),
+                    ..ArenaEntry::default()
+                })
+                .collect(),
+            ..TournamentsConfig::default()
+        }
+    }
+
+    fn arena(json: serde_json::Value) -> ArenaTournament {
+        let mut base = serde_json::json!({"id": "arena001", "fullName": "Bot Arena",
+            "clock": {"limit": 60, "increment": 0}, "isFinished": false, "nbPlayers": 2});
+        for (k, v) in json.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        serde_json::from_value(base).unwrap()
+    }
+
+    fn join(pair: bool) -> Action {
+        Action::Join {
+            id: "arena001".to_owned(),
+            team: None,
+            password: Some("pw".to_owned()),
+            pair_me_asap: pair,
+        }
+    }
+
+    #[test]
+    fn an_arena_is_read_joined_then_asked_for_pairings() {
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        let now = Instant::now();
+        assert_eq!(t.due(now, true), [Action::Check("arena001".to_owned())]);
+        assert_eq!(t.due(now, true), [], "one request at a time");
+        let notes = t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+            now,
+        );
+        assert_eq!(notes, []);
+        assert_eq!(t.kept_slots(), 1, "a running arena keeps a slot");
+        // Joined with a pairing ask; then asked again every pair_every.
+        assert_eq!(t.due(now, true), [join(true)]);
+        t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: true,
+                result: Ok(()),
+            },
+            now,
+        );
+        assert_eq!(t.due(now + Duration::from_secs(10), true), []);
+        let later = now + Duration::from_secs(40);
+        assert_eq!(t.due(later, false), [], "no pairing without a free slot");
+        assert_eq!(t.due(later, true), [join(true)]);
+        t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: true,
+                result: Ok(()),
+            },
+            later,
+        );
+        // A game: no ask while it lasts, its slot is the game's.
+        assert!(!t.game_started("arena001", "game0001"));
+        assert_eq!(t.kept_slots(), 0);
+        assert_eq!(t.due(later + Duration::from_secs(10), true), []);
+        // Over: asked again at once.
+        t.game_over("arena001", "game0001", false);
+        assert_eq!(t.due(later + Duration::from_secs(11), true), [join(true)]);
+        assert_eq!(t.get("arena001").unwrap().games, 1);
+    }
+
+    #[test]
+    fn an_upcoming_arena_is_joined_early_and_asked_at_its_start() {
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        let now = Instant::now();
+        t.due(now, true);
+        t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"secondsToStart": 120})))),
+            now,
+        );
+        assert_eq!(t.kept_slots(), 0, "nothing kept before the start");
+        assert_eq!(t.due(now, true), [join(false)], "registered early");
+        t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: false,
+                result: Ok(()),
+            },
+            now,
+        );
+        assert_eq!(t.due(now + Duration::from_secs(30), true), []);
+        // The start: asked for a pairing at once.
+        assert_eq!(t.due(now + Duration::from_secs(120), true), [join(true)]);
+        assert_eq!(t.kept_slots(), 1);
+    }
+
+    #[test]
+    fn a_missed_pairing_and_a_pause_bring_a_new_join() {
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        let now = Instant::now();
+        t.due(now, true);
+        t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+            now,
+        );
+        t.due(now, true);
+        t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: true,
+                result: Ok(()),
+            },
+            now,
+        );
+        t.game_started("arena001", "game0001");
+        t.game_over("arena001", "game0001", true);
+        assert_eq!(t.get("arena001").unwrap().missed, 1);
+        assert_eq!(t.due(now, true), [join(true)]);
+        t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: true,
+                result: Ok(()),
+            },
+            now,
+        );
+        // Lichess says we are paused (seen on a read): joined again.
+        let check = now + Duration::from_secs(60);
+        assert_eq!(t.due(check, true), [Action::Check("arena001".to_owned())]);
+        let notes = t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(
+                serde_json::json!({"isStarted": true, "me": {"rank": 3, "withdraw": true}}),
+            ))),
+            check,
+        );
+        assert_eq!(notes, [Note::PausedByLichess("arena001".to_owned())]);
+        assert_eq!(t.due(check, true), [join(true)]);
+    }
+
+    #[test]
+    fn refusals_failures_and_the_end() {
+        let mut t = Tournaments::new(&config(&["arena001", "arena002"]), Vec::new());
+        let now = Instant::now();
+        assert_eq!(t.due(now, true).len(), 2);
+        // A wrong password: no more tries, no slot kept.
+        t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+            now,
+        );
+        t.due(now, true);
+        let notes = t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: true,
+                result: Err(Failure::Refused("Wrong entry code".to_owned())),
+            },
+            now,
+        );
+        assert!(matches!(&notes[..], [Note::Refused { .. }]));
+        assert_eq!(t.kept_slots(), 0);
+        assert_eq!(t.due(now + Duration::from_secs(3600), true), []);
+        // A network failure: tried again after RETRY_AFTER.
+        t.outcome(
+            "arena002",
+            Outcome::Checked(Err(Failure::Transient("timeout".to_owned()))),
+            now,
+        );
+        assert_eq!(t.due(now + Duration::from_secs(5), true), []);
+        assert_eq!(
+            t.due(now + RETRY_AFTER, true),
+            [Action::Check("arena002".to_owned())]
+        );
+        // Over: forgotten.
+        let notes = t.outcome(
+            "arena002",
+            Outcome::Checked(Ok(arena(serde_json::json!({"isFinished": true})))),
+            now,
+        );
+        assert_eq!(notes, [Note::Finished("arena002".to_owned())]);
+        assert!(t.get("arena002").is_none());
+    }
+
+    #[test]
+    fn noticed_and_ctl_arenas_are_handed_over_config_ones_are_not() {
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        assert!(t.game_started("noticed1", "game0001"));
+        t.add(
+            &ArenaEntry {
+                id: "byctl001".to_owned(),
+                team: Some("team-a".to_owned()),
+                password: None,
+                join_team: true,
+            },
+            Origin::Ctl,
+        );
+        let saved = t.to_save().unwrap();
+        assert_eq!(
+            saved
+                .iter()
+                .map(|s| (s.entry.id.as_str(), s.origin))
+                .collect::<Vec<_>>(),
+            [("byctl001", Origin::Ctl), ("noticed1", Origin::Noticed)]
+        );
+        assert_eq!(t.to_save(), None, "saved once per change");
+        let entries = saved.into_iter().map(|s| (s.entry, s.origin)).collect();
+        let mut next = Tournaments::new(&config(&["arena001"]), entries);
+        assert_eq!(next.iter().count(), 3);
+        // The team is joined before the arena.
+        let now = Instant::now();
+        let actions = next.due(now, true);
+        assert_eq!(actions.len(), 3, "{actions:?}");
+        next.outcome(
+            "byctl001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+            now,
+        );
+        assert!(matches!(
+            &next.due(now, true)[..],
+            [Action::JoinTeam { team, .. }] if team == "team-a"
+        ));
+        assert_eq!(
+            next.remove("byctl001"),
+            Some(Action::Withdraw("byctl001".to_owned()))
+        );
+        let leave = next.leave_all();
+        assert_eq!(leave.len(), 2);
+        assert_eq!(next.to_save(), Some(Vec::new()));
+    }
+
+    #[test]
+    fn the_password_is_never_shown() {
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        let text = format!("{t:?} {:?}", t.due(Instant::now(), true));
+        assert!(!text.contains("pw"), "{text}");
+        let join = format!("{:?}", join(true));
+        assert!(!join.contains("pw"), "{join}");
+    }
+}
