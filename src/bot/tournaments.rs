@@ -354,15 +354,10 @@ impl Tournaments {
             {
                 continue;
             }
-            if let Stage::Upcoming(at) = arena.stage
-                && now >= at
-            {
-                // Its start: ask at once, and read it again soon.
-                arena.stage = Stage::Running;
-                arena.last_ask = None;
-                arena.next_check = now + Duration::from_secs(5);
-            }
-            let action = if now >= arena.next_check || arena.stage == Stage::Unknown {
+            let starting = matches!(arena.stage, Stage::Upcoming(at) if now >= at);
+            // At its start it is read (a pairing asked before the start
+            // is ignored); the answer brings the ask.
+            let action = if now >= arena.next_check || arena.stage == Stage::Unknown || starting {
                 Action::Check(arena.id.clone())
             } else if !arena.team_ready {
                 Action::JoinTeam {
@@ -651,8 +646,24 @@ mod tests {
             now,
         );
         assert_eq!(t.due(now + Duration::from_secs(30), true), []);
-        // The start: asked for a pairing at once.
-        assert_eq!(t.due(now + Duration::from_secs(120), true), [join(true)]);
+        // The start: read, then a pairing asked at once.
+        let start = now + Duration::from_secs(120);
+        assert_eq!(t.due(start, true), [Action::Check("arena001".to_owned())]);
+        let notes = t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"secondsToStart": 1})))),
+            start,
+        );
+        assert_eq!(notes, [], "not quite yet");
+        let start = start + Duration::from_secs(1);
+        assert_eq!(t.due(start, true), [Action::Check("arena001".to_owned())]);
+        let notes = t.outcome(
+            "arena001",
+            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+            start,
+        );
+        assert_eq!(notes, [Note::Started("arena001".to_owned())]);
+        assert_eq!(t.due(start, true), [join(true)]);
         assert_eq!(t.kept_slots(), 1);
     }
 

@@ -161,11 +161,15 @@ pub fn check_log(log: &str, token: &str) {
 }
 
 /// TOML does not allow a section or a key twice: fold repeated
-/// `[section]`s, the later value of a key winning.
+/// `[section]`s, the later value of a key winning (each `[[array]]`
+/// header stays an entry of its own).
 pub fn merge_sections(text: &str) -> String {
     let mut sections: Vec<(String, Vec<String>)> = vec![(String::new(), Vec::new())];
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if line.starts_with('[') {
+        if line.starts_with("[[") {
+            // An array of tables: each header is a new entry.
+            sections.push((line.to_owned(), Vec::new()));
+        } else if line.starts_with('[') {
             if !sections.iter().any(|(name, _)| name == line) {
                 sections.push((line.to_owned(), Vec::new()));
             }

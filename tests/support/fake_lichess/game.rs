@@ -65,6 +65,8 @@ pub(super) struct Game {
     pub(super) stream_connections: usize,
     /// The arena of an arena pairing.
     pub(super) tournament_id: Option<String>,
+    /// The automatic opponent resigns after this many of its moves.
+    pub(super) resign_after: Option<u32>,
 }
 
 pub(super) fn idx(color: Color) -> usize {

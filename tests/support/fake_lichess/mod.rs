@@ -25,7 +25,8 @@
 //! back), [`opponent`] (the other side, driven by the test), [`bots`]
 //! (other bots online, answering the bot's challenges), [`faults`]
 //! (what it can break), [`online`] (the public tablebase and cloud
-//! evaluation, with canned answers), and inside the server [`world`] (the state),
+//! evaluation, with canned answers), [`tournament`] (arenas and their
+//! pairings), and inside the server [`world`] (the state),
 //! [`game`] (rules and clocks), [`challenge`], [`stream`] (ndjson
 //! responses) and [`routes`] (the HTTP handlers).
 
@@ -39,6 +40,7 @@ mod records;
 mod routes;
 mod setup;
 mod stream;
+mod tournament;
 mod world;
 
 // The test-facing API: each test binary uses a part of it.
@@ -53,6 +55,8 @@ pub use setup::{
     AutoPlay, ChallengeSpec, FakeConfig, FakeTime, FakeVariant, LICHESS_VARIANTS, Opponent, Policy,
     Side, lichess_key,
 };
+#[allow(unused_imports)]
+pub use tournament::{ArenaPlayer, ArenaRecord, ArenaSpec};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -108,6 +112,7 @@ impl FakeLichess {
                 max_simultaneous: 0,
                 online_bots: Vec::new(),
                 online: online::OnlineAnswers::default(),
+                arenas: tournament::Arenas::default(),
             }),
             changed: Notify::new(),
         });

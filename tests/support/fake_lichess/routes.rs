@@ -43,6 +43,13 @@ pub(super) fn router(app: App) -> Router {
         .route("/api/bot/game/{id}/{action}", post(game_action))
         .route("/api/challenge/{id}/{action}", post(challenge_action))
         .route("/api/challenge/{username}", post(create_challenge))
+        .route("/api/tournament/{id}", get(super::tournament::info))
+        .route("/api/tournament/{id}/join", post(super::tournament::join))
+        .route(
+            "/api/tournament/{id}/withdraw",
+            post(super::tournament::withdraw),
+        )
+        .route("/api/team/{id}/join", post(super::tournament::join_team))
         .layer(middleware::from_fn_with_state(app.clone(), gatekeeper))
         // The public online sources: no token, so outside the gatekeeper.
         .merge(super::online::router())
@@ -627,6 +634,7 @@ pub(super) async fn create_challenge(
             tournament: None,
             bot_compatible: None,
             rematch_of: None,
+            resign_after: None,
         };
         let state = ChallengeState {
             id: id.clone(),

@@ -261,6 +261,9 @@ pub struct ChallengeSpec {
     /// A rematch of this game (`rematchOf`, as lila sends the challenge
     /// of a rematch).
     pub rematch_of: Option<String>,
+    /// The automatic opponent resigns instead of its move after this
+    /// many of its moves (short games).
+    pub resign_after: Option<u32>,
 }
 
 impl Default for ChallengeSpec {
@@ -278,6 +281,7 @@ impl Default for ChallengeSpec {
             tournament: None,
             bot_compatible: None,
             rematch_of: None,
+            resign_after: None,
         }
     }
 }

@@ -42,6 +42,7 @@ pub(super) struct World {
     pub(super) max_simultaneous: usize,
     pub(super) online_bots: Vec<OnlineBot>,
     pub(super) online: super::online::OnlineAnswers,
+    pub(super) arenas: super::tournament::Arenas,
 }
 
 pub(super) struct Shared {
@@ -270,6 +271,7 @@ impl World {
             bot_draw_offers: 0,
             stream_connections: 0,
             tournament_id: spec.tournament.clone(),
+            resign_after: spec.resign_after,
         };
         if self.faults.drop_game_starts > 0 {
             self.faults.drop_game_starts -= 1;
@@ -362,9 +364,14 @@ impl World {
             return;
         }
         if game.ply() < 2 && game.tournament_id.is_some() {
-            // An arena game is not aborted: who did not start it loses.
+            // An arena game is not aborted: who did not start it loses,
+            // and is paused in the arena.
             game.status = "noStart";
             game.winner = Some(!game.pos.turn());
+            let missed_by_bot = game.pos.turn() == game.bot_color;
+            if let Some(t) = game.tournament_id.clone() {
+                self.arena_game_over(&t, missed_by_bot);
+            }
         } else if game.ply() < 2 {
             game.status = "aborted";
         } else {
@@ -383,6 +390,14 @@ impl World {
         };
         if game.generation != generation || !game.started() || game.pos.turn() == game.bot_color {
             return;
+        }
+        if let Some(n) = game.resign_after {
+            let theirs = game.moves.len() / 2;
+            if theirs >= n as usize {
+                let bot = game.bot_color;
+                self.finish(app, id, "resign", Some(bot));
+                return;
+            }
         }
         if game.draw_offer == Some(game.bot_color) && auto.accept_draws {
             game.status = "draw";

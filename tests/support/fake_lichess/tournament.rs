@@ -1,0 +1,423 @@
+//! Arena tournaments as lila runs them for a bot account: `GET
+//! /api/tournament/{id}` (the spec's `ArenaTournamentFull` with lila's
+//! `isStarted` and `me`), `POST /api/tournament/{id}/join` (password or
+//! entry code, the team of a team battle, `pairMeAsap` that lapses after a
+//! minute; a join also ends a pause), `POST /api/tournament/{id}/withdraw`
+//! (leave before the start, pause after) and `POST /api/team/{id}/join`.
+//! All need the token's `tournament:write` (`team:write`) scope, else 403.
+//!
+//! Pairings: a player on the tournament page is paired whenever free; a
+//! bot only while its `pairMeAsap` lasts. A test pairs the bot with
+//! [`FakeLichess::pair_arena`] (refused when the bot would not be paired:
+//! not a player, paused, not asking, in a game of the arena, the arena not
+//! running), or lets the arena pair it at once whenever it asks
+//! ([`ArenaSpec::auto_pair`]). A player who does not start a pairing loses
+//! it (`noStart`) and is paused, as lila does.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use shakmaty::Color;
+use tokio::time::Instant;
+
+use super::FakeLichess;
+use super::routes::{error, not_found, ok, parse_form};
+use super::setup::{AutoPlay, ChallengeSpec, FakeTime, Opponent};
+use super::world::{App, World};
+
+/// How long `pairMeAsap` lasts.
+const PAIR_ME_FOR: Duration = Duration::from_secs(60);
+
+/// An arena a test creates.
+#[derive(Debug, Clone)]
+pub struct ArenaSpec {
+    pub id: String,
+    pub name: String,
+    /// Starts this long after its creation (zero: running).
+    pub starts_in: Duration,
+    pub minutes: u64,
+    pub limit_secs: u32,
+    pub increment_secs: u32,
+    pub rated: bool,
+    /// Its password (or entry code).
+    pub password: Option<String>,
+    /// A team battle: the team the bot may play for.
+    pub team: Option<String>,
+    /// Pair the bot as soon as it asks (and after each game while its ask
+    /// lasts), against an opponent playing `opponent`.
+    pub auto_pair: bool,
+    pub opponent: AutoPlay,
+    /// The opponent resigns after this many of its moves (keeps the
+    /// games short).
+    pub resign_after: Option<u32>,
+}
+
+impl ArenaSpec {
+    pub fn new(id: &str) -> ArenaSpec {
+        ArenaSpec {
+            id: id.to_owned(),
+            name: "Bot Arena".to_owned(),
+            starts_in: Duration::ZERO,
+            minutes: 60,
+            limit_secs: 60,
+            increment_secs: 1,
+            rated: true,
+            password: None,
+            team: None,
+            auto_pair: false,
+            opponent: AutoPlay::default(),
+            resign_after: None,
+        }
+    }
+}
+
+/// The bot as a player of an arena.
+#[derive(Debug, Clone, Default)]
+pub struct ArenaPlayer {
+    pub team: Option<String>,
+    /// Withdrawn after the start (lila's `withdraw`).
+    pub paused: bool,
+    /// Its `pairMeAsap` lasts until then.
+    pub pair_me_until: Option<Instant>,
+    /// The games it was paired in.
+    pub games: Vec<String>,
+}
+
+/// What a test reads of an arena.
+#[derive(Debug, Clone)]
+pub struct ArenaRecord {
+    /// The bot is a player (joined, maybe paused).
+    pub player: Option<ArenaPlayer>,
+    /// Joins: whether each asked `pairMeAsap`.
+    pub joins: Vec<bool>,
+    pub withdraws: u32,
+    /// Joins refused (wrong password, no team...).
+    pub refused: u32,
+}
+
+pub(super) struct Arena {
+    spec: ArenaSpec,
+    created: Instant,
+    finished: bool,
+    player: Option<ArenaPlayer>,
+    joins: Vec<bool>,
+    withdraws: u32,
+    refused: u32,
+}
+
+impl Arena {
+    fn started(&self) -> bool {
+        self.created.elapsed() >= self.spec.starts_in
+    }
+
+    fn running(&self) -> bool {
+        self.started() && !self.finished
+    }
+
+    fn record(&self) -> ArenaRecord {
+        ArenaRecord {
+            player: self.player.clone(),
+            joins: self.joins.clone(),
+            withdraws: self.withdraws,
+            refused: self.refused,
+        }
+    }
+}
+
+/// The arenas and the bot's teams.
+#[derive(Default)]
+pub(super) struct Arenas {
+    arenas: HashMap<String, Arena>,
+    teams: HashSet<String>,
+}
+
+impl FakeLichess {
+    /// Creates an arena.
+    pub fn create_arena(&self, spec: ArenaSpec) {
+        self.app.with(|world, _| {
+            world.arenas.arenas.insert(
+                spec.id.clone(),
+                Arena {
+                    spec,
+                    created: Instant::now(),
+                    finished: false,
+                    player: None,
+                    joins: Vec::new(),
+                    withdraws: 0,
+                    refused: 0,
+                },
+            );
+        });
+    }
+
+    /// Ends an arena.
+    pub fn finish_arena(&self, id: &str) {
+        self.app.with(|world, _| {
+            if let Some(a) = world.arenas.arenas.get_mut(id) {
+                a.finished = true;
+            }
+        });
+    }
+
+    /// The bot is a member of `team` (as if it had joined on the site).
+    pub fn add_team(&self, team: &str) {
+        self.app.with(|world, _| {
+            world.arenas.teams.insert(team.to_owned());
+        });
+    }
+
+    pub fn arena(&self, id: &str) -> Option<ArenaRecord> {
+        self.app.lock().arenas.arenas.get(id).map(Arena::record)
+    }
+
+    pub fn teams(&self) -> HashSet<String> {
+        self.app.lock().arenas.teams.clone()
+    }
+
+    /// The bot joins arena `id` on the website (the daemon is not told):
+    /// a player, asking for pairings for a minute.
+    pub fn join_arena_elsewhere(&self, id: &str) {
+        self.app.with(|world, _| {
+            if let Some(a) = world.arenas.arenas.get_mut(id) {
+                a.player = Some(ArenaPlayer {
+                    pair_me_until: Some(Instant::now() + PAIR_ME_FOR),
+                    ..ArenaPlayer::default()
+                });
+            }
+        });
+    }
+
+    /// Pairs the bot in arena `id`, as lila's pairing would: only if it
+    /// is a player, not paused, asking (`pairMeAsap`), not in a game of
+    /// the arena, and the arena runs. The game's id.
+    pub fn pair_arena(&self, id: &str) -> Result<String, String> {
+        self.app.with(|world, app| world.pair_arena(app, id))
+    }
+}
+
+impl super::records::View<'_> {
+    /// An arena as [`FakeLichess::arena`] gives it.
+    pub fn arena(&self, id: &str) -> Option<ArenaRecord> {
+        self.0.arenas.arenas.get(id).map(Arena::record)
+    }
+}
+
+impl World {
+    fn pair_arena(&mut self, app: &App, id: &str) -> Result<String, String> {
+        let arena = self.arenas.arenas.get(id).ok_or("no such arena")?;
+        if !arena.running() {
+            return Err("the arena is not running".to_owned());
+        }
+        let player = arena.player.as_ref().ok_or("the bot is not a player")?;
+        if player.paused {
+            return Err("the bot is paused".to_owned());
+        }
+        if player.pair_me_until.is_none_or(|t| Instant::now() >= t) {
+            return Err("the bot is not asking for a pairing".to_owned());
+        }
+        if player
+            .games
+            .iter()
+            .any(|g| self.games.get(g).is_some_and(|g| g.started()))
+        {
+            return Err("the bot is in a game of the arena".to_owned());
+        }
+        let spec = &arena.spec;
+        let n = player.games.len();
+        let challenge = ChallengeSpec {
+            time: FakeTime::Clock {
+                limit_secs: spec.limit_secs,
+                increment_secs: spec.increment_secs,
+            },
+            rated: spec.rated,
+            challenger: Opponent::human(&format!("arenaPlayer{n}")),
+            autoplay: Some(spec.opponent),
+            resign_after: spec.resign_after,
+            ..ChallengeSpec::default()
+        }
+        .tournament(id);
+        let color = if n % 2 == 0 {
+            Color::White
+        } else {
+            Color::Black
+        };
+        let game = self.new_id();
+        // The pairing uses up the ask, as in lila.
+        if let Some(p) = self
+            .arenas
+            .arenas
+            .get_mut(id)
+            .and_then(|a| a.player.as_mut())
+        {
+            p.games.push(game.clone());
+            p.pair_me_until = None;
+        }
+        self.create_game(app, game.clone(), &challenge, color)?;
+        Ok(game)
+    }
+
+    /// An arena game ended: a player who did not start it is paused
+    /// (lila withdraws who misses a pairing).
+    pub(super) fn arena_game_over(&mut self, tournament: &str, no_start_by_bot: bool) {
+        if let Some(p) = self
+            .arenas
+            .arenas
+            .get_mut(tournament)
+            .and_then(|a| a.player.as_mut())
+            && no_start_by_bot
+        {
+            p.paused = true;
+            p.pair_me_until = None;
+        }
+    }
+
+    fn has_scope(&self, scope: &str) -> bool {
+        self.cfg.scopes.split(',').any(|s| s.trim() == scope)
+    }
+}
+
+fn missing_scope(scope: &str) -> Response {
+    error(StatusCode::FORBIDDEN, &format!("Missing scope: {scope}"))
+}
+
+/// `GET /api/tournament/{id}`.
+pub(super) async fn info(State(app): State<App>, Path(id): Path<String>) -> Response {
+    let world = app.lock();
+    let Some(a) = world.arenas.arenas.get(&id) else {
+        return not_found();
+    };
+    let spec = &a.spec;
+    let elapsed = a.created.elapsed();
+    let mut body = json!({
+        "id": spec.id, "fullName": spec.name, "rated": spec.rated,
+        "clock": {"limit": spec.limit_secs, "increment": spec.increment_secs},
+        "minutes": spec.minutes, "createdBy": "lichess", "system": "arena",
+        "variant": "standard", "berserkable": true,
+        "nbPlayers": usize::from(a.player.is_some()) + 10,
+        "isStarted": a.running(), "isFinished": a.finished,
+        "verdicts": {"list": [], "accepted": true},
+        "perf": {"key": "bullet", "name": "Bullet", "icon": "T"},
+        "duels": [], "standing": {"page": 1, "players": []},
+        "stats": {"games": 0, "moves": 0, "whiteWins": 0, "blackWins": 0, "draws": 0,
+                  "berserks": 0, "averageRating": 1500}
+    });
+    if a.started() {
+        let left = (spec.minutes * 60).saturating_sub(elapsed.as_secs() - spec.starts_in.as_secs());
+        if !a.finished {
+            body["secondsToFinish"] = json!(left);
+        }
+    } else {
+        body["secondsToStart"] = json!((spec.starts_in - elapsed).as_secs().max(1));
+    }
+    if let Some(p) = &a.player {
+        let mut me = json!({"rank": 5, "withdraw": p.paused});
+        if let Some(g) = p
+            .games
+            .iter()
+            .rfind(|g| world.games.get(*g).is_some_and(|g| g.started()))
+        {
+            me["gameId"] = json!(g);
+        }
+        body["me"] = me;
+    }
+    axum::Json(body).into_response()
+}
+
+/// `POST /api/tournament/{id}/join`.
+pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Response {
+    let form = parse_form(&body);
+    app.with(|world, app| {
+        if !world.has_scope("tournament:write") {
+            return missing_scope("tournament:write");
+        }
+        let teams = world.arenas.teams.clone();
+        let Some(a) = world.arenas.arenas.get_mut(&id) else {
+            return not_found();
+        };
+        let refuse = |a: &mut Arena, message: &str| {
+            a.refused += 1;
+            error(StatusCode::BAD_REQUEST, message)
+        };
+        if a.finished {
+            return refuse(a, "This tournament is finished.");
+        }
+        let returning = a.player.is_some();
+        if !returning
+            && a.spec.password.is_some()
+            && form.get("password") != a.spec.password.as_ref()
+        {
+            return refuse(a, "Wrong entry code.");
+        }
+        let team = form.get("team").cloned();
+        if let Some(battle) = &a.spec.team
+            && !returning
+        {
+            match &team {
+                Some(t) if t == battle && teams.contains(t) => {}
+                Some(t) if t == battle => return refuse(a, "You are not a member of this team."),
+                _ => return refuse(a, "This team battle needs a team."),
+            }
+        }
+        let pair_me = form.get("pairMeAsap").is_some_and(|v| v == "true");
+        a.joins.push(pair_me);
+        let started = a.started();
+        let player = a.player.get_or_insert_with(|| ArenaPlayer {
+            team,
+            ..ArenaPlayer::default()
+        });
+        player.paused = false;
+        if pair_me && started {
+            player.pair_me_until = Some(Instant::now() + PAIR_ME_FOR);
+        }
+        if a.spec.auto_pair && pair_me && started {
+            let app = app.clone();
+            let id = id.clone();
+            // After the answer, as lila's pairing wave.
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                app.with(|world, app| {
+                    let _ = world.pair_arena(app, &id);
+                });
+            });
+        }
+        ok()
+    })
+}
+
+/// `POST /api/tournament/{id}/withdraw`.
+pub(super) async fn withdraw(State(app): State<App>, Path(id): Path<String>) -> Response {
+    app.with(|world, _| {
+        if !world.has_scope("tournament:write") {
+            return missing_scope("tournament:write");
+        }
+        let Some(a) = world.arenas.arenas.get_mut(&id) else {
+            return not_found();
+        };
+        a.withdraws += 1;
+        if a.started() {
+            if let Some(p) = &mut a.player {
+                p.paused = true;
+                p.pair_me_until = None;
+            }
+        } else {
+            a.player = None;
+        }
+        ok()
+    })
+}
+
+/// `POST /api/team/{id}/join`.
+pub(super) async fn join_team(State(app): State<App>, Path(id): Path<String>) -> Response {
+    app.with(|world, _| {
+        if !world.has_scope("team:write") {
+            return missing_scope("team:write");
+        }
+        world.arenas.teams.insert(id);
+        ok()
+    })
+}

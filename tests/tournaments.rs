@@ -1,0 +1,331 @@
+//! Arena tournaments end to end: the real `kaissa run` against the fake
+//! Lichess's arenas. A configured arena joined and its pairings played
+//! (never aborted), the withdraw at a stop; an arena joined before its
+//! start and asked for a pairing at the start; a missed pairing (Lichess
+//! pauses the bot) answered with a new join; an arena joined elsewhere
+//! noticed at its game and kept across a restart; a wrong password
+//! refused once and logged without the password; a waiting arena keeping
+//! its slot from challenges until `kaissa ctl tournament leave`; a team
+//! battle joined with its team.
+//!
+//! `KAISSA_E2E_SHOW_LOG=1` prints the daemon's log.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use support::bot::Bot;
+use support::fake_lichess::{ArenaSpec, ChallengeSpec, FakeConfig, FakeLichess, Opponent};
+
+const WAIT: Duration = Duration::from_secs(30);
+const SCOPES: &str = "bot:play,challenge:read,challenge:write,tournament:write,team:write";
+
+fn fake_config() -> FakeConfig {
+    FakeConfig {
+        scopes: SCOPES.to_owned(),
+        ..FakeConfig::default()
+    }
+}
+
+/// The daemon with a shallow search, its state and control socket in its
+/// directory, plus `extra` TOML.
+async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+    let mut bot = configured(fake, extra);
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    bot
+}
+
+fn configured(fake: &FakeLichess, extra: &str) -> Bot {
+    Bot::configured(fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 3\n\
+             state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\nconcurrency = 1\n\
+             control_socket = \"{}\"\n[tournaments]\npair_every_secs = 10\n\
+             check_every_secs = 10\n{extra}",
+            fake.url(),
+            dir.join("state").display(),
+            dir.join("control.sock").display()
+        )
+    })
+}
+
+fn socket(bot: &Bot) -> PathBuf {
+    bot.dir.path().join("control.sock")
+}
+
+/// `kaissa ctl --socket SOCKET words...`: success, and its output.
+fn ctl(bot: &Bot, words: &str) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket(bot))
+        .args(words.split_whitespace())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn arena_entry(id: &str, more: &str) -> String {
+    format!("[[tournaments.arenas]]\nid = \"{id}\"\n{more}")
+}
+
+/// Waits until the bot asked for a pairing in `id` (a join with
+/// `pairMeAsap`) more than `before` times.
+async fn wait_pairing_ask(fake: &FakeLichess, id: &str, before: usize) {
+    let id = id.to_owned();
+    fake.wait_until("a pairing ask", WAIT, |v| {
+        v.arena(&id)
+            .is_some_and(|a| a.joins.iter().filter(|&&p| p).count() > before)
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plays_the_pairings_of_a_configured_arena_then_withdraws_at_a_stop() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec {
+        auto_pair: true,
+        resign_after: Some(3),
+        password: Some("s3cret-code".to_owned()),
+        ..ArenaSpec::new("arena001")
+    });
+    let bot = start(
+        &fake,
+        &arena_entry("arena001", "password = \"s3cret-code\"\n"),
+    )
+    .await;
+    // Two pairings, one after the other, each played to its end.
+    let games = fake
+        .wait_for("two arena games over", WAIT, |v| {
+            let player = v.arena("arena001")?.player?;
+            let over: Vec<_> = player
+                .games
+                .iter()
+                .filter_map(|g| v.game(g))
+                .filter(|g| g.is_over())
+                .collect();
+            (over.len() >= 2).then_some(over)
+        })
+        .await
+        .unwrap();
+    for game in &games {
+        assert_eq!(game.status, "resign", "{game:?}");
+        assert!(game.illegal_moves.is_empty(), "{game:?}");
+    }
+    assert!(
+        !fake.requests().iter().any(|r| r.path.ends_with("/abort")),
+        "an arena game was aborted"
+    );
+    let (ok, status) = ctl(&bot, "status");
+    assert!(ok, "{status}");
+    assert!(
+        status.contains("arena001 Bot Arena (config, running)"),
+        "{status}"
+    );
+    let record = fake.arena("arena001").unwrap();
+    assert_eq!(record.withdraws, 0);
+    let log = bot.stop().await;
+    let record = fake.arena("arena001").unwrap();
+    assert_eq!(record.withdraws, 1, "withdrawn at the stop");
+    assert!(record.player.unwrap().paused);
+    assert!(log.contains("arena: waiting for a pairing"), "{log}");
+    assert!(log.contains("withdrew from the arena"), "{log}");
+    assert!(!log.contains("s3cret"), "the password is in the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arena_joined_before_its_start_is_asked_for_a_pairing_at_the_start() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec {
+        starts_in: Duration::from_secs(4),
+        resign_after: Some(2),
+        ..ArenaSpec::new("arena002")
+    });
+    let bot = start(&fake, &arena_entry("arena002", "")).await;
+    fake.wait_until("registered early", WAIT, |v| {
+        v.arena("arena002").is_some_and(|a| a.player.is_some())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        fake.arena("arena002").unwrap().joins,
+        [false],
+        "no pairing asked before the start"
+    );
+    wait_pairing_ask(&fake, "arena002", 0).await;
+    let game = fake.pair_arena("arena002").unwrap();
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    assert_eq!(over.status, "resign", "{over:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("arena joined; it has not started"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missed_pairing_pauses_the_bot_and_it_joins_again() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        first_move_timeout: Duration::from_secs(2),
+        ..fake_config()
+    })
+    .await;
+    fake.create_arena(ArenaSpec {
+        resign_after: Some(2),
+        ..ArenaSpec::new("arena003")
+    });
+    let bot = start(&fake, &arena_entry("arena003", "")).await;
+    wait_pairing_ask(&fake, "arena003", 0).await;
+    // The pairing's gameStart is lost: the bot cannot start the game,
+    // loses it (noStart) and Lichess pauses it.
+    fake.drop_game_starts(1);
+    let missed = fake.pair_arena("arena003").unwrap();
+    let over = fake.wait_game_over(&missed, WAIT).await.unwrap();
+    assert_eq!(over.status, "noStart");
+    // The bot comes back at once (not at its next periodic ask).
+    fake.wait_until("back in the arena", Duration::from_secs(5), |v| {
+        v.arena("arena003")
+            .and_then(|a| a.player)
+            .is_some_and(|p| !p.paused && p.pair_me_until.is_some())
+    })
+    .await
+    .unwrap();
+    let game = fake.pair_arena("arena003").unwrap();
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    assert_eq!(over.status, "resign", "{over:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("missed an arena pairing"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arena_joined_elsewhere_is_noticed_and_kept_across_a_restart() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec {
+        resign_after: Some(2),
+        ..ArenaSpec::new("arena004")
+    });
+    let mut bot = start(&fake, "").await;
+    // Joined on the website with the bot's account: the first the bot
+    // hears of it is a game.
+    fake.join_arena_elsewhere("arena004");
+    let game = fake.pair_arena("arena004").unwrap();
+    fake.wait_game_over(&game, WAIT).await.unwrap();
+    // After the game it asks for the next pairing itself.
+    wait_pairing_ask(&fake, "arena004", 0).await;
+    let (_, status) = ctl(&bot, "status --json");
+    let json: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(json["tournaments"][0]["id"], "arena004", "{json}");
+    assert_eq!(json["tournaments"][0]["origin"], "noticed", "{json}");
+    // A restart keeps it: the next run asks for pairings in it.
+    let asks = fake.arena("arena004").unwrap().joins.len();
+    bot.signal("USR1");
+    assert!(bot.wait_exit(WAIT).await.success());
+    assert_eq!(fake.arena("arena004").unwrap().withdraws, 0);
+    bot.spawn();
+    fake.wait_until("asked again after the restart", WAIT, |v| {
+        v.arena("arena004").is_some_and(|a| a.joins.len() > asks)
+    })
+    .await
+    .unwrap();
+    let log = bot.stop().await;
+    assert!(log.contains("a game of an arena joined elsewhere"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_refused_once_and_keeps_no_slot() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec {
+        password: Some("right".to_owned()),
+        ..ArenaSpec::new("arena005")
+    });
+    let bot = start(
+        &fake,
+        &arena_entry("arena005", "password = \"wrong-one\"\n"),
+    )
+    .await;
+    bot.wait_log("cannot play in the arena", WAIT).await;
+    // Not tried again; the slot stays the challenges'.
+    let id = fake.send_challenge(ChallengeSpec {
+        challenger: Opponent::human("Alice"),
+        resign_after: Some(1),
+        ..ChallengeSpec::default()
+    });
+    fake.wait_until("the challenge accepted", WAIT, |v| {
+        v.challenge(&id).is_some_and(|c| c.status == "accepted")
+    })
+    .await
+    .unwrap();
+    let record = fake.arena("arena005").unwrap();
+    assert_eq!((record.refused, record.player.is_none()), (1, true));
+    let log = bot.stop().await;
+    assert!(log.contains("Wrong entry code"), "{log}");
+    assert!(!log.contains("wrong-one"), "the password is in the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_arena_keeps_its_slot_until_ctl_leaves_it() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec::new("arena006"));
+    let bot = start(&fake, "").await;
+    let (ok, text) = ctl(&bot, "tournament join arena006");
+    assert!(ok, "{text}");
+    wait_pairing_ask(&fake, "arena006", 0).await;
+    // One slot, kept for the arena: a challenge waits.
+    let id = fake.send_challenge(ChallengeSpec {
+        challenger: Opponent::human("Alice"),
+        resign_after: Some(1),
+        ..ChallengeSpec::default()
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(fake.challenge(&id).unwrap().status, "created");
+    let (_, status) = ctl(&bot, "status");
+    assert!(status.contains("1 kept for arenas"), "{status}");
+    assert!(status.contains("waiting for a pairing"), "{status}");
+    // Left: the slot goes to the challenge.
+    let (ok, text) = ctl(&bot, "tournament leave arena006");
+    assert!(ok, "{text}");
+    fake.wait_until("the challenge accepted", WAIT, |v| {
+        v.challenge(&id).is_some_and(|c| c.status == "accepted")
+    })
+    .await
+    .unwrap();
+    assert_eq!(fake.arena("arena006").unwrap().withdraws, 1);
+    let (ok, text) = ctl(&bot, "tournament leave arena006");
+    assert!(!ok && text.contains("not in arena arena006"), "{text}");
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_battle_is_joined_with_its_team() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec {
+        team: Some("coders".to_owned()),
+        ..ArenaSpec::new("arena007")
+    });
+    let bot = start(
+        &fake,
+        &arena_entry("arena007", "team = \"coders\"\njoin_team = true\n"),
+    )
+    .await;
+    wait_pairing_ask(&fake, "arena007", 0).await;
+    assert!(fake.teams().contains("coders"));
+    let player = fake.arena("arena007").unwrap().player.unwrap();
+    assert_eq!(player.team.as_deref(), Some("coders"));
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_scope_the_join_is_refused_with_a_clear_error() {
+    let fake = FakeLichess::start().await;
+    fake.create_arena(ArenaSpec::new("arena008"));
+    let bot = start(&fake, &arena_entry("arena008", "")).await;
+    bot.wait_log("cannot play in the arena", WAIT).await;
+    let log = bot.stop().await;
+    assert!(log.contains("the token lacks tournament:write"), "{log}");
+    assert!(log.contains("Missing scope: tournament:write"), "{log}");
+}
