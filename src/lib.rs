@@ -29,7 +29,9 @@
 //!   reconciling in `games.rs`, challenges to us in `incoming.rs`, ours
 //!   in `outgoing.rs`, shutdown in `stop.rs`, the control socket's
 //!   commands in `control.rs` (their words, the socket and `kaissa ctl`'s
-//!   client in `src/bot/control.rs`).
+//!   client in `src/bot/control.rs`), arena tournaments in
+//!   `tournaments.rs` (what to ask Lichess and when, the slots they keep:
+//!   `src/bot/tournaments.rs`).
 //! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
 //!   and its `!help` line; the game task (`src/bot/game/mod.rs`) posts the
 //!   answer.

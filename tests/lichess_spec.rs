@@ -84,9 +84,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kaissa::lichess::model::{
-    Account, ChallengeStatus, ChatRoom, Color, Compat, DeclineReason, Direction, ErrorBody, Event,
-    GameEvent, GameFull, GameInfo, GameState, GameStatus, NowPlaying, OnlineBot, OpponentGone,
-    Speed, TimeControl, Title, TokenInfo, VariantKey, perf_rating,
+    Account, ArenaTournament, ChallengeStatus, ChatRoom, Color, Compat, DeclineReason, Direction,
+    ErrorBody, Event, GameEvent, GameFull, GameInfo, GameState, GameStatus, NowPlaying, OnlineBot,
+    OpponentGone, Speed, TimeControl, Title, TokenInfo, VariantKey, perf_rating,
 };
 use kaissa::lichess::online::{Online, OnlineOptions};
 use kaissa::lichess::{Challenge, NdjsonStream, StreamEvent};
@@ -855,6 +855,30 @@ fn error_400_move() {
 
 /// Every fixture parses with the kaissa type its folder names; a new
 /// fixture cannot be left out.
+/// Arenas: a finished one (the spec's example), a running one as lila
+/// shows it to a player (`isStarted`, `me`), one not started.
+#[test]
+fn arena_tournaments() {
+    let t: ArenaTournament = parse("tournament/arena-finished.json");
+    assert_eq!(
+        (t.id.as_str(), t.is_finished, t.running()),
+        ("may24lta", true, false)
+    );
+    assert_eq!(t.clock.map(|c| (c.limit, c.increment)), Some((60, 0)));
+    assert!(t.verdicts.unwrap().accepted);
+    let t: ArenaTournament = parse("tournament/arena-running.json");
+    assert!(t.running() && t.is_started);
+    let me = t.me.unwrap();
+    assert_eq!(
+        (me.withdraw, me.game_id.as_deref()),
+        (false, Some("abcdEFGH"))
+    );
+    assert_eq!(t.seconds_to_finish, Some(2875));
+    let t: ArenaTournament = parse("tournament/arena-upcoming.json");
+    assert!(!t.running());
+    assert_eq!(t.seconds_to_start, Some(3600));
+}
+
 #[test]
 fn every_fixture_parses() {
     let mut count = 0;
@@ -866,6 +890,7 @@ fn every_fixture_parses() {
         "challenge",
         "errors",
         "online",
+        "tournament",
     ] {
         for name in fixture_files(dir) {
             let rel = format!("{dir}/{name}");
@@ -882,6 +907,7 @@ fn every_fixture_parses() {
                 ("bot", _) => drop(parse_lines::<OnlineBot>(&rel)),
                 ("challenge", _) => drop(parse::<Challenge>(&rel)),
                 ("errors", _) => drop(parse::<ErrorBody>(&rel)),
+                ("tournament", _) => drop(parse::<ArenaTournament>(&rel)),
                 // Read by kaissa's online client: see `online_sources`.
                 ("online", _) => drop(json(&rel)),
                 _ => panic!("{rel}: no kaissa type for this fixture"),
@@ -1422,6 +1448,22 @@ fn required_keys(kind: &str, value: &Value) -> Vec<(String, String)> {
             perfs(&mut need, value, "$");
         }
         "error" => need(value, "$", &["error"]),
+        "tournament" => {
+            // ArenaTournamentFull's required keys.
+            need(
+                value,
+                "$",
+                &[
+                    "id",
+                    "fullName",
+                    "clock",
+                    "isFinished",
+                    "nbPlayers",
+                    "stats",
+                ],
+            );
+            need(&value["clock"], "$.clock", &["increment", "limit"]);
+        }
         other => panic!("no required keys for {other}"),
     }
     missing
@@ -1683,6 +1725,7 @@ fn spec_shapes() -> HashMap<String, Shape> {
     let bots: Vec<Value> = parse_lines("bot/online.ndjson");
     shapes.insert("bot".to_owned(), Shape::of(&bots));
     shapes.insert("error".to_owned(), Shape::of(&in_dir("errors", "")));
+
     let mut all = Vec::new();
     for dir in ["event", "game", "account", "bot", "challenge"] {
         for name in fixture_files(dir) {
@@ -1698,6 +1741,11 @@ fn spec_shapes() -> HashMap<String, Shape> {
     for shape in shapes.values_mut() {
         shape.share(&shared);
     }
+    // Not shared: an arena's `variant` is a key, a game's an object.
+    shapes.insert(
+        "tournament".to_owned(),
+        Shape::of(&in_dir("tournament", "")),
+    );
     shapes
 }
 
@@ -2075,6 +2123,16 @@ async fn fake_output() -> Vec<(String, Value)> {
         tap.wait("gameFull", 1).await;
         others.push(tap);
     }
+
+    // An arena the bot plays in.
+    fake.create_arena(support::fake_lichess::ArenaSpec::new("spec0001"));
+    fake.join_arena_elsewhere("spec0001");
+    let (status, body) = http.get("/api/tournament/spec0001").await;
+    assert_eq!(status, 200);
+    out.push((
+        "tournament".to_owned(),
+        serde_json::from_str(&body).unwrap(),
+    ));
 
     // The account and the ongoing games.
     let (status, body) = http.get("/api/account").await;
