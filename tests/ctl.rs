@@ -7,10 +7,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use support::bot::Bot;
+use support::bot::{Bot, ctl};
 use support::fake_lichess::{ChallengeSpec, FakeLichess, Opponent, Side};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -32,23 +32,6 @@ async fn start(fake: &FakeLichess) -> (Bot, PathBuf) {
     bot.spawn();
     fake.wait_event_stream(WAIT).await.unwrap();
     (bot, socket)
-}
-
-/// Runs `kaissa ctl --socket SOCKET words...`: success, and its output.
-fn ctl(socket: &Path, words: &str) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
-        .arg("ctl")
-        .arg("--socket")
-        .arg(socket)
-        .args(words.split_whitespace())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 async fn wait_status(fake: &FakeLichess, id: &str, status: &str) {

@@ -55,21 +55,9 @@ fn socket(bot: &Bot) -> PathBuf {
     bot.dir.path().join("control.sock")
 }
 
-/// `kaissa ctl --socket SOCKET words...`: success, and its output.
+/// `kaissa ctl` on the bot's socket.
 fn ctl(bot: &Bot, words: &str) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
-        .arg("ctl")
-        .arg("--socket")
-        .arg(socket(bot))
-        .args(words.split_whitespace())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    support::bot::ctl(&socket(bot), words)
 }
 
 fn arena_entry(id: &str, more: &str) -> String {

@@ -571,6 +571,21 @@ mod tests {
         serde_json::from_value(base).unwrap()
     }
 
+    /// Lichess took a join of arena001.
+    fn joined(t: &mut Tournaments, pair_me_asap: bool, now: Instant) -> Vec<Note> {
+        let result = Ok(());
+        let outcome = Outcome::Joined {
+            pair_me_asap,
+            result,
+        };
+        t.outcome("arena001", outcome, now)
+    }
+
+    /// Lichess's answer to a read of arena001.
+    fn read(t: &mut Tournaments, json: serde_json::Value, now: Instant) -> Vec<Note> {
+        t.outcome("arena001", Outcome::Checked(Ok(arena(json))), now)
+    }
+
     fn join(pair: bool) -> Action {
         Action::Join {
             id: "arena001".to_owned(),
@@ -586,35 +601,17 @@ mod tests {
         let now = Instant::now();
         assert_eq!(t.due(now, true), [Action::Check("arena001".to_owned())]);
         assert_eq!(t.due(now, true), [], "one request at a time");
-        let notes = t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
-            now,
-        );
+        let notes = read(&mut t, serde_json::json!({"isStarted": true}), now);
         assert_eq!(notes, []);
         assert_eq!(t.kept_slots(), 1, "a running arena keeps a slot");
         // Joined with a pairing ask; then asked again every pair_every.
         assert_eq!(t.due(now, true), [join(true)]);
-        t.outcome(
-            "arena001",
-            Outcome::Joined {
-                pair_me_asap: true,
-                result: Ok(()),
-            },
-            now,
-        );
+        joined(&mut t, true, now);
         assert_eq!(t.due(now + Duration::from_secs(10), true), []);
         let later = now + Duration::from_secs(40);
         assert_eq!(t.due(later, false), [], "no pairing without a free slot");
         assert_eq!(t.due(later, true), [join(true)]);
-        t.outcome(
-            "arena001",
-            Outcome::Joined {
-                pair_me_asap: true,
-                result: Ok(()),
-            },
-            later,
-        );
+        joined(&mut t, true, later);
         // A game: no ask while it lasts, its slot is the game's.
         assert!(!t.game_started("arena001", "game0001"));
         assert_eq!(t.kept_slots(), 0);
@@ -630,38 +627,19 @@ mod tests {
         let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
         let now = Instant::now();
         t.due(now, true);
-        t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(serde_json::json!({"secondsToStart": 120})))),
-            now,
-        );
+        read(&mut t, serde_json::json!({"secondsToStart": 120}), now);
         assert_eq!(t.kept_slots(), 0, "nothing kept before the start");
         assert_eq!(t.due(now, true), [join(false)], "registered early");
-        t.outcome(
-            "arena001",
-            Outcome::Joined {
-                pair_me_asap: false,
-                result: Ok(()),
-            },
-            now,
-        );
+        joined(&mut t, false, now);
         assert_eq!(t.due(now + Duration::from_secs(30), true), []);
         // The start: read, then a pairing asked at once.
         let start = now + Duration::from_secs(120);
         assert_eq!(t.due(start, true), [Action::Check("arena001".to_owned())]);
-        let notes = t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(serde_json::json!({"secondsToStart": 1})))),
-            start,
-        );
+        let notes = read(&mut t, serde_json::json!({"secondsToStart": 1}), start);
         assert_eq!(notes, [], "not quite yet");
         let start = start + Duration::from_secs(1);
         assert_eq!(t.due(start, true), [Action::Check("arena001".to_owned())]);
-        let notes = t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
-            start,
-        );
+        let notes = read(&mut t, serde_json::json!({"isStarted": true}), start);
         assert_eq!(notes, [Note::Started("arena001".to_owned())]);
         assert_eq!(t.due(start, true), [join(true)]);
         assert_eq!(t.kept_slots(), 1);
@@ -672,32 +650,14 @@ mod tests {
         let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
         let now = Instant::now();
         t.due(now, true);
-        t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
-            now,
-        );
+        read(&mut t, serde_json::json!({"isStarted": true}), now);
         t.due(now, true);
-        t.outcome(
-            "arena001",
-            Outcome::Joined {
-                pair_me_asap: true,
-                result: Ok(()),
-            },
-            now,
-        );
+        joined(&mut t, true, now);
         t.game_started("arena001", "game0001");
         t.game_over("arena001", "game0001", true);
         assert_eq!(t.get("arena001").unwrap().missed, 1);
         assert_eq!(t.due(now, true), [join(true)]);
-        t.outcome(
-            "arena001",
-            Outcome::Joined {
-                pair_me_asap: true,
-                result: Ok(()),
-            },
-            now,
-        );
+        joined(&mut t, true, now);
         // Lichess says we are paused (seen on a read): joined again.
         let check = now + Duration::from_secs(60);
         assert_eq!(t.due(check, true), [Action::Check("arena001".to_owned())]);
@@ -718,11 +678,7 @@ mod tests {
         let now = Instant::now();
         assert_eq!(t.due(now, true).len(), 2);
         // A wrong password: no more tries, no slot kept.
-        t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
-            now,
-        );
+        read(&mut t, serde_json::json!({"isStarted": true}), now);
         t.due(now, true);
         let notes = t.outcome(
             "arena001",

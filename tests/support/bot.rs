@@ -154,6 +154,23 @@ impl Bot {
     }
 }
 
+/// Runs `kaissa ctl --socket SOCKET words...`: success, and its output.
+pub fn ctl(socket: &Path, words: &str) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .arg("ctl")
+        .arg("--socket")
+        .arg(socket)
+        .args(words.split_whitespace())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
 /// A daemon's log never holds the token or a panic.
 pub fn check_log(log: &str, token: &str) {
     assert!(!log.contains(token), "the token is in the log");
