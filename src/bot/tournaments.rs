@@ -62,11 +62,9 @@ pub enum Stage {
 /// One arena the bot is in (or joining).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Arena {
-    pub id: String,
-    pub team: Option<String>,
-    /// Sent with each join, never logged or shown.
-    password: Option<String>,
-    join_team: bool,
+    /// Its id, team and password (sent with each join, never logged or
+    /// shown: `ArenaEntry`'s `Debug` hides it).
+    pub entry: ArenaEntry,
     pub origin: Origin,
     /// Its name, once read.
     pub name: String,
@@ -95,9 +93,7 @@ pub struct Arena {
 impl std::fmt::Debug for Arena {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Arena")
-            .field("id", &self.id)
-            .field("team", &self.team)
-            .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("entry", &self.entry)
             .field("origin", &self.origin)
             .field("stage", &self.stage)
             .field("joined", &self.joined)
@@ -110,10 +106,7 @@ impl std::fmt::Debug for Arena {
 impl Arena {
     fn new(entry: &ArenaEntry, origin: Origin, now: Instant) -> Arena {
         Arena {
-            id: entry.id.clone(),
-            team: entry.team.clone(),
-            password: entry.password.clone(),
-            join_team: entry.join_team,
+            entry: entry.clone(),
             origin,
             name: String::new(),
             stage: Stage::Unknown,
@@ -127,15 +120,6 @@ impl Arena {
             next_check: now,
             not_before: None,
             refused: None,
-        }
-    }
-
-    fn entry(&self) -> ArenaEntry {
-        ArenaEntry {
-            id: self.id.clone(),
-            team: self.team.clone(),
-            password: self.password.clone(),
-            join_team: self.join_team,
         }
     }
 
@@ -268,9 +252,7 @@ impl Tournaments {
         let now = Instant::now();
         match self.arenas.get_mut(&entry.id) {
             Some(arena) => {
-                arena.team.clone_from(&entry.team);
-                arena.password.clone_from(&entry.password);
-                arena.join_team = entry.join_team;
+                arena.entry = entry.clone();
                 arena.team_ready = !entry.join_team;
                 arena.refused = None;
                 arena.joined = false;
@@ -290,7 +272,7 @@ impl Tournaments {
     pub fn remove(&mut self, id: &str) -> Option<Action> {
         let arena = self.arenas.remove(id)?;
         self.dirty = true;
-        Some(Action::Withdraw(arena.id))
+        Some(Action::Withdraw(arena.entry.id))
     }
 
     /// A game of arena `id` started: an arena we did not know was joined
@@ -357,32 +339,27 @@ impl Tournaments {
             let starting = matches!(arena.stage, Stage::Upcoming(at) if now >= at);
             // At its start it is read (a pairing asked before the start
             // is ignored); the answer brings the ask.
-            let action = if now >= arena.next_check || arena.stage == Stage::Unknown || starting {
-                Action::Check(arena.id.clone())
-            } else if !arena.team_ready {
-                Action::JoinTeam {
-                    id: arena.id.clone(),
-                    team: arena.team.clone().unwrap_or_default(),
-                    password: arena.password.clone(),
-                }
-            } else if !arena.joined {
-                Action::Join {
-                    id: arena.id.clone(),
-                    team: arena.team.clone(),
-                    password: arena.password.clone(),
-                    pair_me_asap: free && arena.stage == Stage::Running,
-                }
-            } else if free
+            // A joined arena is joined again to renew the pairing ask.
+            let ask_again = free
                 && arena.waiting()
                 && arena
                     .last_ask
-                    .is_none_or(|at| now.duration_since(at) >= self.pair_every)
-            {
+                    .is_none_or(|at| now.duration_since(at) >= self.pair_every);
+            let entry = &arena.entry;
+            let action = if now >= arena.next_check || arena.stage == Stage::Unknown || starting {
+                Action::Check(entry.id.clone())
+            } else if !arena.team_ready {
+                Action::JoinTeam {
+                    id: entry.id.clone(),
+                    team: entry.team.clone().unwrap_or_default(),
+                    password: entry.password.clone(),
+                }
+            } else if !arena.joined || ask_again {
                 Action::Join {
-                    id: arena.id.clone(),
-                    team: arena.team.clone(),
-                    password: arena.password.clone(),
-                    pair_me_asap: true,
+                    id: entry.id.clone(),
+                    team: entry.team.clone(),
+                    password: entry.password.clone(),
+                    pair_me_asap: free && arena.stage == Stage::Running,
                 }
             } else {
                 continue;
@@ -510,7 +487,7 @@ impl Tournaments {
             .arenas
             .values()
             .filter(|a| a.refused.is_none())
-            .map(|a| Action::Withdraw(a.id.clone()))
+            .map(|a| Action::Withdraw(a.entry.id.clone()))
             .collect();
         self.arenas.clear();
         self.dirty = true;
@@ -528,7 +505,7 @@ impl Tournaments {
                 .values()
                 .filter(|a| a.origin != Origin::Config)
                 .map(|a| SavedArena {
-                    entry: a.entry(),
+                    entry: a.entry.clone(),
                     origin: a.origin,
                 })
                 .collect(),

@@ -177,7 +177,7 @@ impl Daemon {
         });
         let blocked: Vec<&String> = self.ctl_blocked.iter().collect();
         let tournaments: Vec<serde_json::Value> = self
-            .tournaments()
+            .tournaments
             .iter()
             .map(|a| {
                 let stage = match a.stage {
@@ -191,8 +191,8 @@ impl Daemon {
                         )
                     ),
                 };
-                json!({"id": a.id, "name": a.name, "origin": a.origin, "stage": stage,
-                       "joined": a.joined, "team": a.team, "game": a.game, "games": a.games,
+                json!({"id": a.entry.id, "name": a.name, "origin": a.origin, "stage": stage,
+                       "joined": a.joined, "team": a.entry.team, "game": a.game, "games": a.games,
                        "missed": a.missed, "refused": a.refused})
             })
             .collect();

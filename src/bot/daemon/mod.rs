@@ -357,7 +357,7 @@ impl Daemon {
             super::state::path(state_dir.as_deref(), super::tournaments::STATE_FILE);
         let tournaments =
             Tournaments::new(&config.tournaments, tournaments::load(state_dir.as_deref()));
-        let (tournament_tx, tournament_rx) = tournaments::channel();
+        let (tournament_tx, tournament_rx) = mpsc::unbounded_channel();
         Daemon {
             client,
             config: Arc::new(config),

@@ -6,11 +6,10 @@
 
 use super::{Daemon, Phase};
 use crate::bot::state;
-use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena, Tournaments};
+use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena};
 use crate::config::ArenaEntry;
 use crate::lichess::client::{Client, Error as ClientError};
 use crate::lichess::model::{GameInfo, GameStatus};
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// An answer about an arena, back on the loop.
@@ -147,10 +146,6 @@ impl Daemon {
         self.slots.keep(0);
         self.save_tournaments();
     }
-
-    pub(super) fn tournaments(&self) -> &Tournaments {
-        &self.tournaments
-    }
 }
 
 /// Sends one request.
@@ -230,12 +225,4 @@ fn log(note: &Note, name: &str) {
             tracing::warn!(tournament = %id, "arena request failed (tried again in 30 s): {why}")
         }
     }
-}
-
-/// The channel of the answers.
-pub(super) fn channel() -> (
-    mpsc::UnboundedSender<Answered>,
-    mpsc::UnboundedReceiver<Answered>,
-) {
-    mpsc::unbounded_channel()
 }
