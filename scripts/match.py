@@ -276,6 +276,8 @@ class GameResult:
     # [moves, total seconds, longest] per side; filled from move_times, or
     # read back from a --state file (whose games have no move lists).
     time_stats: Optional[Dict[str, List[float]]] = None
+    # Each side's clock (seconds) when the game ended; None without a clock.
+    clock_end: Optional[Dict[str, float]] = None
 
     def __post_init__(self) -> None:
         if self.time_stats is None and self.move_times is not None:
@@ -286,12 +288,13 @@ class GameResult:
         """What a --state file keeps of the game."""
         return {"game": self.index, "opening": self.opening, "a_white": self.a_white,
                 "result": self.result, "reason": self.reason, "failure": self.failure,
-                "loser": self.loser, "plies": self.plies, "times": self.time_stats}
+                "loser": self.loser, "plies": self.plies, "times": self.time_stats,
+                "clock_end": self.clock_end}
 
     @classmethod
     def from_record(cls, d: dict) -> "GameResult":
         return cls(d["game"], d["opening"], d["a_white"], d["result"], d["reason"], d["failure"],
-                   d["loser"], None, None, d["plies"], d["times"])
+                   d["loser"], None, None, d["plies"], d["times"], d.get("clock_end"))
 
     @property
     def a_score(self) -> Optional[float]:
@@ -468,8 +471,11 @@ async def play_game(idx: int, opening_idx: int, fen: str, a_white: bool,
     for mv, com in zip(board.move_stack, comments):
         node = node.add_variation(mv, comment=com)
     node.comment = (node.comment + " " if node.comment else "") + reason
+    clock_end = None
+    if st.base is not None:
+        clock_end = {label[c]: clocks[c] for c in (chess.WHITE, chess.BLACK)}
     return GameResult(idx, opening_idx, a_white, result, reason, failure, loser, game, move_times,
-                      len(board.move_stack))
+                      len(board.move_stack), clock_end=clock_end)
 
 
 # --------------------------------------------------------------------------
@@ -545,6 +551,8 @@ class Tally:
         self.failures: Dict[str, collections.Counter] = {"A": collections.Counter(), "B": collections.Counter()}
         self.reasons: collections.Counter = collections.Counter()
         self.times: Dict[str, List[float]] = {"A": [0, 0.0, 0.0], "B": [0, 0.0, 0.0]}  # moves, total, max
+        # Clock left at game end, games with a clock: count, total, least.
+        self.clock_end: Dict[str, List[float]] = {"A": [0, 0.0, math.inf], "B": [0, 0.0, math.inf]}
 
     def add(self, r: GameResult) -> None:
         self.results.append((r.index, r.opening, r.a_score))
@@ -564,6 +572,11 @@ class Tally:
             t[0] += n
             t[1] += total
             t[2] = max(t[2], longest)
+            if r.clock_end is not None:
+                c = self.clock_end[who]
+                c[0] += 1
+                c[1] += r.clock_end[who]
+                c[2] = min(c[2], r.clock_end[who])
         # Strip per-game numbers so reasons aggregate (but not a name's "(2)").
         if "loses on time" in key:
             key = key.split(" loses on time")[0] + " loses on time"
@@ -606,6 +619,8 @@ class Tally:
             "failures": {k: dict(v) for k, v in self.failures.items()},
             "reasons": dict(self.reasons),
             "move_time": {"A": tstats(self.times["A"]), "B": tstats(self.times["B"])},
+            "clock_end": {who: {"games": c[0], "avg": c[1] / c[0], "min": c[2]}
+                          for who, c in self.clock_end.items() if c[0]},
         }
 
 
@@ -633,6 +648,11 @@ def print_report(t: Tally, na: str, nb: str, header: str) -> dict:
     print(f"Move time: {na} avg {mt['A']['avg'] * 1000:.0f} ms max {mt['A']['max'] * 1000:.0f} ms "
           f"({mt['A']['moves']} moves); {nb} avg {mt['B']['avg'] * 1000:.0f} ms max "
           f"{mt['B']['max'] * 1000:.0f} ms ({mt['B']['moves']} moves)")
+    ce = s["clock_end"]
+    if ce:
+        print("Clock left at game end: " + "; ".join(
+            f"{n} avg {ce[w]['avg']:.2f} s min {ce[w]['min']:.2f} s"
+            for w, n in (("A", na), ("B", nb)) if w in ce))
     print("Terminations:")
     for k, v in t.reasons.most_common():
         print(f"  {v:4d}  {k}")
