@@ -102,6 +102,21 @@ struct RootMove {
     prev_value: i32,
     seldepth: usize,
     pv: Vec<Move>,
+    /// Nodes searched below this move, all iterations together.
+    nodes: u64,
+}
+
+impl RootMove {
+    fn new(mv: Move) -> RootMove {
+        RootMove {
+            mv,
+            value: -INFINITE,
+            prev_value: -INFINITE,
+            seldepth: 0,
+            pv: vec![mv],
+            nodes: 0,
+        }
+    }
 }
 
 #[derive(Copy, Clone)]
@@ -130,6 +145,10 @@ const EMPTY_FRAME: Frame = Frame {
 /// Moves tried at a node before the one that cut off (they get a history
 /// malus). Only the first `TRIED_MAX` are kept.
 const TRIED_MAX: usize = 64;
+
+/// From this depth on the pacer weighs the share of the nodes the best
+/// move took (shallower, every move is searched about alike).
+const NODE_SHARE_DEPTH: i32 = 8;
 
 struct Tried {
     moves: [Move; TRIED_MAX],
@@ -340,25 +359,13 @@ impl Searcher {
         self.root_moves.clear();
         while let Some(m) = picker.next(pos, &self.history) {
             if limits.searchmoves.is_empty() || limits.searchmoves.contains(&m) {
-                self.root_moves.push(RootMove {
-                    mv: m,
-                    value: -INFINITE,
-                    prev_value: -INFINITE,
-                    seldepth: 0,
-                    pv: vec![m],
-                });
+                self.root_moves.push(RootMove::new(m));
             }
         }
         if self.root_moves.is_empty() && !limits.searchmoves.is_empty() {
             // None of the requested moves is legal: search them all.
             for &m in pos.legal_moves().iter() {
-                self.root_moves.push(RootMove {
-                    mv: m,
-                    value: -INFINITE,
-                    prev_value: -INFINITE,
-                    seldepth: 0,
-                    pv: vec![m],
-                });
+                self.root_moves.push(RootMove::new(m));
             }
         }
         // In the tables: only the moves that keep the best outcome (in a
@@ -466,8 +473,14 @@ impl Searcher {
             let pondering = ctrl.pondering.load(Ordering::Relaxed);
             // The pacer follows every iteration, pondering or not, so it
             // knows the best move's history when the clock starts.
+            let best_share = self.root_moves[0].nodes as f64 / self.nodes.max(1) as f64;
             let go_on = match &mut self.pacer {
-                Some(p) => p.next_iteration(self.root_moves[0].mv.to_bits(), best, elapsed),
+                Some(p) => p.next_iteration(
+                    self.root_moves[0].mv.to_bits(),
+                    best,
+                    (depth >= NODE_SHARE_DEPTH).then_some(best_share),
+                    elapsed,
+                ),
                 None => self.budget.soft.is_none_or(|soft| elapsed < soft),
             };
             if time_managed && !pondering && (self.root_moves.len() == 1 || !go_on) {
@@ -625,6 +638,7 @@ impl Searcher {
                 .piece_at(m.from())
                 .map_or(ContKey::NONE, |p| ContKey::new(p, m.to()));
             self.enter_child(0, pos, m, cont);
+            let nodes_before = self.nodes;
             self.nodes += 1;
             self.pv_len[1] = 1;
             let new_depth = depth - 1 + child.in_check() as i32;
@@ -666,6 +680,7 @@ impl Searcher {
                 }
             }
             self.leave_child();
+            self.root_moves[i].nodes += self.nodes - nodes_before;
             if self.stopped {
                 break;
             }

@@ -2,18 +2,22 @@
 //!
 //! Two limits come out of the clock. The *soft* limit is checked between
 //! iterations of iterative deepening and is stretched or shrunk by how the
-//! search is going (a best move that keeps changing or a falling score
-//! asks for more time, a stable one for less: the `Pacer`). The *hard*
-//! limit is checked inside the search and is never exceeded. Both already
-//! leave out the move overhead, the time lost between our engine deciding
-//! and the server's clock stopping.
+//! search is going: the `Pacer` asks for more time when the best move
+//! keeps changing, the score falls or the best move leaves many of the
+//! nodes to its rivals, and for less when the best move is stable and
+//! takes almost all of them. The *hard* limit is checked inside the
+//! search and is never exceeded. Both already leave out the move
+//! overhead, the time lost between our engine deciding and the server's
+//! clock stopping.
 //!
 //! The adaptive shape follows Stockfish 15.1's published formulas: plan
 //! for up to 50 moves, spend a share of the time that grows with the game
 //! ply, allow a few times that share in an emergency, never more than 80%
-//! of what is left. The first, fixed budget (a 30th of the clock plus
-//! most of the increment, no pacing) is kept as `TimeManager::Fixed` so
-//! the two can be matched against each other.
+//! of what is left. The overhead is kept for every move of that plan and,
+//! where the increment does not pay it, for a long game's worth of moves.
+//! The first, fixed budget (a 30th of the clock plus most of the
+//! increment, no pacing) is kept as `TimeManager::Fixed` so the two can be
+//! matched against each other.
 
 use super::limits::Limits;
 use crate::chess::Color;
@@ -133,17 +137,18 @@ pub fn clock_budget(clock: Clock, overhead: Duration, ply: u32, ponder: bool) ->
     if time < 1000.0 && mtg / time > 0.05 {
         mtg = (time * 0.05).max(1.0);
     }
-    // Time we expect to have over the next `mtg` moves.
-    // Every move to come pays the overhead. Without a time control ahead,
-    // keep it for a long game's worth of moves (self-play and bot games
-    // run past move 100, and at 0 increment the lag of each of them comes
-    // off the clock): past that reserve the engine plays almost at once.
-    let lag_moves = if clock.moves_to_go.is_some() {
-        mtg
-    } else {
-        mtg.max(LAG_RESERVE_MOVES)
-    };
-    let left = (time + inc * (mtg - 1.0) - overhead * (2.0 + lag_moves)).max(1.0);
+    // Time we expect to have over the next `mtg` moves: every one of them
+    // pays the overhead and brings the increment.
+    let mut reserve = overhead * (2.0 + mtg);
+    // Without a time control ahead, a game may run on well past `mtg`
+    // moves (self-play and bot games go past move 100). Where the
+    // increment does not cover the overhead, each of those moves takes
+    // the difference off the clock: keep it for a long game's worth of
+    // moves. Past that reserve the engine plays almost at once.
+    if clock.moves_to_go.is_none() {
+        reserve += (overhead - inc).max(0.0) * (LAG_RESERVE_MOVES - mtg).max(0.0);
+    }
+    let left = (time + inc * (mtg - 1.0) - reserve).max(1.0);
     let ply = ply as f64;
 
     let (opt_scale, max_scale) = if clock.moves_to_go.is_none() {
@@ -169,6 +174,14 @@ pub fn clock_budget(clock: Clock, overhead: Duration, ply: u32, ponder: bool) ->
     }
 }
 
+/// No iteration starts after this share of the pacer's target.
+const ITERATION_START_SHARE: f64 = 0.7;
+
+/// The best move's usual share of the nodes in a deep search, and how
+/// strongly a share away from it moves the target.
+const NODE_SHARE_TYPICAL: f64 = 0.6;
+const NODE_SHARE_WEIGHT: f64 = 1.2;
+
 /// Follows the iterations of one search and says when to stop.
 #[derive(Clone, Debug)]
 pub struct Pacer {
@@ -190,7 +203,7 @@ impl Pacer {
             last_best: 0,
             last_score: None,
             average_score: None,
-            stop_at: budget.soft.as_secs_f64() * 0.6,
+            stop_at: budget.soft.as_secs_f64() * ITERATION_START_SHARE,
         }
     }
 
@@ -199,9 +212,16 @@ impl Pacer {
     }
 
     /// Records a finished iteration (best move as bits, score in cp from
-    /// the side to move) and says whether to start another, given the time
-    /// spent so far.
-    pub fn next_iteration(&mut self, best_move: u16, score: i32, elapsed: Duration) -> bool {
+    /// the side to move, the share of the search's nodes spent on the best
+    /// move when deep enough to mean something) and says whether to start
+    /// another, given the time spent so far.
+    pub fn next_iteration(
+        &mut self,
+        best_move: u16,
+        score: i32,
+        best_share: Option<f64>,
+        elapsed: Duration,
+    ) -> bool {
         // Older changes count less: halve the tally each iteration.
         self.best_move_changes *= 0.5;
         if self.last_score.is_some() && best_move != self.last_best {
@@ -220,11 +240,17 @@ impl Pacer {
         // An unstable best move: think longer. A stable one: stop early.
         let falling_factor = (1.0 + falling / 200.0).clamp(0.6, 1.6);
         let instability = 0.75 + 0.9 * self.best_move_changes;
-        let target = self.budget.soft.as_secs_f64() * falling_factor * instability;
+        // A best move that takes most of the nodes has beaten its rivals
+        // cheaply: less time. One that leaves many nodes to the others
+        // is contested: more. (Deep searches share about 0.6 on average.)
+        let node_factor = best_share.map_or(1.0, |share| {
+            (1.0 + NODE_SHARE_WEIGHT * (NODE_SHARE_TYPICAL - share)).clamp(0.65, 1.5)
+        });
+        let target = self.budget.soft.as_secs_f64() * falling_factor * instability * node_factor;
         let target = target.min(self.budget.hard.as_secs_f64());
         // Another iteration takes a multiple of the last one: don't start
         // it if it cannot finish before the target.
-        self.stop_at = target * 0.6;
+        self.stop_at = target * ITERATION_START_SHARE;
         !self.out_of_time(elapsed)
     }
 
@@ -400,7 +426,7 @@ mod tests {
         let mut stable = Pacer::new(b);
         let mut stop_stable = None;
         for i in 0..30 {
-            if !stable.next_iteration(7, 30, ms(100 * i)) {
+            if !stable.next_iteration(7, 30, None, ms(100 * i)) {
                 stop_stable = Some(i);
                 break;
             }
@@ -409,7 +435,7 @@ mod tests {
         let mut stop_falling = None;
         for i in 0..30 {
             let best = if i % 2 == 0 { 7 } else { 9 };
-            if !falling.next_iteration(best, 30 - 40 * i as i32, ms(100 * i)) {
+            if !falling.next_iteration(best, 30 - 40 * i as i32, None, ms(100 * i)) {
                 stop_falling = Some(i);
                 break;
             }
@@ -418,6 +444,47 @@ mod tests {
         assert!(s < f, "stable stopped at {s}, unstable/falling at {f}");
         // Never past the hard limit.
         assert!(f * 100 <= 4000);
+    }
+
+    #[test]
+    fn an_increment_that_pays_the_overhead_needs_no_long_reserve() {
+        // 10+0.1 with 30 ms of overhead: the increment covers every
+        // move's lag, so only the planning horizon's overhead is kept
+        // (10 s + 49 x 0.1 s - 52 x 30 ms = 13.34 s to plan with).
+        let b = clock_budget(clock(10_000, 100, None), ms(30), 0, false);
+        assert!(b.soft > ms(260), "{b:?}");
+        // Below the overhead the difference is kept for 120 moves: at
+        // 10+0.02 the same move gets far less than the 13.34 s plan.
+        let b = clock_budget(clock(10_000, 20, None), ms(30), 0, false);
+        assert!(b.soft < ms(230), "{b:?}");
+        // Sudden death with a clock under the long reserve: move at once.
+        let b = clock_budget(clock(3_000, 0, None), ms(30), 40, false);
+        assert!(b.soft <= MIN_THINK, "{b:?}");
+    }
+
+    #[test]
+    fn a_best_move_with_most_of_the_nodes_stops_sooner() {
+        let b = Budget {
+            soft: ms(1000),
+            hard: ms(4000),
+        };
+        let stop = |share: f64| {
+            let mut p = Pacer::new(b);
+            (0..40)
+                .find(|&i| !p.next_iteration(7, 30, Some(share), ms(50 * i)))
+                .unwrap()
+        };
+        let (dominant, usual, contested) = (stop(0.95), stop(0.6), stop(0.25));
+        assert!(
+            dominant < usual && usual < contested,
+            "{dominant} {usual} {contested}"
+        );
+        // Shallow iterations report no share: the usual target.
+        let mut p = Pacer::new(b);
+        let none = (0..40)
+            .find(|&i| !p.next_iteration(7, 30, None, ms(50 * i)))
+            .unwrap();
+        assert_eq!(none, usual);
     }
 
     #[test]
