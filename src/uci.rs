@@ -14,6 +14,7 @@ use crate::engine::nnue::{self, Network};
 use crate::engine::sources::Sources;
 use crate::engine::tablebase::Tablebases;
 use crate::engine::timeman::TimeManager;
+use crate::engine::tune;
 use crate::engine::{
     BestMove, Engine, EngineOptions, Event, GoRequest, Limits, Score, SearchId, SearchInfo,
 };
@@ -207,6 +208,17 @@ impl Session {
                         book::DEFAULT_BOOK
                     ),
                 );
+                if cfg!(feature = "tune") {
+                    for t in tune::TUNABLES {
+                        say(
+                            &self.out,
+                            &format!(
+                                "option name tune_{} type spin default {} min {} max {}",
+                                t.name, t.default, t.min, t.max
+                            ),
+                        );
+                    }
+                }
                 say(&self.out, "uciok");
             }
             "isready" => say(&self.out, "readyok"),
@@ -554,7 +566,19 @@ impl Session {
                 self.engine.set_tablebases(tables.clone());
                 self.sources.tablebases = tables;
             }
-            _ => self.error(&format!("unknown option {name:?}")),
+            _ => match name
+                .strip_prefix("tune_")
+                .filter(|_| cfg!(feature = "tune"))
+                .and_then(tune::find)
+            {
+                Some(t) => {
+                    let v = value.as_deref().and_then(|s| s.trim().parse::<i32>().ok());
+                    if !v.is_some_and(|v| t.set(v)) {
+                        self.error(&format!("tune_{}: expected {}..{}", t.name, t.min, t.max));
+                    }
+                }
+                None => self.error(&format!("unknown option {name:?}")),
+            },
         }
     }
 

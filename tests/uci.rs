@@ -244,3 +244,41 @@ fn eval_file_option() {
     e.send("quit");
     e.close();
 }
+
+/// The search constants are UCI options only in a `--features tune` build.
+#[test]
+fn tunables_are_options_only_in_a_tune_build() {
+    let mut e = Uci::start();
+    e.send("uci");
+    let lines = e.until("uciok");
+    let listed: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("option name tune_"))
+        .collect();
+    e.send("setoption name tune_rfp_margin value 95");
+    e.send("setoption name tune_rfp_margin value 100000");
+    e.send("isready");
+    let replies = e.until("readyok");
+    let errors: Vec<&String> = replies
+        .iter()
+        .filter(|l| l.starts_with("info string error"))
+        .collect();
+    if cfg!(feature = "tune") {
+        assert!(
+            listed
+                .iter()
+                .any(|l| l.starts_with("option name tune_rfp_margin type spin default 80 ")),
+            "{listed:?}"
+        );
+        // The value in range is taken, the other refused with its range.
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("tune_rfp_margin: expected"),
+            "{errors:?}"
+        );
+    } else {
+        assert!(listed.is_empty(), "{listed:?}");
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].contains("unknown option"), "{errors:?}");
+    }
+}

@@ -13,8 +13,8 @@
 //! caller asked for and how much time to use), `thread` (the engine
 //! thread and its handle), `hashfile` (the table on disk), `bench` (the
 //! search signature), `book` (Polyglot opening books), `tablebase`
-//! (Syzygy endgame tables) and `sources` (the move a book or the tables
-//! give without a search).
+//! (Syzygy endgame tables), `sources` (the move a book or the tables
+//! give without a search) and `tune` (the search constants SPSA tunes).
 
 pub mod bench;
 pub mod book;
@@ -34,6 +34,7 @@ pub mod tablebase;
 pub mod thread;
 pub mod timeman;
 pub mod tt;
+pub mod tune;
 pub mod weights;
 
 pub use limits::Limits;

@@ -22,6 +22,7 @@ use super::see::{SEE_VALUE, see_ge};
 use super::tablebase::{CURSED, Outcome as TbOutcome, Tablebases};
 use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
+use super::tune;
 use crate::chess::{Move, Position};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -187,7 +188,11 @@ fn build_lmr() -> Box<[[i32; 64]; 64]> {
     let mut t = Box::new([[0i32; 64]; 64]);
     for (d, row) in t.iter_mut().enumerate().skip(1) {
         for (m, r) in row.iter_mut().enumerate().skip(1) {
-            *r = (0.75 + (d as f64).ln() * (m as f64).ln() / 2.25) as i32;
+            let (base, div) = (
+                tune::lmr_base() as f64 / 100.0,
+                tune::lmr_div() as f64 / 100.0,
+            );
+            *r = (base + (d as f64).ln() * (m as f64).ln() / div) as i32;
         }
     }
     t
@@ -340,6 +345,9 @@ impl Searcher {
         self.pacer = plan.pacer;
         self.clock = SearchClock::new(self.start, ctrl.pondering.load(Ordering::SeqCst));
         self.max_nodes = limits.nodes.unwrap_or(u64::MAX).max(1);
+        if cfg!(feature = "tune") {
+            self.lmr = build_lmr();
+        }
         self.check_clock = self.budget.hard.is_some();
         self.keys.clear();
         self.keys.reserve(history.len() + MAX_PLY + 8);
@@ -411,7 +419,7 @@ impl Searcher {
                 let prev = self.root_moves[pv_idx].prev_value;
                 // Aspiration window: expect the score of the last iteration
                 // and widen on failure.
-                let mut delta = 20;
+                let mut delta = tune::asp_delta();
                 let (mut alpha, mut beta) = if depth >= 4 && !is_mate(prev) && prev > -INFINITE {
                     ((prev - delta).max(-INFINITE), (prev + delta).min(INFINITE))
                 } else {
@@ -867,13 +875,18 @@ impl Searcher {
         if !PV && !in_check && excluded.is_none() {
             // Reverse futility: so far above beta that even giving back a
             // margin per remaining ply would still fail high.
-            if depth <= 8 && eval - 80 * (depth - improving as i32) >= beta && eval < MATE_BOUND {
+            if depth <= tune::rfp_depth()
+                && eval - tune::rfp_margin() * (depth - improving as i32) >= beta
+                && eval < MATE_BOUND
+            {
                 return eval;
             }
 
             // Razoring: hopelessly below alpha near the leaves; only a
             // tactic could save it, so ask the quiescence search.
-            if depth <= 3 && eval + 200 + 250 * depth * depth < alpha {
+            if depth <= 3
+                && eval + tune::razor_base() + tune::razor_depth2() * depth * depth < alpha
+            {
                 let v = self.qsearch::<false>(pos, alpha - 1, alpha, ply, tt, ctrl);
                 if v < alpha {
                     return v;
@@ -885,14 +898,14 @@ impl Searcher {
             // the verification at high depth). Never twice in a row.
             if depth >= 3
                 && eval >= beta
-                && static_eval >= beta - 20 * depth + 160
+                && static_eval >= beta - tune::nmp_eval_depth() * depth + tune::nmp_eval_base()
                 && ply >= self.nmp_min_ply
                 && ply >= 1
                 && !self.frame(ply - 1).current.is_none()
                 && pos.has_non_pawn_material(us)
                 && beta > -MATE_BOUND
             {
-                let r = 3 + depth / 4 + ((eval - beta) / 200).min(3);
+                let r = 3 + depth / 4 + ((eval - beta) / tune::nmp_eval_div()).min(3);
                 let child = pos.play_null();
                 self.enter_child(ply, pos, Move::NONE, ContKey::NONE);
                 self.nodes += 1;
@@ -985,14 +998,21 @@ impl Searcher {
                     }
                     // Futility: even a generous positional gain cannot
                     // bring a quiet move up to alpha.
-                    if lmr_depth <= 6 && static_eval + 100 + 90 * lmr_depth + hist / 64 <= alpha {
+                    if lmr_depth <= 6
+                        && static_eval
+                            + tune::futility_base()
+                            + tune::futility_depth() * lmr_depth
+                            + hist / tune::futility_hist_div()
+                            <= alpha
+                    {
                         continue;
                     }
                     // Quiets that hang material by exchange.
-                    if lmr_depth <= 7 && !see_ge(pos, m, -25 * lmr_depth * lmr_depth) {
+                    if lmr_depth <= 7 && !see_ge(pos, m, -tune::see_quiet() * lmr_depth * lmr_depth)
+                    {
                         continue;
                     }
-                } else if depth <= 6 && !see_ge(pos, m, -90 * depth) {
+                } else if depth <= 6 && !see_ge(pos, m, -tune::see_capture() * depth) {
                     // Captures that lose too much material.
                     continue;
                 }
@@ -1017,7 +1037,7 @@ impl Searcher {
                 && !is_mate(h.score)
                 && (ply as i32) < 2 * self.root_depth
             {
-                let s_beta = h.score - 2 * depth;
+                let s_beta = h.score - tune::singular_margin() * depth;
                 self.frame_mut(ply).excluded = m;
                 let v = self.negamax::<false>(
                     pos,
@@ -1083,7 +1103,7 @@ impl Searcher {
                     if m == ctx.killers[0] || m == ctx.killers[1] || m == ctx.counter {
                         r -= 1;
                     }
-                    r -= hist / 8_000;
+                    r -= hist / tune::lmr_hist_div();
                     let d = (new_depth - r).clamp(1, new_depth.max(1));
                     v = -self.negamax::<false>(
                         &child,
@@ -1370,7 +1390,7 @@ impl Searcher {
                 // still leaves us below alpha.
                 if !m.is_promotion() {
                     let gain = captured_role(pos, m).map_or(0, |r| SEE_VALUE[r.index()]);
-                    let futility = static_eval + 150 + gain;
+                    let futility = static_eval + tune::qs_delta() + gain;
                     if futility <= alpha {
                         best = best.max(futility);
                         continue;
