@@ -907,6 +907,7 @@ impl Searcher {
             {
                 let r = 3 + depth / 4 + ((eval - beta) / tune::nmp_eval_div()).min(3);
                 let child = pos.play_null();
+                tt.prefetch(child.key());
                 self.enter_child(ply, pos, Move::NONE, ContKey::NONE);
                 self.nodes += 1;
                 let v = -self.negamax::<false>(
@@ -1068,6 +1069,7 @@ impl Searcher {
             let new_depth = depth - 1 + extension;
 
             let child = pos.play(m);
+            tt.prefetch(child.key());
             self.enter_child(ply, pos, m, cont);
             self.nodes += 1;
             if PV {
@@ -1402,6 +1404,7 @@ impl Searcher {
                 }
             }
             let child = pos.play(m);
+            tt.prefetch(child.key());
             let cont = pos
                 .piece_at(m.from())
                 .map_or(ContKey::NONE, |p| ContKey::new(p, m.to()));
