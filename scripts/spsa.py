@@ -126,13 +126,19 @@ async def main_async(args: argparse.Namespace) -> int:
 
     spsa = Spsa(params, args.steps, args.r_end)
     step = 0
+    wins = draws = losses = 0
     if args.state and args.state.exists():
-        saved = json.loads(args.state.read_text())
-        if saved.get("steps") != args.steps or sorted(saved["values"]) != sorted(p.name for p in params):
-            raise match.FatalError(f"--state {args.state}: written for other steps or constants")
-        step = saved["step"]
-        for p in params:
-            p.value = saved["values"][p.name]
+        try:
+            saved = json.loads(args.state.read_text())
+            if saved.get("steps") != args.steps or sorted(saved["values"]) != sorted(p.name for p in params):
+                raise match.FatalError(f"--state {args.state}: written for other steps or constants")
+            step = int(saved["step"])
+            for p in params:
+                p.value = p.clamp(float(saved["values"][p.name]))
+            wins, draws, losses = (int(x) for x in saved.get("wdl", (0, 0, 0)))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise match.FatalError(f"--state {args.state}: unreadable ({e!r}); "
+                                   "fix it or give a new file") from e
         print(f"Resuming from {args.state} at step {step}", flush=True)
 
     openings = match.load_openings(args.openings)
@@ -142,12 +148,11 @@ async def main_async(args: argparse.Namespace) -> int:
                         draw_movenumber=40, draw_moves=8, draw_score=10, maxplies=400)
     lock = asyncio.Lock()
     players: List[match.Player] = []
-    wins = draws = losses = 0
 
     def save() -> None:
         if args.state:
             tmp = args.state.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"steps": args.steps, "step": step,
+            tmp.write_text(json.dumps({"steps": args.steps, "step": step, "wdl": [wins, draws, losses],
                                        "values": {p.name: p.value for p in params}}, indent=1))
             tmp.replace(args.state)
 
@@ -187,7 +192,7 @@ async def main_async(args: argparse.Namespace) -> int:
             async with lock:
                 spsa.update(k, shift, pair)
                 save()
-                if step % args.report_every == 0:
+                if step % args.report_every == 0 and step < args.steps:
                     report()
 
     loop = asyncio.get_running_loop()

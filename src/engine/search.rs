@@ -186,12 +186,10 @@ const STACK_OFFSET: usize = 2;
 /// later the move, since late moves of a well-ordered list rarely matter.
 fn build_lmr() -> Box<[[i32; 64]; 64]> {
     let mut t = Box::new([[0i32; 64]; 64]);
+    let base = tune::lmr_base() as f64 / 100.0;
+    let div = tune::lmr_div() as f64 / 100.0;
     for (d, row) in t.iter_mut().enumerate().skip(1) {
         for (m, r) in row.iter_mut().enumerate().skip(1) {
-            let (base, div) = (
-                tune::lmr_base() as f64 / 100.0,
-                tune::lmr_div() as f64 / 100.0,
-            );
             *r = (base + (d as f64).ln() * (m as f64).ln() / div) as i32;
         }
     }
