@@ -1116,16 +1116,32 @@ impl Searcher {
                         ctrl,
                     );
                     if v > alpha && d < new_depth {
-                        v = -self.negamax::<false>(
-                            &child,
-                            -alpha - 1,
-                            -alpha,
-                            new_depth,
-                            ply + 1,
-                            !cut_node,
-                            tt,
-                            ctrl,
-                        );
+                        // The reduced search surprised: re-search a ply
+                        // deeper than planned if it beat the best by far,
+                        // a ply shallower if only just.
+                        let deeper = v > best.saturating_add(60 + 2 * new_depth);
+                        let shallower = v < best.saturating_add(new_depth);
+                        let full = new_depth + deeper as i32 - shallower as i32;
+                        if full > d {
+                            v = -self.negamax::<false>(
+                                &child,
+                                -alpha - 1,
+                                -alpha,
+                                full,
+                                ply + 1,
+                                !cut_node,
+                                tt,
+                                ctrl,
+                            );
+                        }
+                        // What the full search found about this quiet
+                        // teaches its continuation history.
+                        if !noisy {
+                            let bonus = stat_bonus(full);
+                            let bonus = if v > alpha { bonus } else { -bonus };
+                            self.history.update_continuation(ctx.cont[0], cont, bonus);
+                            self.history.update_continuation(ctx.cont[1], cont, bonus);
+                        }
                     }
                 } else {
                     v = -self.negamax::<false>(
