@@ -136,7 +136,7 @@ async def main_async(args: argparse.Namespace) -> int:
             for p in params:
                 p.value = p.clamp(float(saved["values"][p.name]))
             wins, draws, losses = (int(x) for x in saved.get("wdl", (0, 0, 0)))
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise match.FatalError(f"--state {args.state}: unreadable ({e!r}); "
                                    "fix it or give a new file") from e
         print(f"Resuming from {args.state} at step {step}", flush=True)

@@ -130,10 +130,18 @@ impl History {
     }
 
     #[inline(always)]
-    pub fn update_continuation(&mut self, prev: ContKey, cur: ContKey, bonus: i32) {
+    fn update_continuation(&mut self, prev: ContKey, cur: ContKey, bonus: i32) {
         if prev != ContKey::NONE {
             gravity(&mut self.continuation[prev.index()][cur.index() - 1], bonus);
         }
+    }
+
+    /// The continuation-history update of a move `cur` after the moves
+    /// one and two plies back.
+    #[inline(always)]
+    pub fn update_continuations(&mut self, prev: [ContKey; 2], cur: ContKey, bonus: i32) {
+        self.update_continuation(prev[0], cur, bonus);
+        self.update_continuation(prev[1], cur, bonus);
     }
 
     #[inline(always)]

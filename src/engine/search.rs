@@ -1139,8 +1139,7 @@ impl Searcher {
                         if !noisy {
                             let bonus = stat_bonus(full);
                             let bonus = if v > alpha { bonus } else { -bonus };
-                            self.history.update_continuation(ctx.cont[0], cont, bonus);
-                            self.history.update_continuation(ctx.cont[1], cont, bonus);
+                            self.history.update_continuations(ctx.cont, cont, bonus);
                         }
                     }
                 } else {
@@ -1304,8 +1303,7 @@ impl Searcher {
         self.history.update_butterfly(us, m, bonus);
         if let Some(p) = pos.piece_at(m.from()) {
             let key = ContKey::new(p, m.to());
-            self.history.update_continuation(cont[0], key, bonus);
-            self.history.update_continuation(cont[1], key, bonus);
+            self.history.update_continuations(cont, key, bonus);
         }
     }
 
