@@ -208,6 +208,25 @@ impl Position {
         })
     }
 
+    /// A hash of where `color`'s pieces other than pawns stand (king
+    /// included), for the search's non-pawn correction history. Computed
+    /// from the bitboards on demand, not kept up to date move by move.
+    #[inline]
+    pub fn non_pawn_key(&self, color: Color) -> u64 {
+        let mut h = color.index() as u64;
+        for role in [
+            Role::Knight,
+            Role::Bishop,
+            Role::Rook,
+            Role::Queen,
+            Role::King,
+        ] {
+            h = (h ^ self.pieces(color, role).0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h ^= h >> 32;
+        }
+        h
+    }
+
     /// Non-pawn, non-king material of `color` exists (null-move safety).
     #[inline]
     pub fn has_non_pawn_material(&self, color: Color) -> bool {

@@ -1,11 +1,12 @@
 //! Move-ordering statistics learned during the search: butterfly history
 //! (from-to, per side), continuation history (this move after the move
 //! one and two plies earlier), capture history, countermoves, and the
-//! pawn-structure correction history of the static evaluation.
+//! correction histories of the static evaluation (by pawn structure and
+//! by each side's other pieces).
 //! All updates use "gravity": an entry moves towards the bonus and its
 //! magnitude saturates at `MAX_HISTORY`, so old knowledge fades.
 
-use crate::chess::{Color, Move, Piece, Role, Square};
+use crate::chess::{Color, Move, Piece, Position, Role, Square};
 
 pub const MAX_HISTORY: i32 = 16_384;
 
@@ -50,10 +51,12 @@ impl ContKey {
 
 const CONT: usize = 12 * 64 + 1;
 
-/// Correction history: per side to move and pawn structure, how far the
+/// Correction histories: per side to move and pawn structure, and per
+/// side to move and the placement of one side's other pieces, how far the
 /// search result has been from the static evaluation lately. The
-/// evaluation misjudges some pawn structures consistently; adding the
-/// running average of its error makes pruning decisions sharper.
+/// evaluation misjudges some structures consistently; adding the running
+/// average of its error makes pruning decisions sharper. The tables'
+/// corrections add up, and each learns from what the sum still misses.
 const CORR_SIZE: usize = 16_384;
 const CORR_GRAIN: i32 = 256;
 const CORR_MAX: i32 = 64 * CORR_GRAIN;
@@ -67,6 +70,28 @@ pub struct History {
     countermove: [Move; CONT],
     /// `[side][pawn key % CORR_SIZE]`, in 1/256 centipawn.
     correction: Vec<[i32; CORR_SIZE]>,
+    /// `[side * 2 + colour][non-pawn key of colour % CORR_SIZE]`.
+    non_pawn_correction: Vec<[i32; CORR_SIZE]>,
+}
+
+/// The keys of a position's correction-history entries.
+#[derive(Copy, Clone, Debug)]
+pub struct CorrKeys {
+    pawn: u64,
+    non_pawn: [u64; 2],
+}
+
+impl CorrKeys {
+    #[inline(always)]
+    pub fn of(pos: &Position) -> CorrKeys {
+        CorrKeys {
+            pawn: pos.pawn_key(),
+            non_pawn: [
+                pos.non_pawn_key(Color::White),
+                pos.non_pawn_key(Color::Black),
+            ],
+        }
+    }
 }
 
 impl History {
@@ -77,6 +102,7 @@ impl History {
             capture: [[[0; 6]; 64]; 12],
             countermove: [Move::NONE; CONT],
             correction: vec![[0; CORR_SIZE]; 2],
+            non_pawn_correction: vec![[0; CORR_SIZE]; 4],
         })
     }
 
@@ -87,25 +113,40 @@ impl History {
         }
         self.capture = [[[0; 6]; 64]; 12];
         self.countermove = [Move::NONE; CONT];
-        for side in &mut self.correction {
-            *side = [0; CORR_SIZE];
+        for table in self
+            .correction
+            .iter_mut()
+            .chain(&mut self.non_pawn_correction)
+        {
+            *table = [0; CORR_SIZE];
         }
     }
 
     /// The correction to add to a static evaluation.
     #[inline(always)]
-    pub fn correction(&self, c: Color, pawn_key: u64) -> i32 {
-        self.correction[c.index()][(pawn_key as usize) % CORR_SIZE] / CORR_GRAIN
+    pub fn correction(&self, c: Color, keys: CorrKeys) -> i32 {
+        let s = c.index();
+        let slot = |k: u64| (k as usize) % CORR_SIZE;
+        (self.correction[s][slot(keys.pawn)]
+            + self.non_pawn_correction[2 * s][slot(keys.non_pawn[0])]
+            + self.non_pawn_correction[2 * s + 1][slot(keys.non_pawn[1])])
+            / CORR_GRAIN
     }
 
-    /// Moves the correction towards `diff` (search result minus corrected
-    /// eval), faster for deeper searches.
+    /// Moves each table's entry by a fraction of `diff` (search result
+    /// minus corrected eval), a larger one for deeper searches.
     #[inline(always)]
-    pub fn update_correction(&mut self, c: Color, pawn_key: u64, diff: i32, depth: i32) {
-        let e = &mut self.correction[c.index()][(pawn_key as usize) % CORR_SIZE];
+    pub fn update_correction(&mut self, c: Color, keys: CorrKeys, diff: i32, depth: i32) {
+        let s = c.index();
+        let slot = |k: u64| (k as usize) % CORR_SIZE;
         let w = (depth + 1).min(16);
-        let target = *e + diff * CORR_GRAIN;
-        *e = ((*e * (256 - w) + target * w) / 256).clamp(-CORR_MAX, CORR_MAX);
+        let learn = |e: &mut i32| {
+            let target = *e + diff * CORR_GRAIN;
+            *e = ((*e * (256 - w) + target * w) / 256).clamp(-CORR_MAX, CORR_MAX);
+        };
+        learn(&mut self.correction[s][slot(keys.pawn)]);
+        learn(&mut self.non_pawn_correction[2 * s][slot(keys.non_pawn[0])]);
+        learn(&mut self.non_pawn_correction[2 * s + 1][slot(keys.non_pawn[1])]);
     }
 
     #[inline(always)]
@@ -173,6 +214,35 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn keys(fen: &str) -> CorrKeys {
+        CorrKeys::of(&Position::from_fen(fen).unwrap())
+    }
+
+    #[test]
+    fn corrections_are_shared_by_positions_that_keep_a_part() {
+        let a = keys("4k3/pppp4/8/8/8/8/PPPP4/RN2K3 w - - 0 1");
+        // The same pieces, another pawn structure.
+        let same_pieces = keys("4k3/pppp4/8/8/8/P7/1PPP4/RN2K3 w - - 0 1");
+        // The same pawns and black pieces, the white knight elsewhere.
+        let same_pawns = keys("4k3/pppp4/8/8/8/2N5/PPPP4/R3K3 w - - 0 1");
+        // Nothing in common.
+        let other = keys("3k4/1ppp4/p7/8/8/P4N2/1PPP4/R3K3 w - - 0 1");
+        let mut h = History::new();
+        for _ in 0..200 {
+            let diff = 120 - h.correction(Color::White, a);
+            h.update_correction(Color::White, a, diff, 15);
+        }
+        let full = h.correction(Color::White, a);
+        assert!((110..=120).contains(&full), "{full}");
+        // Each of the three tables learned about a third of it.
+        for part in [same_pieces, same_pawns] {
+            let c = h.correction(Color::White, part);
+            assert!(full / 2 <= c && c < full, "{c} of {full}");
+        }
+        assert_eq!(h.correction(Color::White, other), 0);
+        assert_eq!(h.correction(Color::Black, a), 0);
+    }
 
     #[test]
     fn gravity_saturates() {

@@ -9,7 +9,7 @@
 //! are fixed arrays and the key history is a `Vec` reserved up front.
 
 use super::eval::evaluate;
-use super::history::{ContKey, History, stat_bonus};
+use super::history::{ContKey, CorrKeys, History, stat_bonus};
 use super::limits::Limits;
 use super::movepick::{
     MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
@@ -1234,7 +1234,7 @@ impl Searcher {
                 && !cfg!(feature = "ab-no-correction")
             {
                 self.history
-                    .update_correction(us, pos.pawn_key(), best - static_eval, depth);
+                    .update_correction(us, CorrKeys::of(pos), best - static_eval, depth);
             }
         }
         best
@@ -1246,7 +1246,7 @@ impl Searcher {
         let correction = if cfg!(feature = "ab-no-correction") {
             0
         } else {
-            self.history.correction(pos.turn(), pos.pawn_key())
+            self.history.correction(pos.turn(), CorrKeys::of(pos))
         };
         (raw + correction).clamp(-MATE_BOUND + 1, MATE_BOUND - 1)
     }
