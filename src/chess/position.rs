@@ -6,7 +6,8 @@
 //! castling rights and en-passant square are consistent.
 
 use super::attacks::{
-    between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks, rook_attacks,
+    attacks, between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks,
+    rook_attacks,
 };
 use super::bitboard::Bitboard;
 use super::moves::{Move, MoveKind};
@@ -246,6 +247,19 @@ impl Position {
             | (king_attacks(sq) & self.by_role(Role::King))
             | (rook_attacks(sq, occupied) & rooks)
             | (bishop_attacks(sq, occupied) & bishops)
+    }
+
+    /// Every square `color` attacks on this board.
+    #[inline]
+    pub fn attacks_by(&self, color: Color) -> Bitboard {
+        let occupied = self.occupied();
+        let mut bb = Bitboard::EMPTY;
+        for sq in self.by_color(color) {
+            if let Some(p) = self.piece_at(sq) {
+                bb |= attacks(p.role, color, sq, occupied);
+            }
+        }
+        bb
     }
 
     /// Whether `by` attacks `sq`, given an occupancy.
@@ -618,5 +632,32 @@ impl Color {
 impl std::hash::Hash for Position {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.key.hash(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attacks_by_agrees_with_is_attacked_on_every_square() {
+        for fen in [
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+            "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",
+        ] {
+            let pos = Position::from_fen(fen).unwrap();
+            for color in [Color::White, Color::Black] {
+                let attacked = pos.attacks_by(color);
+                for i in 0..64 {
+                    let sq = Square::new(i);
+                    assert_eq!(
+                        attacked.contains(sq),
+                        pos.is_attacked(sq, color, pos.occupied()),
+                        "{fen}: {color:?} on {sq:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -1,12 +1,13 @@
 //! Move-ordering statistics learned during the search: butterfly history
-//! (from-to, per side), continuation history (this move after the move
-//! one and two plies earlier), capture history, countermoves, and the
+//! (from-to, per side, and whether each square is attacked), continuation
+//! history (this move after the move one and two plies earlier), capture
+//! history, countermoves, and the
 //! correction histories of the static evaluation (by pawn structure and
 //! by each side's other pieces).
 //! All updates use "gravity": an entry moves towards the bonus and its
 //! magnitude saturates at `MAX_HISTORY`, so old knowledge fades.
 
-use crate::chess::{Color, Move, Piece, Position, Role, Square};
+use crate::chess::{Bitboard, Color, Move, Piece, Position, Role, Square};
 
 pub const MAX_HISTORY: i32 = 16_384;
 
@@ -62,7 +63,9 @@ const CORR_GRAIN: i32 = 256;
 const CORR_MAX: i32 = 64 * CORR_GRAIN;
 
 pub struct History {
-    butterfly: [[[i16; 64]; 64]; 2],
+    /// `[side][from attacked][to attacked][from][to]`: a move's worth
+    /// depends on whether it takes a piece out of an attack or into one.
+    butterfly: [[[[[i16; 64]; 64]; 2]; 2]; 2],
     /// `[previous ContKey][piece*64 + to]`
     continuation: Vec<[i16; 12 * 64]>,
     /// `[piece][to][captured role]`
@@ -97,7 +100,7 @@ impl CorrKeys {
 impl History {
     pub fn new() -> Box<History> {
         Box::new(History {
-            butterfly: [[[0; 64]; 64]; 2],
+            butterfly: [[[[[0; 64]; 64]; 2]; 2]; 2],
             continuation: vec![[0; 12 * 64]; CONT],
             capture: [[[0; 6]; 64]; 12],
             countermove: [Move::NONE; CONT],
@@ -107,7 +110,7 @@ impl History {
     }
 
     pub fn clear(&mut self) {
-        self.butterfly = [[[0; 64]; 64]; 2];
+        self.butterfly = [[[[[0; 64]; 64]; 2]; 2]; 2];
         for row in &mut self.continuation {
             *row = [0; 12 * 64];
         }
@@ -149,17 +152,38 @@ impl History {
         learn(&mut self.non_pawn_correction[2 * s + 1][slot(keys.non_pawn[1])]);
     }
 
+    /// `threats`: the squares the opponent attacks.
     #[inline(always)]
-    pub fn butterfly(&self, c: Color, m: Move) -> i32 {
-        self.butterfly[c.index()][m.from().index()][m.to().index()] as i32
+    pub fn butterfly(&self, c: Color, threats: Bitboard, m: Move) -> i32 {
+        *self.butterfly_entry(c, threats, m) as i32
     }
 
     #[inline(always)]
-    pub fn update_butterfly(&mut self, c: Color, m: Move, bonus: i32) {
-        gravity(
-            &mut self.butterfly[c.index()][m.from().index()][m.to().index()],
-            bonus,
-        );
+    pub fn update_butterfly(&mut self, c: Color, threats: Bitboard, m: Move, bonus: i32) {
+        gravity(self.butterfly_entry_mut(c, threats, m), bonus);
+    }
+
+    #[inline(always)]
+    fn butterfly_index(threats: Bitboard, m: Move) -> [usize; 4] {
+        let (from, to) = (m.from(), m.to());
+        [
+            threats.contains(from) as usize,
+            threats.contains(to) as usize,
+            from.index(),
+            to.index(),
+        ]
+    }
+
+    #[inline(always)]
+    fn butterfly_entry(&self, c: Color, threats: Bitboard, m: Move) -> &i16 {
+        let [a, b, f, t] = Self::butterfly_index(threats, m);
+        &self.butterfly[c.index()][a][b][f][t]
+    }
+
+    #[inline(always)]
+    fn butterfly_entry_mut(&mut self, c: Color, threats: Bitboard, m: Move) -> &mut i16 {
+        let [a, b, f, t] = Self::butterfly_index(threats, m);
+        &mut self.butterfly[c.index()][a][b][f][t]
     }
 
     #[inline(always)]

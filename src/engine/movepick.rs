@@ -97,6 +97,8 @@ pub struct OrderingContext {
     pub counter: Move,
     /// Continuation keys of the moves one and two plies earlier.
     pub cont: [ContKey; 2],
+    /// The squares the opponent attacks (for the butterfly history).
+    pub threats: Bitboard,
 }
 
 pub struct MovePicker {
@@ -191,7 +193,7 @@ impl MovePicker {
                 continue;
             };
             let key = ContKey::new(p, m.to());
-            self.scores[i] = hist.butterfly(us, m)
+            self.scores[i] = hist.butterfly(us, self.ctx.threats, m)
                 + hist.continuation(self.ctx.cont[0], key)
                 + hist.continuation(self.ctx.cont[1], key);
         }

@@ -952,6 +952,7 @@ impl Searcher {
             killers: self.frame(ply).killers,
             counter: self.history.countermove(prev1),
             cont: [prev1, self.prev_cont(ply, 2)],
+            threats: pos.attacks_by(!us),
         };
         let mut picker = MovePicker::new(pos, tt_move, ctx);
         let mut best = -INFINITE;
@@ -975,7 +976,7 @@ impl Searcher {
             let hist = if noisy {
                 0
             } else {
-                self.history.butterfly(us, m)
+                self.history.butterfly(us, ctx.threats, m)
                     + self.history.continuation(ctx.cont[0], cont)
                     + self.history.continuation(ctx.cont[1], cont)
             };
@@ -1206,7 +1207,7 @@ impl Searcher {
         }
 
         if best >= beta && !best_move.is_none() {
-            self.update_stats(pos, ply, best_move, depth, &quiets, &captures, ctx.cont);
+            self.update_stats(pos, ply, best_move, depth, &quiets, &captures, &ctx);
         }
 
         if excluded.is_none() {
@@ -1267,7 +1268,7 @@ impl Searcher {
         depth: i32,
         quiets: &Tried,
         captures: &Tried,
-        cont: [ContKey; 2],
+        ctx: &OrderingContext,
     ) {
         let us = pos.turn();
         let bonus = stat_bonus(depth);
@@ -1277,10 +1278,10 @@ impl Searcher {
                 f.killers[1] = f.killers[0];
                 f.killers[0] = best;
             }
-            self.history.set_countermove(cont[0], best);
-            self.update_quiet(pos, us, best, bonus, cont);
+            self.history.set_countermove(ctx.cont[0], best);
+            self.update_quiet(pos, us, best, bonus, ctx);
             for &q in quiets.as_slice() {
-                self.update_quiet(pos, us, q, -bonus, cont);
+                self.update_quiet(pos, us, q, -bonus, ctx);
             }
         } else if let (Some(p), Some(c)) = (pos.piece_at(best.from()), captured_role(pos, best)) {
             self.history.update_capture(p, best.to(), c, bonus);
@@ -1298,12 +1299,12 @@ impl Searcher {
         us: crate::chess::Color,
         m: Move,
         bonus: i32,
-        cont: [ContKey; 2],
+        ctx: &OrderingContext,
     ) {
-        self.history.update_butterfly(us, m, bonus);
+        self.history.update_butterfly(us, ctx.threats, m, bonus);
         if let Some(p) = pos.piece_at(m.from()) {
             let key = ContKey::new(p, m.to());
-            self.history.update_continuations(cont, key, bonus);
+            self.history.update_continuations(ctx.cont, key, bonus);
         }
     }
 
