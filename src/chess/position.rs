@@ -214,6 +214,15 @@ impl Position {
     /// from the bitboards on demand, not kept up to date move by move.
     #[inline]
     pub fn non_pawn_key(&self, color: Color) -> u64 {
+        // MurmurHash3's finalizer after each bitboard: every bit of the
+        // input reaches every bit of the key, the low ones included.
+        fn mix(mut h: u64) -> u64 {
+            h ^= h >> 33;
+            h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+            h ^= h >> 33;
+            h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+            h ^ (h >> 33)
+        }
         let mut h = color.index() as u64;
         for role in [
             Role::Knight,
@@ -222,8 +231,7 @@ impl Position {
             Role::Queen,
             Role::King,
         ] {
-            h = (h ^ self.pieces(color, role).0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            h ^= h >> 32;
+            h = mix(h ^ self.pieces(color, role).0);
         }
         h
     }
