@@ -1,9 +1,8 @@
 //! Move-ordering statistics learned during the search: butterfly history
 //! (from-to, per side, and whether each square is attacked), continuation
 //! history (this move after the move one and two plies earlier), capture
-//! history, countermoves, and the
-//! correction histories of the static evaluation (by pawn structure and
-//! by each side's other pieces).
+//! history, countermoves, and the correction histories of the static
+//! evaluation (by pawn structure and by each side's other pieces).
 //! All updates use "gravity": an entry moves towards the bonus and its
 //! magnitude saturates at `MAX_HISTORY`, so old knowledge fades.
 
@@ -85,6 +84,7 @@ pub struct CorrKeys {
 }
 
 impl CorrKeys {
+    /// The pawn key and both sides' non-pawn keys of `pos`.
     #[inline(always)]
     pub fn of(pos: &Position) -> CorrKeys {
         CorrKeys {
