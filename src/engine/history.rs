@@ -70,10 +70,10 @@ pub struct History {
     /// `[piece][to][captured role]`
     capture: [[[i16; 6]; 64]; 12],
     countermove: [Move; CONT],
-    /// `[side][pawn key % CORR_SIZE]`, in 1/256 centipawn.
+    /// Three tables per side to move, in 1/256 centipawn: `[side * 3]`
+    /// by pawn key, `[side * 3 + 1 + colour]` by that colour's non-pawn
+    /// key, each `% CORR_SIZE`.
     correction: Vec<[i32; CORR_SIZE]>,
-    /// `[side * 2 + colour][non-pawn key of colour % CORR_SIZE]`.
-    non_pawn_correction: Vec<[i32; CORR_SIZE]>,
 }
 
 /// The keys of a position's correction-history entries.
@@ -104,8 +104,7 @@ impl History {
             continuation: vec![[0; 12 * 64]; CONT],
             capture: [[[0; 6]; 64]; 12],
             countermove: [Move::NONE; CONT],
-            correction: vec![[0; CORR_SIZE]; 2],
-            non_pawn_correction: vec![[0; CORR_SIZE]; 4],
+            correction: vec![[0; CORR_SIZE]; 6],
         })
     }
 
@@ -116,53 +115,59 @@ impl History {
         }
         self.capture = [[[0; 6]; 64]; 12];
         self.countermove = [Move::NONE; CONT];
-        for table in self
-            .correction
-            .iter_mut()
-            .chain(&mut self.non_pawn_correction)
-        {
+        for table in &mut self.correction {
             *table = [0; CORR_SIZE];
         }
+    }
+
+    /// The `(table, slot)` of each correction entry of a position.
+    #[inline(always)]
+    fn correction_entries(c: Color, keys: CorrKeys) -> [(usize, usize); 3] {
+        let t = 3 * c.index();
+        let slot = |k: u64| (k as usize) % CORR_SIZE;
+        [
+            (t, slot(keys.pawn)),
+            (t + 1, slot(keys.non_pawn[0])),
+            (t + 2, slot(keys.non_pawn[1])),
+        ]
     }
 
     /// The correction to add to a static evaluation.
     #[inline(always)]
     pub fn correction(&self, c: Color, keys: CorrKeys) -> i32 {
-        let s = c.index();
-        let slot = |k: u64| (k as usize) % CORR_SIZE;
-        (self.correction[s][slot(keys.pawn)]
-            + self.non_pawn_correction[2 * s][slot(keys.non_pawn[0])]
-            + self.non_pawn_correction[2 * s + 1][slot(keys.non_pawn[1])])
-            / CORR_GRAIN
+        let sum: i32 = Self::correction_entries(c, keys)
+            .iter()
+            .map(|&(t, i)| self.correction[t][i])
+            .sum();
+        sum / CORR_GRAIN
     }
 
     /// Moves each table's entry by a fraction of `diff` (search result
     /// minus corrected eval), a larger one for deeper searches.
     #[inline(always)]
     pub fn update_correction(&mut self, c: Color, keys: CorrKeys, diff: i32, depth: i32) {
-        let s = c.index();
-        let slot = |k: u64| (k as usize) % CORR_SIZE;
         let w = (depth + 1).min(16);
-        let learn = |e: &mut i32| {
+        for (t, i) in Self::correction_entries(c, keys) {
+            let e = &mut self.correction[t][i];
             let target = *e + diff * CORR_GRAIN;
             *e = ((*e * (256 - w) + target * w) / 256).clamp(-CORR_MAX, CORR_MAX);
-        };
-        learn(&mut self.correction[s][slot(keys.pawn)]);
-        learn(&mut self.non_pawn_correction[2 * s][slot(keys.non_pawn[0])]);
-        learn(&mut self.non_pawn_correction[2 * s + 1][slot(keys.non_pawn[1])]);
+        }
     }
 
     /// `threats`: the squares the opponent attacks.
     #[inline(always)]
     pub fn butterfly(&self, c: Color, threats: Bitboard, m: Move) -> i32 {
-        *self.butterfly_entry(c, threats, m) as i32
+        let [a, b, f, t] = Self::butterfly_index(threats, m);
+        self.butterfly[c.index()][a][b][f][t] as i32
     }
 
     #[inline(always)]
     pub fn update_butterfly(&mut self, c: Color, threats: Bitboard, m: Move, bonus: i32) {
-        gravity(self.butterfly_entry_mut(c, threats, m), bonus);
+        let [a, b, f, t] = Self::butterfly_index(threats, m);
+        gravity(&mut self.butterfly[c.index()][a][b][f][t], bonus);
     }
 
+    /// `[from attacked][to attacked][from][to]`.
     #[inline(always)]
     fn butterfly_index(threats: Bitboard, m: Move) -> [usize; 4] {
         let (from, to) = (m.from(), m.to());
@@ -172,18 +177,6 @@ impl History {
             from.index(),
             to.index(),
         ]
-    }
-
-    #[inline(always)]
-    fn butterfly_entry(&self, c: Color, threats: Bitboard, m: Move) -> &i16 {
-        let [a, b, f, t] = Self::butterfly_index(threats, m);
-        &self.butterfly[c.index()][a][b][f][t]
-    }
-
-    #[inline(always)]
-    fn butterfly_entry_mut(&mut self, c: Color, threats: Bitboard, m: Move) -> &mut i16 {
-        let [a, b, f, t] = Self::butterfly_index(threats, m);
-        &mut self.butterfly[c.index()][a][b][f][t]
     }
 
     #[inline(always)]

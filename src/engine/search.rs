@@ -23,7 +23,7 @@ use super::tablebase::{CURSED, Outcome as TbOutcome, Tablebases};
 use super::timeman::{self, Pacer, SearchClock, TimeBudget, TimeManager};
 use super::tt::{Bound, TranspositionTable};
 use super::tune;
-use crate::chess::{Move, Position};
+use crate::chess::{Color, Move, Position};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -330,8 +330,8 @@ impl Searcher {
         self.seldepth = 0;
         self.stopped = false;
         self.nmp_min_ply = 0;
-        let game_ply = 2 * pos.fullmove_number().saturating_sub(1)
-            + (pos.turn() == crate::chess::Color::Black) as u32;
+        let game_ply =
+            2 * pos.fullmove_number().saturating_sub(1) + (pos.turn() == Color::Black) as u32;
         let plan = timeman::plan(
             limits,
             pos.turn(),
@@ -827,38 +827,37 @@ impl Searcher {
         }
 
         // Static evaluation, refined by the stored score when its bound
-        // points the right way.
+        // points the right way. The correction histories' keys serve the
+        // evaluation here and the correction's update at the end.
+        let corr_keys = (!in_check).then(|| CorrKeys::of(pos));
         let raw_eval;
         let static_eval;
         let mut eval;
-        if in_check {
-            raw_eval = -INFINITE;
-            static_eval = -INFINITE;
-            eval = -INFINITE;
-        } else if let Some(h) = tt_hit {
-            raw_eval = if h.eval > -INFINITE {
-                h.eval
-            } else {
-                self.evaluate(pos, ply)
-            };
-            static_eval = self.corrected(pos, raw_eval);
-            eval = static_eval;
-            if !is_mate(h.score)
-                && match h.bound {
-                    Bound::Lower => h.score > eval,
-                    Bound::Upper => h.score < eval,
-                    Bound::Exact => true,
-                    Bound::None => false,
-                }
-            {
-                eval = h.score;
+        match (corr_keys, tt_hit) {
+            (None, _) => {
+                raw_eval = -INFINITE;
+                static_eval = -INFINITE;
+                eval = -INFINITE;
             }
-        } else {
-            raw_eval = self.evaluate(pos, ply);
-            static_eval = self.corrected(pos, raw_eval);
-            eval = static_eval;
-            if excluded.is_none() {
-                tt.store(key, ply, Move::NONE, 0, raw_eval, -7, Bound::None);
+            (Some(keys), Some(h)) => {
+                raw_eval = if h.eval > -INFINITE {
+                    h.eval
+                } else {
+                    self.evaluate(pos, ply)
+                };
+                static_eval = self.corrected(us, keys, raw_eval);
+                eval = static_eval;
+                if !is_mate(h.score) && h.refines(eval) {
+                    eval = h.score;
+                }
+            }
+            (Some(keys), None) => {
+                raw_eval = self.evaluate(pos, ply);
+                static_eval = self.corrected(us, keys, raw_eval);
+                eval = static_eval;
+                if excluded.is_none() {
+                    tt.store(key, ply, Move::NONE, 0, raw_eval, -7, Bound::None);
+                }
             }
         }
         self.frame_mut(ply).static_eval = static_eval;
@@ -1228,14 +1227,14 @@ impl Searcher {
                 Bound::Upper => best >= static_eval,
                 _ => false,
             };
-            if !in_check
+            if let Some(keys) = corr_keys
                 && !noisy_best
                 && !is_mate(best)
                 && !wrong_side
                 && !cfg!(feature = "ab-no-correction")
             {
                 self.history
-                    .update_correction(us, CorrKeys::of(pos), best - static_eval, depth);
+                    .update_correction(us, keys, best - static_eval, depth);
             }
         }
         best
@@ -1243,11 +1242,11 @@ impl Searcher {
 
     /// The static evaluation adjusted by the correction history.
     #[inline(always)]
-    fn corrected(&self, pos: &Position, raw: i32) -> i32 {
+    fn corrected(&self, us: Color, keys: CorrKeys, raw: i32) -> i32 {
         let correction = if cfg!(feature = "ab-no-correction") {
             0
         } else {
-            self.history.correction(pos.turn(), CorrKeys::of(pos))
+            self.history.correction(us, keys)
         };
         (raw + correction).clamp(-MATE_BOUND + 1, MATE_BOUND - 1)
     }
@@ -1296,7 +1295,7 @@ impl Searcher {
     fn update_quiet(
         &mut self,
         pos: &Position,
-        us: crate::chess::Color,
+        us: Color,
         m: Move,
         bonus: i32,
         ctx: &OrderingContext,
@@ -1364,16 +1363,11 @@ impl Searcher {
                 Some(h) if h.eval > -INFINITE => h.eval,
                 _ => self.evaluate(pos, ply),
             };
-            static_eval = self.corrected(pos, raw_eval);
+            static_eval = self.corrected(pos.turn(), CorrKeys::of(pos), raw_eval);
             best = static_eval;
             if let Some(h) = tt_hit
                 && !is_mate(h.score)
-                && match h.bound {
-                    Bound::Lower => h.score > best,
-                    Bound::Upper => h.score < best,
-                    Bound::Exact => true,
-                    Bound::None => false,
-                }
+                && h.refines(best)
             {
                 best = h.score;
             }

@@ -68,6 +68,18 @@ impl TtHit {
             Bound::None => false,
         }
     }
+
+    /// The stored score is a better guess than the static evaluation
+    /// `eval`: exact, or a bound beyond `eval` on its own side.
+    #[inline(always)]
+    pub fn refines(&self, eval: i32) -> bool {
+        match self.bound {
+            Bound::Exact => true,
+            Bound::Lower => self.score > eval,
+            Bound::Upper => self.score < eval,
+            Bound::None => false,
+        }
+    }
 }
 
 #[repr(align(64))]
