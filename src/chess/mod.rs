@@ -14,8 +14,8 @@ mod types;
 pub mod zobrist;
 
 pub use attacks::{
-    between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks, queen_attacks,
-    rook_attacks,
+    attacks, between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks,
+    queen_attacks, rook_attacks,
 };
 pub use bitboard::Bitboard;
 pub use fen::{CastlingNotation, FenError, STARTPOS, chess960_start_fen};

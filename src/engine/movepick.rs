@@ -11,8 +11,8 @@
 use super::history::{ContKey, History};
 use super::see::{SEE_VALUE, see_ge};
 use crate::chess::{
-    Bitboard, MAX_MOVES, Move, MoveList, Position, Role, bishop_attacks, knight_attacks,
-    pawn_attacks, queen_attacks, rook_attacks,
+    Bitboard, MAX_MOVES, Move, MoveList, Position, Role, Square, attacks, bishop_attacks,
+    knight_attacks, line, pawn_attacks, rook_attacks,
 };
 
 /// Whether `m` is a capture (castling is "king takes own rook" internally
@@ -28,38 +28,67 @@ pub fn is_noisy(pos: &Position, m: Move) -> bool {
     is_capture(pos, m) || m.promotion_role() == Some(Role::Queen)
 }
 
-/// Whether `m` gives check, without playing it: direct checks by the
-/// moved (or promoted) piece and discovered checks by a slider behind it.
-/// Castling and en passant, rare, are played out.
-#[inline]
-pub fn gives_check(pos: &Position, m: Move) -> bool {
-    if m.is_castle() || m.is_en_passant() {
-        return pos.play(m).in_check();
+/// What telling a checking move needs of a position, computed once per
+/// node: the squares from which each kind of piece of the side to move
+/// would attack the enemy king, and the side to move's pieces that alone
+/// stand between one of its sliders and that king.
+#[derive(Copy, Clone)]
+pub struct CheckInfo {
+    king: Square,
+    /// `[role]`; empty for the king, which never gives check directly.
+    squares: [Bitboard; 6],
+    discoverers: Bitboard,
+}
+
+impl CheckInfo {
+    #[inline]
+    pub fn new(pos: &Position) -> CheckInfo {
+        let us = pos.turn();
+        let king = pos.king(!us);
+        let occ = pos.occupied();
+        let diagonal = bishop_attacks(king, occ);
+        let straight = rook_attacks(king, occ);
+        CheckInfo {
+            king,
+            squares: [
+                pawn_attacks(!us, king),
+                knight_attacks(king),
+                diagonal,
+                straight,
+                diagonal | straight,
+                Bitboard::EMPTY,
+            ],
+            discoverers: pos.blockers(!us) & pos.by_color(us),
+        }
     }
-    let us = pos.turn();
-    let ksq = pos.king(!us);
-    let king = Bitboard::from_square(ksq);
-    let (from, to) = (m.from(), m.to());
-    let Some(role) = m.promotion_role().or_else(|| pos.role_at(from)) else {
-        return false;
-    };
-    let occ = (pos.occupied() ^ Bitboard::from_square(from)) | Bitboard::from_square(to);
-    let direct = match role {
-        Role::Pawn => pawn_attacks(us, to),
-        Role::Knight => knight_attacks(to),
-        Role::Bishop => bishop_attacks(to, occ),
-        Role::Rook => rook_attacks(to, occ),
-        Role::Queen => queen_attacks(to, occ),
-        Role::King => Bitboard::EMPTY,
-    };
-    if (direct & king).any() {
-        return true;
+
+    /// Whether `m` gives check, without playing it: a direct check by the
+    /// moved piece, or a discovered one by a slider behind it. A slider's
+    /// checking squares are those of the present occupancy: the square it
+    /// leaves cannot lie between `to` and the king, or the king would be
+    /// in check already. A promotion's are worked out from the occupancy
+    /// after the move (the pawn may have stood in the new piece's way);
+    /// castling and en passant, rare, are played out.
+    #[inline]
+    pub fn gives_check(&self, pos: &Position, m: Move) -> bool {
+        if m.is_castle() || m.is_en_passant() {
+            return pos.play(m).in_check();
+        }
+        let (from, to) = (m.from(), m.to());
+        if self.discoverers.contains(from) && !line(from, self.king).contains(to) {
+            return true;
+        }
+        match m.promotion_role() {
+            Some(role) => {
+                let occ =
+                    (pos.occupied() ^ Bitboard::from_square(from)) | Bitboard::from_square(to);
+                attacks(role, pos.turn(), to, occ).contains(self.king)
+            }
+            None => pos
+                .role_at(from)
+                .is_some_and(|role| self.squares[role.index()].contains(to)),
+        }
     }
-    let moved = !Bitboard::from_square(from);
-    let queens = pos.pieces(us, Role::Queen);
-    let diag = (pos.pieces(us, Role::Bishop) | queens) & moved;
-    let line = (pos.pieces(us, Role::Rook) | queens) & moved;
-    (bishop_attacks(ksq, occ) & diag).any() || (rook_attacks(ksq, occ) & line).any()
 }
 
 /// The role captured by `m`, if any.
@@ -355,15 +384,26 @@ mod tests {
             "4k3/8/8/2pP4/8/8/8/R3K2R w KQ c6 0 1",
             "3k4/8/8/KPp4r/8/8/8/8 w - c6 0 1",
             "2r1k3/8/8/8/2B5/8/8/2R1K3 b - - 0 1",
+            // A promotion that checks along the file the pawn stood on,
+            // and a pawn that discovers check by promoting.
+            "7K/1P6/8/8/8/8/8/1k6 w - - 0 1",
+            "8/8/8/8/8/1k6/r3p2K/8 b - - 0 1",
         ] {
-            let pos = Position::from_fen(fen).unwrap();
-            for m in pos.legal_moves().iter().copied() {
-                assert_eq!(
-                    gives_check(&pos, m),
-                    pos.play(m).in_check(),
-                    "{fen}: {}",
-                    m.to_uci(false)
-                );
+            // Every move of the position and of each position after it.
+            let root = Position::from_fen(fen).unwrap();
+            let mut positions = vec![root.clone()];
+            positions.extend(root.legal_moves().iter().map(|&m| root.play(m)));
+            for pos in positions {
+                let info = CheckInfo::new(&pos);
+                for m in pos.legal_moves().iter().copied() {
+                    assert_eq!(
+                        info.gives_check(&pos, m),
+                        pos.play(m).in_check(),
+                        "{}: {}",
+                        pos.to_fen(crate::chess::CastlingNotation::XFen),
+                        m.to_uci(false)
+                    );
+                }
             }
         }
     }

@@ -12,7 +12,7 @@ use super::eval::evaluate;
 use super::history::{ContKey, CorrKeys, History, stat_bonus};
 use super::limits::Limits;
 use super::movepick::{
-    MovePicker, OrderingContext, captured_role, gives_check, is_capture, is_noisy,
+    CheckInfo, MovePicker, OrderingContext, captured_role, is_capture, is_noisy,
 };
 use super::nnue::{self, AccumulatorStack, Network};
 use super::score::{
@@ -954,6 +954,7 @@ impl Searcher {
             threats: pos.attacks_by(!us),
         };
         let mut picker = MovePicker::new(pos, tt_move, ctx);
+        let mut check_info = None;
         let mut best = -INFINITE;
         let mut best_move = Move::NONE;
         let mut move_count = 0usize;
@@ -979,7 +980,9 @@ impl Searcher {
                     + self.history.continuation(ctx.cont[0], cont)
                     + self.history.continuation(ctx.cont[1], cont)
             };
-            let gives_check = gives_check(pos, m);
+            let gives_check = check_info
+                .get_or_insert_with(|| CheckInfo::new(pos))
+                .gives_check(pos, m);
             let r_base = self.lmr[depth.min(63) as usize][move_count.min(63)];
 
             // Shallow-depth pruning, once a move that does not lose has
