@@ -232,17 +232,18 @@ impl MovePicker {
     /// lists are short and often nearly sorted).
     fn sort(&mut self, from: usize) {
         let n = self.list.len();
-        let moves = self.list.as_mut_slice();
-        for i in from + 1..n {
-            let (m, s) = (moves[i], self.scores[i]);
+        let moves = &mut self.list.as_mut_slice()[from..n];
+        let scores = &mut self.scores[from..n];
+        for i in 1..moves.len() {
+            let (m, s) = (moves[i], scores[i]);
             let mut j = i;
-            while j > from && self.scores[j - 1] < s {
+            while j > 0 && scores[j - 1] < s {
                 moves[j] = moves[j - 1];
-                self.scores[j] = self.scores[j - 1];
+                scores[j] = scores[j - 1];
                 j -= 1;
             }
             moves[j] = m;
-            self.scores[j] = s;
+            scores[j] = s;
         }
     }
 
