@@ -56,6 +56,17 @@ pub fn pawn_attacks(color: Color, sq: Square) -> Bitboard {
     Bitboard(PAWN_ATTACKS[color as usize * 64 + sq.index()])
 }
 
+/// Squares attacked by all of `color`'s pawns in `pawns` at once.
+#[inline(always)]
+pub fn pawn_attacks_set(color: Color, pawns: Bitboard) -> Bitboard {
+    let west = pawns & !Bitboard::file(0);
+    let east = pawns & !Bitboard::file(7);
+    match color {
+        Color::White => Bitboard((west.0 << 7) | (east.0 << 9)),
+        Color::Black => Bitboard((west.0 >> 9) | (east.0 >> 7)),
+    }
+}
+
 /// Attacks of any piece of role `role` and colour `color` on `sq`.
 #[inline]
 pub fn attacks(role: Role, color: Color, sq: Square, occupied: Bitboard) -> Bitboard {

@@ -15,7 +15,7 @@ pub mod zobrist;
 
 pub use attacks::{
     attacks, between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks,
-    queen_attacks, rook_attacks,
+    pawn_attacks_set, queen_attacks, rook_attacks,
 };
 pub use bitboard::Bitboard;
 pub use fen::{CastlingNotation, FenError, STARTPOS, chess960_start_fen};

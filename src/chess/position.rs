@@ -6,7 +6,7 @@
 //! castling rights and en-passant square are consistent.
 
 use super::attacks::{
-    attacks, between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks,
+    between, bishop_attacks, king_attacks, knight_attacks, line, pawn_attacks, pawn_attacks_set,
     rook_attacks,
 };
 use super::bitboard::Bitboard;
@@ -261,11 +261,20 @@ impl Position {
     #[inline]
     pub fn attacks_by(&self, color: Color) -> Bitboard {
         let occupied = self.occupied();
-        let mut bb = Bitboard::EMPTY;
-        for sq in self.by_color(color) {
-            if let Some(p) = self.piece_at(sq) {
-                bb |= attacks(p.role, color, sq, occupied);
-            }
+        let of = |role| self.pieces(color, role);
+        let queens = of(Role::Queen);
+        let mut bb = pawn_attacks_set(color, of(Role::Pawn));
+        for sq in of(Role::Knight) {
+            bb |= knight_attacks(sq);
+        }
+        for sq in of(Role::Bishop) | queens {
+            bb |= bishop_attacks(sq, occupied);
+        }
+        for sq in of(Role::Rook) | queens {
+            bb |= rook_attacks(sq, occupied);
+        }
+        for sq in of(Role::King) {
+            bb |= king_attacks(sq);
         }
         bb
     }

@@ -11,7 +11,7 @@ use super::params::WEIGHTS;
 use super::weights::*;
 use crate::chess::{
     Bitboard, Color, Position, Role, Square, bishop_attacks, king_attacks, knight_attacks,
-    pawn_attacks, queen_attacks, rook_attacks,
+    pawn_attacks, pawn_attacks_set, queen_attacks, rook_attacks,
 };
 
 /// Phase weights: knight and bishop 1, rook 2, queen 4; 24 = opening.
@@ -88,16 +88,6 @@ fn distance(a: Square, b: Square) -> i32 {
     (a.file() as i32 - b.file() as i32)
         .abs()
         .max((a.rank() as i32 - b.rank() as i32).abs())
-}
-
-#[inline(always)]
-fn pawn_attacks_bb(c: Color, pawns: Bitboard) -> Bitboard {
-    let not_a = Bitboard(!file_bb(0));
-    let not_h = Bitboard(!file_bb(7));
-    match c {
-        Color::White => Bitboard(((pawns & not_a).0 << 7) | ((pawns & not_h).0 << 9)),
-        Color::Black => Bitboard(((pawns & not_a).0 >> 9) | ((pawns & not_h).0 >> 7)),
-    }
 }
 
 // ---- Evaluation -----------------------------------------------------------
@@ -396,7 +386,7 @@ pub fn evaluate_terms<T: Trace>(pos: &Position, w: &[S], trace: &mut T) -> (S, i
     };
     for c in Color::ALL {
         let ci = c.index();
-        let pawn_att = pawn_attacks_bb(c, pos.pieces(c, Role::Pawn));
+        let pawn_att = pawn_attacks_set(c, pos.pieces(c, Role::Pawn));
         let king_att = king_attacks(pos.king(c));
         e.attacked_by[ci][0] = pawn_att;
         e.attacked_by[ci][5] = king_att;
