@@ -802,16 +802,19 @@ def run_config(args: argparse.Namespace, specs: List[EngineSpec], st: Settings, 
         "openings": {"sha256": file_digest(openings_path), "positions": len(openings),
                      "shuffle": bool(args.shuffle), "seed": seed if args.shuffle else None,
                      "start": args.start},
+        **({"prior": args.prior} if args.prior else {}),
         "sprt": None if test is None else {"elo0": test.elo0, "elo1": test.elo1, "alpha": test.alpha,
                                            "beta": test.beta, "elo_model": test.model},
     }
     return json.loads(json.dumps(cfg))  # as it reads back from the file
 
 
-def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, verdict: Optional[str], label: str,
-               finished: bool, resumable: bool) -> dict:
-    """The SPRT block of the final report, and the lines for a commit message."""
+def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, prior_wdl: List[int], verdict: Optional[str],
+               label: str, finished: bool, resumable: bool) -> dict:
+    """The SPRT block of the final report, and the lines for a commit message.
+    `penta` includes the --prior counts; `prior_wdl` is their W/D/L."""
     pairs = sum(penta)
+    w, d, l = (a + b for a, b in zip((t.w, t.d, t.l), prior_wdl))
     value = test.llr(penta)
     e, err, los = sprt.elo_estimate(penta)
     ne, nerr = sprt.nelo_estimate(penta)
@@ -830,7 +833,7 @@ def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, verdict: Optional[st
     print(f"--- SPRT {elos} {test.model} Elo (H0: {unit} = {test.elo0:g}, H1: {unit} = {test.elo1:g}), "
           f"alpha {test.alpha:g}, beta {test.beta:g}")
     print(f"LLR {value:.2f} {bounds}: {outcome}")
-    print(f"Games {2 * pairs} ({pairs} pairs)   W/D/L {t.w}/{t.d}/{t.l}")
+    print(f"Games {2 * pairs} ({pairs} pairs)   W/D/L {w}/{d}/{l}")
     print(f"Ptnml(0-2) [LL, LD, DD+WL, WD, WW]: {', '.join(map(str, penta))}")
     if pairs:
         print(f"Elo {fmt_elo(e, err)} (95%, pentanomial, logistic)   nElo {fmt_elo(ne, nerr)}   "
@@ -839,7 +842,7 @@ def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, verdict: Optional[st
     word = {"H1": "Passed", "H0": "Failed"}.get(verdict or "", "Inconclusive" if finished else "Unfinished")
     print(f"    {word} SPRT {elos} {test.model} Elo, {label}")
     print(f"    LLR: {value:.2f} {bounds} {elos}")
-    print(f"    Total: {2 * pairs} W: {t.w} L: {t.l} D: {t.d}")
+    print(f"    Total: {2 * pairs} W: {w} L: {l} D: {d}")
     print(f"    Ptnml(0-2): {', '.join(map(str, penta))}")
     if pairs:
         print(f"    Elo: {fmt_elo(e, err)} (95%) LOS: {100 * los:.1f}%")
@@ -904,6 +907,26 @@ def parse_sprt(s: str) -> Tuple[float, float]:
     return e0, e1
 
 
+def parse_prior(s: str) -> Tuple[List[int], List[int]]:
+    """'W,D,L:LL,LD,DD,WD,WW' -> ([W, D, L], [LL, LD, DD, WD, WW]): the
+    results of earlier runs of the same test (the lines a stopped --sprt
+    printed), checked for consistency (games and points must agree)."""
+    try:
+        wdl_s, penta_s = s.split(":")
+        wdl = [int(x) for x in wdl_s.split(",")]
+        penta = [int(x) for x in penta_s.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected W,D,L:LL,LD,DD,WD,WW, got {s!r}")
+    if len(wdl) != 3 or len(penta) != 5 or min(wdl + penta) < 0:
+        raise argparse.ArgumentTypeError(f"expected 3 and 5 counts >= 0 (W,D,L:LL,LD,DD,WD,WW), got {s!r}")
+    if sum(wdl) != 2 * sum(penta):
+        raise argparse.ArgumentTypeError(f"{s!r}: W+D+L = {sum(wdl)} games, but the pentanomial counts "
+                                         f"{sum(penta)} pairs ({2 * sum(penta)} games)")
+    if 2 * wdl[0] + wdl[1] != sum(i * c for i, c in enumerate(penta)):
+        raise argparse.ArgumentTypeError(f"{s!r}: the W/D/L and pentanomial counts give different scores")
+    return wdl, penta
+
+
 def parse_options(items: List[str], which: str) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for it in items or []:
@@ -966,6 +989,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--elo-model", choices=sprt.MODELS, default="logistic",
                    help="unit of the --sprt bounds: logistic Elo (as the Elo reports) or fishtest's "
                         "normalized Elo")
+    g.add_argument("--prior", type=parse_prior, metavar="W,D,L:LL,LD,DD,WD,WW",
+                   help="with --sprt: add the results of earlier runs of the same test (on another machine "
+                        "or without --state; play this run from a later --start) to the LLR and the report")
     g.add_argument("--progress-every", type=int, default=20, metavar="PAIRS",
                    help="with --sprt: a progress line every this many pairs")
     g.add_argument("--state", type=Path, metavar="FILE",
@@ -1007,6 +1033,8 @@ async def run(args: argparse.Namespace) -> int:
             test = sprt.Sprt(args.sprt[0], args.sprt[1], args.alpha, args.beta, args.elo_model)
         except ValueError as e:
             raise FatalError(f"--sprt: {e}") from e
+    if args.prior and test is None:
+        raise FatalError("--prior adds earlier results to an SPRT: give --sprt too")
     games = args.games if args.games is not None else (DEFAULT_SPRT_GAMES if test else 100)
     if games < 1:
         raise FatalError("--games must be at least 1")
@@ -1120,7 +1148,8 @@ async def run(args: argparse.Namespace) -> int:
     results: Dict[int, GameResult] = dict(loaded)  # finished games
     flushed = set(loaded)                           # games whose pair went to the PGN and state file
     pgn_wait: Dict[int, chess.pgn.Game] = {}        # finished games of pairs still being played
-    penta = [0] * 5                                 # SPRT: pentanomial of the scored pairs
+    prior_wdl, prior_penta = args.prior or ([0, 0, 0], [0] * 5)
+    penta = list(prior_penta)                       # SPRT: pentanomial of the scored pairs (and --prior)
     scored_pairs = 0                                # SPRT: pairs 0 .. scored_pairs-1 are scored
     decision: Optional[str] = None
     stop = asyncio.Event()
@@ -1134,7 +1163,8 @@ async def run(args: argparse.Namespace) -> int:
     def progress_line() -> str:
         e, err, _ = sprt.elo_estimate(penta)
         rate = played_now / max(1e-9, time.monotonic() - started) * 3600
-        return (f"SPRT {2 * scored_pairs} games ({scored_pairs} pairs): W/D/L {tally.w}/{tally.d}/{tally.l}  "
+        w, d, l = (a + b for a, b in zip((tally.w, tally.d, tally.l), prior_wdl))
+        return (f"SPRT {2 * sum(penta)} games ({sum(penta)} pairs): W/D/L {w}/{d}/{l}  "
                 f"Ptnml {penta}  Elo {fmt_elo(e, err)}  LLR {test.llr(penta):.2f} "
                 f"({test.lower:.2f}, {test.upper:.2f})" + (f"  {rate:.0f} games/h" if played_now else ""))
 
@@ -1291,7 +1321,9 @@ async def run(args: argparse.Namespace) -> int:
                         "engine1_cmd": specs[0].describe(), "engine2_cmd": specs[1].describe()})
         if test:
             label = f"{limit_desc}, {names['A']} vs {names['B']}, {openings_path.name}"
-            summary["sprt"] = print_sprt(test, penta, tally, decision, label,
+            if args.prior:
+                label += f", with {2 * sum(prior_penta)} earlier games (--prior)"
+            summary["sprt"] = print_sprt(test, penta, tally, prior_wdl, decision, label,
                                          finished=finished and 2 * scored_pairs >= games,
                                          resumable=state is not None)
         elif state is not None and tally.n < games:
