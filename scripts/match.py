@@ -809,12 +809,17 @@ def run_config(args: argparse.Namespace, specs: List[EngineSpec], st: Settings, 
     return json.loads(json.dumps(cfg))  # as it reads back from the file
 
 
+def wdl_with_prior(t: Tally, prior_wdl: List[int]) -> List[int]:
+    """This run's W/D/L plus the --prior ones."""
+    return [a + b for a, b in zip((t.w, t.d, t.l), prior_wdl)]
+
+
 def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, prior_wdl: List[int], verdict: Optional[str],
                label: str, finished: bool, resumable: bool) -> dict:
     """The SPRT block of the final report, and the lines for a commit message.
     `penta` includes the --prior counts; `prior_wdl` is their W/D/L."""
     pairs = sum(penta)
-    w, d, l = (a + b for a, b in zip((t.w, t.d, t.l), prior_wdl))
+    w, d, l = wdl_with_prior(t, prior_wdl)
     value = test.llr(penta)
     e, err, los = sprt.elo_estimate(penta)
     ne, nerr = sprt.nelo_estimate(penta)
@@ -1163,7 +1168,7 @@ async def run(args: argparse.Namespace) -> int:
     def progress_line() -> str:
         e, err, _ = sprt.elo_estimate(penta)
         rate = played_now / max(1e-9, time.monotonic() - started) * 3600
-        w, d, l = (a + b for a, b in zip((tally.w, tally.d, tally.l), prior_wdl))
+        w, d, l = wdl_with_prior(tally, prior_wdl)
         return (f"SPRT {2 * sum(penta)} games ({sum(penta)} pairs): W/D/L {w}/{d}/{l}  "
                 f"Ptnml {penta}  Elo {fmt_elo(e, err)}  LLR {test.llr(penta):.2f} "
                 f"({test.lower:.2f}, {test.upper:.2f})" + (f"  {rate:.0f} games/h" if played_now else ""))
