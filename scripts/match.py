@@ -857,6 +857,63 @@ def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, prior_wdl: List[int]
             "nelo": ne, "nelo_error95": nerr, "los": los}
 
 
+def state_summary(path: Path) -> str:
+    """--summary FILE: the totals of a --state file without playing: W/D/L,
+    pentanomial, Elo and (for an SPRT) the LLR, with the file's own --prior
+    counted, and the --start and --prior that go on from it elsewhere."""
+    header, games = StateFile(path).load()
+    if header is None:
+        raise FatalError(f"--summary {path}: no such state file, or it is empty")
+    cfg = header["config"]
+    pairs: Dict[int, List[GameResult]] = {}
+    for g, r in games.items():
+        pairs.setdefault(g // 2, []).append(r)
+    # Only whole pairs with two results count (as in an SPRT and a --prior).
+    scored = {k: v for k, v in pairs.items() if len(v) == 2 and all(r.a_score is not None for r in v)}
+    wdl, penta = [0, 0, 0], [0] * 5
+    for rs in scored.values():
+        for r in rs:
+            wdl[{1.0: 0, 0.5: 1, 0.0: 2}[r.a_score]] += 1
+        penta[int(round(2 * sum(r.a_score for r in rs)))] += 1
+    prior = cfg.get("prior")
+    total_wdl, total_penta = wdl, penta
+    if prior:
+        total_wdl = [a + b for a, b in zip(wdl, prior[0])]
+        total_penta = [a + b for a, b in zip(penta, prior[1])]
+
+    names = " vs ".join(os.path.basename(e["cmd"][0]) for e in cfg["engines"].values())
+    lim = cfg["limits"]
+    limits = ", ".join(x for x in (
+        f"tc {lim['tc'][0]:g}+{lim['tc'][1]:g}" if lim.get("tc") else "",
+        "nodes " + "/".join(str(n) for n in dict.fromkeys(lim["nodes"].values())) if any(lim["nodes"].values())
+        else "",
+        f"depth {lim['depth']}" if lim.get("depth") else "") if x)
+    op = cfg["openings"]
+    lines = [f"{path}: {names}, {limits}, {header.get('openings_file', '?')} from --start {op['start']}"]
+    last = max(pairs, default=-1)
+    unfinished = last + 1 - len(scored)
+    lines.append(f"This file: {2 * len(scored)} games ({len(scored)} pairs) W/D/L {wdl[0]}/{wdl[1]}/{wdl[2]}  "
+                 f"Ptnml {', '.join(map(str, penta))}"
+                 + (f"  (unfinished or unscored below the last pair: {unfinished})" if unfinished else ""))
+    if prior:
+        lines.append(f"With its --prior ({2 * sum(prior[1])} earlier games): {2 * sum(total_penta)} games  "
+                     f"W/D/L {'/'.join(map(str, total_wdl))}  Ptnml {', '.join(map(str, total_penta))}")
+    if sum(total_penta):
+        e, err, los = sprt.elo_estimate(total_penta)
+        lines.append(f"Elo {fmt_elo(e, err)} (95%, pentanomial, logistic)   LOS {100 * los:.1f}%")
+    t = cfg.get("sprt")
+    if t:
+        test = sprt.Sprt(t["elo0"], t["elo1"], t["alpha"], t["beta"], t["elo_model"])
+        word = {"H1": "H1 accepted: PASS", "H0": "H0 accepted: FAIL"}.get(test.verdict(total_penta) or "",
+                                                                          "no verdict")
+        lines.append(f"SPRT [{test.elo0:.2f},{test.elo1:.2f}] {test.model}: LLR {test.llr(total_penta):.2f} "
+                     f"({test.lower:.2f},{test.upper:.2f}), {word}")
+    seed = f" --shuffle --seed {op['seed']}" if op.get("shuffle") else ""
+    lines.append(f"To go on with a new --state file: --start {op['start'] + last + 1}{seed} --prior "
+                 f"{','.join(map(str, total_wdl))}:{','.join(map(str, total_penta))}")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------
 # Openings, arguments, main loop
 # --------------------------------------------------------------------------
@@ -952,7 +1009,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--option1", action="append", metavar="NAME=VALUE", help="engine A option (repeatable)")
     g.add_argument("--name1", help="display name of engine A (default: engine's id)")
     g.add_argument("--cwd1", help="working directory for engine A")
-    g.add_argument("--engine2", required=True, help="command line of engine B (opponent)")
+    g.add_argument("--engine2", help="command line of engine B (opponent; required)")
     g.add_argument("--proto2", choices=["uci", "xboard"], default="uci")
     g.add_argument("--option2", action="append", metavar="NAME=VALUE", help="engine B option (repeatable)")
     g.add_argument("--name2", help="display name of engine B")
@@ -1002,6 +1059,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--state", type=Path, metavar="FILE",
                    help="keep every finished pair in FILE (JSON lines); if FILE exists, go on from it "
                         "(refused when the engines, options, limits, openings or SPRT differ)")
+    g.add_argument("--summary", type=Path, metavar="FILE",
+                   help="print the totals of a --state FILE (W/D/L, pentanomial, Elo, LLR, and the --start "
+                        "and --prior that go on from it elsewhere) and exit, playing nothing")
 
     g = p.add_argument_group("adjudication")
     g.add_argument("--resign-moves", type=int, default=4,
@@ -1026,6 +1086,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
+    if not args.engine2:
+        raise FatalError("give --engine2 (the opponent's command line)")
     nodes = {"A": args.nodes1 if args.nodes1 is not None else args.nodes,
              "B": args.nodes2 if args.nodes2 is not None else args.nodes}
     if args.tc is None and args.depth is None and None in nodes.values():
@@ -1355,6 +1417,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         # python-chess warns about every unparsed engine line (sjeng, toga2...).
         logging.basicConfig(level=logging.ERROR, format="%(name)s: %(message)s")
     try:
+        if args.summary:
+            print(state_summary(args.summary))
+            return 0
         return asyncio.run(run(args))
     except FatalError as e:
         print(f"error: {e}", file=sys.stderr)

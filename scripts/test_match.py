@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Tests for scripts/match.py's argument parsing (--prior) and a short
-SPRT run that goes on from earlier results: `python3 -m pytest scripts/`
-or `python3 scripts/test_match.py` (needs python-chess)."""
+"""Tests for scripts/match.py's argument parsing (--prior), short SPRT
+runs that go on from earlier results, and --summary of their state
+files: `python3 -m pytest scripts/` or `python3 scripts/test_match.py`
+(needs python-chess)."""
 
 import argparse
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parent
@@ -52,6 +55,39 @@ def test_a_run_with_prior_counts_them_in_the_llr() -> None:
     assert "with 2200 earlier games (--prior)" in out.stdout
     # The earlier games are in the totals: 1100 earlier pairs and one now.
     assert "Games 2202 (1101 pairs)" in out.stdout
+
+
+def run_match(*extra: str) -> str:
+    fake = f"{sys.executable} {SCRIPTS / 'testing' / 'fake_uci.py'}"
+    out = subprocess.run([sys.executable, str(SCRIPTS / "match.py"), "--engine1", fake, "--engine2", fake,
+                          "--nodes", "1", "--quiet", *extra], capture_output=True, text=True, timeout=300)
+    assert out.returncode in (0, 1, 3), out.stdout + out.stderr
+    return out.stdout
+
+
+def test_summary_gives_a_state_files_totals_and_how_to_go_on() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        state = Path(d) / "t.state"
+        played = run_match("--sprt", "0,5", "--games", "6", "--start", "11", "--state", str(state),
+                           "--prior", "3,4,3:1,1,1,1,1")
+        total = re.search(r"Total: (\d+) W: (\d+) L: (\d+) D: (\d+)", played)
+        ptnml = re.search(r"    Ptnml\(0-2\): ([\d, ]+)", played)
+        assert total and ptnml, played
+        games, w, l, dr = total.groups()
+        summary = run_match("--summary", str(state))
+        # This run: 3 pairs from opening 11, and the 10 earlier games.
+        assert "This file: 6 games (3 pairs)" in summary, summary
+        assert f"With its --prior (10 earlier games): {games} games  W/D/L {w}/{dr}/{l}" in summary, summary
+        assert f"Ptnml {ptnml.group(1).strip()}" in summary, summary
+        assert "SPRT [0.00,5.00] logistic: LLR" in summary, summary
+        assert f"--start 14 --prior {w},{dr},{l}:{ptnml.group(1).strip().replace(' ', '')}" in summary, summary
+
+
+def test_summary_of_a_missing_file_is_an_error() -> None:
+    out = subprocess.run([sys.executable, str(SCRIPTS / "match.py"), "--summary", "/nonexistent/x.state"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "no such state file" in out.stderr
 
 
 if __name__ == "__main__":
