@@ -1056,7 +1056,9 @@ impl Searcher {
                     return 0;
                 }
                 if v < s_beta {
-                    extension = 1;
+                    // Far below: every alternative is clearly worse, so
+                    // off the principal variation the move gets two plies.
+                    extension = if !PV && v < s_beta - 20 { 2 } else { 1 };
                 } else if s_beta >= beta {
                     // Multi-cut: even without the stored move some
                     // other move beats beta; this node fails high.
@@ -1093,11 +1095,12 @@ impl Searcher {
                 // Late-move reductions: search late, unpromising moves
                 // shallower with a null window, and re-search if they
                 // surprise.
-                let reduce = depth >= 3
-                    && move_count > 1 + PV as usize
-                    && (!noisy || picker.in_bad_captures());
+                // Captures are reduced too (the good ones a ply less),
+                // by their capture history instead of the quiet one.
+                let reduce = depth >= 3 && move_count > 1 + PV as usize;
                 if reduce {
-                    let mut r = r_base;
+                    let good_noisy = noisy && !picker.in_bad_captures();
+                    let mut r = r_base - good_noisy as i32;
                     r += !PV as i32;
                     r += cut_node as i32;
                     r -= improving as i32;
@@ -1106,7 +1109,12 @@ impl Searcher {
                     if m == ctx.killers[0] || m == ctx.killers[1] || m == ctx.counter {
                         r -= 1;
                     }
-                    r -= hist / tune::lmr_hist_div();
+                    let stat = if noisy {
+                        captured_role(pos, m).map_or(0, |c| self.history.capture(piece, m.to(), c))
+                    } else {
+                        hist
+                    };
+                    r -= stat / tune::lmr_hist_div();
                     let d = (new_depth - r).clamp(1, new_depth.max(1));
                     v = -self.negamax::<false>(
                         &child,
