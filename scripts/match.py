@@ -885,7 +885,7 @@ def state_summary(path: Path) -> str:
     lim = cfg["limits"]
     limits = ", ".join(x for x in (
         f"tc {lim['tc'][0]:g}+{lim['tc'][1]:g}" if lim.get("tc") else "",
-        "nodes " + "/".join(str(n) for n in dict.fromkeys(lim["nodes"].values())) if any(lim["nodes"].values())
+        "nodes " + "/".join(str(n or "-") for n in dict.fromkeys(lim["nodes"].values())) if any(lim["nodes"].values())
         else "",
         f"depth {lim['depth']}" if lim.get("depth") else "") if x)
     op = cfg["openings"]
