@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 try:
     import chess
@@ -857,6 +857,16 @@ def print_sprt(test: sprt.Sprt, penta: List[int], t: Tally, prior_wdl: List[int]
             "nelo": ne, "nelo_error95": nerr, "los": los}
 
 
+def describe_limits(tc: Optional[Sequence[float]], nodes: Dict[str, Optional[int]], depth: Optional[int]) -> str:
+    """'tc 8+0.08', 'nodes 20000', 'nodes 4000/2000', 'depth 6' (or several):
+    a run's limits, as its report and --summary print them."""
+    return " ".join(x for x in (
+        f"tc {tc[0]:g}+{tc[1]:g}" if tc else "",
+        (f"nodes {nodes['A']}" if nodes["A"] == nodes["B"] else f"nodes {nodes['A'] or '-'}/{nodes['B'] or '-'}")
+        if any(nodes.values()) else "",
+        f"depth {depth}" if depth else "") if x)
+
+
 def state_summary(path: Path) -> str:
     """--summary FILE: the totals of a --state file without playing: W/D/L,
     pentanomial, Elo and (for an SPRT) the LLR, with the file's own --prior
@@ -864,39 +874,39 @@ def state_summary(path: Path) -> str:
     header, games = StateFile(path).load()
     if header is None:
         raise FatalError(f"--summary {path}: no such state file, or it is empty")
+    try:
+        return _state_summary(path, header, games)
+    except (KeyError, TypeError, IndexError, ValueError) as e:
+        raise FatalError(f"--summary {path}: the header line is damaged ({e!r})") from e
+
+
+def _state_summary(path: Path, header: dict, games: Dict[int, GameResult]) -> str:
     cfg = header["config"]
     pairs: Dict[int, List[GameResult]] = {}
     for g, r in games.items():
         pairs.setdefault(g // 2, []).append(r)
     # Only whole pairs with two results count (as in an SPRT and a --prior).
-    scored = {k: v for k, v in pairs.items() if len(v) == 2 and all(r.a_score is not None for r in v)}
-    wdl, penta = [0, 0, 0], [0] * 5
-    for rs in scored.values():
-        for r in rs:
-            wdl[{1.0: 0, 0.5: 1, 0.0: 2}[r.a_score]] += 1
-        penta[int(round(2 * sum(r.a_score for r in rs)))] += 1
-    prior = cfg.get("prior")
-    total_wdl, total_penta = wdl, penta
-    if prior:
-        total_wdl = [a + b for a, b in zip(wdl, prior[0])]
-        total_penta = [a + b for a, b in zip(penta, prior[1])]
+    scored = [v for v in pairs.values() if len(v) == 2 and all(r.a_score is not None for r in v)]
+    tally = Tally()
+    for r in (r for rs in scored for r in rs):
+        tally.add(r)
+    penta = pentanomial([sum(r.a_score for r in rs) for rs in scored])
+    prior_wdl, prior_penta = cfg.get("prior") or ([0, 0, 0], [0] * 5)
+    total_wdl = wdl_with_prior(tally, prior_wdl)
+    total_penta = [a + b for a, b in zip(penta, prior_penta)]
 
     names = " vs ".join(os.path.basename(e["cmd"][0]) for e in cfg["engines"].values())
     lim = cfg["limits"]
-    limits = ", ".join(x for x in (
-        f"tc {lim['tc'][0]:g}+{lim['tc'][1]:g}" if lim.get("tc") else "",
-        "nodes " + "/".join(str(n or "-") for n in dict.fromkeys(lim["nodes"].values())) if any(lim["nodes"].values())
-        else "",
-        f"depth {lim['depth']}" if lim.get("depth") else "") if x)
+    limits = describe_limits(lim["tc"], lim["nodes"], lim["depth"])
     op = cfg["openings"]
     lines = [f"{path}: {names}, {limits}, {header.get('openings_file', '?')} from --start {op['start']}"]
     last = max(pairs, default=-1)
     unfinished = last + 1 - len(scored)
-    lines.append(f"This file: {2 * len(scored)} games ({len(scored)} pairs) W/D/L {wdl[0]}/{wdl[1]}/{wdl[2]}  "
+    lines.append(f"This file: {tally.n} games ({len(scored)} pairs) W/D/L {tally.w}/{tally.d}/{tally.l}  "
                  f"Ptnml {', '.join(map(str, penta))}"
                  + (f"  (unfinished or unscored below the last pair: {unfinished})" if unfinished else ""))
-    if prior:
-        lines.append(f"With its --prior ({2 * sum(prior[1])} earlier games): {2 * sum(total_penta)} games  "
+    if cfg.get("prior"):
+        lines.append(f"With its --prior ({2 * sum(prior_penta)} earlier games): {2 * sum(total_penta)} games  "
                      f"W/D/L {'/'.join(map(str, total_wdl))}  Ptnml {', '.join(map(str, total_penta))}")
     if sum(total_penta):
         e, err, los = sprt.elo_estimate(total_penta)
@@ -1168,15 +1178,8 @@ async def run(args: argparse.Namespace) -> int:
                   resign_score=args.resign_score, draw_movenumber=args.draw_movenumber,
                   draw_moves=0 if args.no_adjudication else args.draw_moves,
                   draw_score=args.draw_score, maxplies=0 if args.no_adjudication else args.maxplies)
-    if base is not None:
-        tc_str = f"{base:g}+{inc:g}"
-    else:
-        tc_str = "-"
-    limit_desc = " ".join(x for x in (
-        f"tc {tc_str}" if base is not None else "",
-        (f"nodes {nodes['A']}" if nodes["A"] == nodes["B"] else f"nodes {nodes['A'] or '-'}/{nodes['B'] or '-'}")
-        if any(nodes.values()) else "",
-        f"depth {args.depth}" if args.depth else "") if x)
+    tc_str = f"{base:g}+{inc:g}" if base is not None else "-"
+    limit_desc = describe_limits(None if base is None else (base, inc), nodes, args.depth)
 
     def opening_of(g: int) -> int:
         return (first + g // 2) % len(openings)

@@ -42,14 +42,20 @@ def test_prior_refuses_inconsistent_or_malformed_counts() -> None:
     assert rejects("6,0,4:1,1,1,1,1")       # 6 points, the pairs give 5
 
 
+def match_py(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPTS / "match.py"), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def run_match(*extra: str) -> subprocess.CompletedProcess:
+    """match.py with fake_uci.py on both sides, at one node a move."""
+    fake = f"{sys.executable} {SCRIPTS / 'testing' / 'fake_uci.py'}"
+    return match_py("--engine1", fake, "--engine2", fake, "--nodes", "1", "--quiet", *extra)
+
+
 def test_a_run_with_prior_counts_them_in_the_llr() -> None:
     # A prior far past the upper bound decides at the first scored pair.
-    fake = f"{sys.executable} {SCRIPTS / 'testing' / 'fake_uci.py'}"
-    out = subprocess.run(
-        [sys.executable, str(SCRIPTS / "match.py"), "--engine1", fake, "--engine2", fake,
-         "--nodes", "1", "--sprt", "0,5", "--games", "20", "--quiet",
-         "--prior", "1900,200,100:0,0,200,0,900"],
-        capture_output=True, text=True, timeout=300)
+    out = run_match("--sprt", "0,5", "--games", "20", "--prior", "1900,200,100:0,0,200,0,900")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "H1 accepted: PASS" in out.stdout
     assert "with 2200 earlier games (--prior)" in out.stdout
@@ -57,24 +63,20 @@ def test_a_run_with_prior_counts_them_in_the_llr() -> None:
     assert "Games 2202 (1101 pairs)" in out.stdout
 
 
-def run_match(*extra: str) -> str:
-    fake = f"{sys.executable} {SCRIPTS / 'testing' / 'fake_uci.py'}"
-    out = subprocess.run([sys.executable, str(SCRIPTS / "match.py"), "--engine1", fake, "--engine2", fake,
-                          "--nodes", "1", "--quiet", *extra], capture_output=True, text=True, timeout=300)
-    assert out.returncode in (0, 1, 3), out.stdout + out.stderr
-    return out.stdout
-
-
 def test_summary_gives_a_state_files_totals_and_how_to_go_on() -> None:
     with tempfile.TemporaryDirectory() as d:
         state = Path(d) / "t.state"
-        played = run_match("--sprt", "0,5", "--games", "6", "--start", "11", "--state", str(state),
-                           "--prior", "3,4,3:1,1,1,1,1")
+        run = run_match("--sprt", "0,5", "--games", "6", "--start", "11", "--state", str(state),
+                        "--prior", "3,4,3:1,1,1,1,1")
+        assert run.returncode in (0, 1, 3), run.stdout + run.stderr
+        played = run.stdout
         total = re.search(r"Total: (\d+) W: (\d+) L: (\d+) D: (\d+)", played)
         ptnml = re.search(r"    Ptnml\(0-2\): ([\d, ]+)", played)
         assert total and ptnml, played
         games, w, l, dr = total.groups()
-        summary = run_match("--summary", str(state))
+        out = match_py("--summary", str(state))
+        assert out.returncode == 0, out.stdout + out.stderr
+        summary = out.stdout
         # This run: 3 pairs from opening 11, and the 10 earlier games.
         assert "This file: 6 games (3 pairs)" in summary, summary
         assert f"With its --prior (10 earlier games): {games} games  W/D/L {w}/{dr}/{l}" in summary, summary
@@ -84,10 +86,18 @@ def test_summary_gives_a_state_files_totals_and_how_to_go_on() -> None:
 
 
 def test_summary_of_a_missing_file_is_an_error() -> None:
-    out = subprocess.run([sys.executable, str(SCRIPTS / "match.py"), "--summary", "/nonexistent/x.state"],
-                         capture_output=True, text=True, timeout=60)
+    out = match_py("--summary", "/nonexistent/x.state")
     assert out.returncode == 2
     assert "no such state file" in out.stderr
+
+
+def test_summary_of_a_damaged_header_is_an_error() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        state = Path(d) / "t.state"
+        state.write_text('{"kaissa_match_state":1,"config":{}}\n')
+        out = match_py("--summary", str(state))
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert "the header line is damaged" in out.stderr
 
 
 if __name__ == "__main__":
