@@ -1064,8 +1064,12 @@ impl Searcher {
                     // other move beats beta; this node fails high.
                     return s_beta;
                 } else if h.score >= beta {
-                    // Another move is about as good: the stored one
-                    // is not special, search it a little shallower.
+                    // Another move is about as good and the stored one
+                    // fails high anyway: it is not special, search it
+                    // two plies shallower.
+                    extension = -2;
+                } else if cut_node {
+                    // Expected to fail high through some other move.
                     extension = -1;
                 }
             }
