@@ -109,7 +109,9 @@ pub struct Budget {
 }
 
 /// Sudden death: the move overhead is kept for this many moves to come.
-const LAG_RESERVE_MOVES: f64 = 120.0;
+/// (It was 120: with the bot's default overhead, 200 ms, that held 24 s
+/// back, 80% of a 1/2+0 clock and 40% of a 1+0 one.)
+const LAG_RESERVE_MOVES: f64 = 90.0;
 
 /// Below this a move is played from whatever depth the search reached.
 const MIN_THINK: Duration = Duration::from_millis(1);
@@ -453,13 +455,30 @@ mod tests {
         // (10 s + 49 x 0.1 s - 52 x 30 ms = 13.34 s to plan with).
         let b = clock_budget(clock(10_000, 100, None), ms(30), 0, false);
         assert!(b.soft > ms(260), "{b:?}");
-        // Below the overhead the difference is kept for 120 moves: at
+        // Below the overhead the difference is kept for 90 moves: at
         // 10+0.02 the same move gets far less than the 13.34 s plan.
         let b = clock_budget(clock(10_000, 20, None), ms(30), 0, false);
         assert!(b.soft < ms(230), "{b:?}");
         // Sudden death with a clock under the long reserve: move at once.
-        let b = clock_budget(clock(3_000, 0, None), ms(30), 40, false);
+        let b = clock_budget(clock(2_500, 0, None), ms(30), 40, false);
         assert!(b.soft <= MIN_THINK, "{b:?}");
+    }
+
+    #[test]
+    fn the_long_game_reserve_leaves_bullet_a_clock_to_think_with() {
+        // The bot's default overhead (200 ms) in sudden death: 90 moves'
+        // overhead kept, 18 s (120 moves' kept 24 s). The first move gets
+        // 1.7% to 2% of what is left to plan with.
+        let first_share = |base: u64, plan: f64| {
+            let b = clock_budget(clock(base, 0, None), ms(200), 0, false);
+            b.soft.as_secs_f64() / plan
+        };
+        // 1/2+0, the fastest control a bot may play: 11.6 s to plan with;
+        // 1+0: 41.6 s.
+        for (base, plan) in [(30_000, 11.6), (60_000, 41.6)] {
+            let share = first_share(base, plan);
+            assert!((0.017..0.020).contains(&share), "{base}: {share}");
+        }
     }
 
     #[test]
@@ -555,27 +574,38 @@ mod tests {
 
     #[test]
     fn a_long_game_with_full_lag_never_flags() {
-        // Every move thinks to the hard limit and then loses the whole
-        // overhead to lag: 125 moves a side still fit the clock.
+        // Each move thinks for `think` of its budget, then loses the whole
+        // overhead to lag; how many moves a side fit the clock.
         let overhead = ms(150);
-        for (base, inc) in [
-            (60_000, 0),
-            (3_000, 1_000),
-            (180_000, 2_000),
-            (600_000, 5_000),
-        ] {
+        let moves = |base: u64, inc: u64, think: fn(Budget) -> Duration| {
             let mut time = ms(base);
-            for m in 0..125u32 {
-                let b = clock_budget(
-                    clock(time.as_millis() as u64, inc, None),
-                    overhead,
-                    2 * m,
-                    true,
-                );
-                let spent = b.hard + overhead;
-                assert!(spent < time, "{base}+{inc}: flagged at move {m}");
-                time = time - spent + ms(inc);
-            }
+            (0..400u32)
+                .find(|&m| {
+                    let t = clock(time.as_millis() as u64, inc, None);
+                    let spent = think(clock_budget(t, overhead, 2 * m, true)) + overhead;
+                    if spent >= time {
+                        return true;
+                    }
+                    time = time - spent + ms(inc);
+                    false
+                })
+                .unwrap_or(400)
+        };
+        let hard: fn(Budget) -> Duration = |b| b.hard;
+        let busy: fn(Budget) -> Duration = |b| (b.soft * 3 / 2).min(b.hard);
+        // An increment that pays the overhead: 125 moves to the hard limit.
+        for (base, inc) in [(3_000, 1_000), (180_000, 2_000), (600_000, 5_000)] {
+            let n = moves(base, inc, hard);
+            assert!(n >= 125, "{base}+{inc}: flagged at move {n}");
+        }
+        // Sudden death, from 1/2+0 (the fastest a bot may play) to 3+0:
+        // 110 moves to the hard limit, 125 at half again the soft limit,
+        // as a pacer in a hard game spends.
+        for base in [30_000, 60_000, 180_000] {
+            let n = moves(base, 0, hard);
+            assert!(n >= 110, "{base}+0 to the hard limit: flagged at move {n}");
+            let n = moves(base, 0, busy);
+            assert!(n >= 125, "{base}+0 busy: flagged at move {n}");
         }
     }
 }
