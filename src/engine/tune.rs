@@ -61,7 +61,7 @@ macro_rules! tunables {
 
 tunables! {
     /// Reverse futility: margin per ply of depth (centipawns).
-    rfp_margin = 80 in 30..=160;
+    rfp_margin = 77 in 30..=160;
     /// Reverse futility: deepest node it applies to.
     rfp_depth = 8 in 4..=12;
     /// Razoring: margin base and per depth squared.
@@ -71,23 +71,23 @@ tunables! {
     nmp_eval_base = 160 in 0..=320;
     nmp_eval_depth = 20 in 0..=40;
     /// Null move: eval-minus-beta per extra ply of reduction.
-    nmp_eval_div = 200 in 100..=400;
+    nmp_eval_div = 193 in 100..=400;
     /// Futility of quiets: base and margin per ply of reduced depth.
-    futility_base = 100 in 20..=200;
-    futility_depth = 90 in 40..=160;
+    futility_base = 92 in 20..=200;
+    futility_depth = 88 in 40..=160;
     /// Futility of quiets: history divisor of the margin bonus.
-    futility_hist_div = 64 in 16..=256;
+    futility_hist_div = 87 in 16..=256;
     /// SEE pruning of quiets, per reduced depth squared (negated).
-    see_quiet = 25 in 5..=60;
+    see_quiet = 26 in 5..=60;
     /// SEE pruning of captures, per ply (negated).
-    see_capture = 90 in 30..=180;
+    see_capture = 94 in 30..=180;
     /// Singular extension: margin per ply below the stored score.
     singular_margin = 2 in 1..=6;
     /// Late-move reductions: table base and divisor, in hundredths.
-    lmr_base = 75 in 25..=125;
-    lmr_div = 225 in 150..=350;
+    lmr_base = 78 in 25..=125;
+    lmr_div = 214 in 150..=350;
     /// Late-move reductions: history per ply of reduction.
-    lmr_hist_div = 8000 in 3000..=16000;
+    lmr_hist_div = 7592 in 3000..=16000;
     /// Aspiration window: first half-width.
     asp_delta = 20 in 8..=40;
     /// Quiescence delta pruning margin.
