@@ -4,6 +4,9 @@
 //! Sliders use "fancy" magic bitboards. The magic numbers are found here by
 //! a trial search with a fixed-seed generator, so the output is
 //! deterministic and the repository carries no opaque constants.
+//!
+//! It also names the commit being built (`KAISSA_COMMIT`, from git, or
+//! `unknown` outside a checkout), which training data records.
 
 use std::fmt::Write as _;
 use std::{env, fs, path::Path};
@@ -164,8 +167,36 @@ fn write_magics(out: &mut String, name: &str, magics: &[Magic]) {
     out.push_str("];\n");
 }
 
+/// The checkout's HEAD commit, if this is a git checkout.
+fn git_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    let commit = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && commit.len() == 40).then_some(commit)
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=KAISSA_COMMIT");
+    let commit = env::var("KAISSA_COMMIT")
+        .ok()
+        .or_else(git_commit)
+        .unwrap_or_else(|| "unknown".to_owned());
+    if let Ok(out) = std::process::Command::new("git")
+        .args(["rev-parse", "--git-dir"])
+        .output()
+    {
+        let git_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if out.status.success() && !git_dir.is_empty() {
+            // A new commit moves HEAD or the branch it names.
+            println!("cargo:rerun-if-changed={git_dir}/HEAD");
+            println!("cargo:rerun-if-changed={git_dir}/refs/heads");
+            println!("cargo:rerun-if-changed={git_dir}/packed-refs");
+        }
+    }
+    println!("cargo:rustc-env=KAISSA_COMMIT={commit}");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut slider_table = Vec::new();
     let rook = find_magics(&ROOK_DIRS, &mut rng, &mut slider_table);

@@ -62,9 +62,14 @@ pub enum Command {
     /// Play complete engine-against-engine games on clocks kept by the
     /// harness, with simulated lag; report time losses and clock use.
     Clocktest(ClocktestArgs),
-    /// Generate training data by self-play (32-byte records, resumable:
-    /// run it again with the same seed and threads to continue).
+    /// Generate training data by self-play: whole games in chunk files,
+    /// one sealed every --chunk-minutes; a stopped run's last chunk is
+    /// sealed by the next run.
     Datagen(DatagenArgs),
+    /// Training-data chunks: inspect, seal, convert 32-byte records, and
+    /// keep a directory's manifest.
+    #[command(subcommand)]
+    Chunk(ChunkCommand),
     /// Texel-tune the evaluation weights on labelled positions and write
     /// them as Rust source.
     Tune(TuneArgs),
@@ -195,7 +200,7 @@ impl ClocktestArgs {
 // The flags of `kaissa datagen`.
 #[derive(Args)]
 pub struct DatagenArgs {
-    /// Games per thread (games already in the files count).
+    /// Games per thread.
     #[arg(long, default_value_t = 1_000_000)]
     pub games: u64,
     /// Soft node limit per move (whole iterations; hard limit 10x).
@@ -207,11 +212,12 @@ pub struct DatagenArgs {
     /// Opening book (EPD/FEN lines); default: the start position.
     #[arg(long)]
     pub openings: Option<PathBuf>,
-    /// Output directory (one file per thread).
+    /// Output directory (chunks `s{seed}-w{thread}-c{n}.kgc`).
     #[arg(long)]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of the games; default: a new one each run.
+    #[arg(long)]
+    pub seed: Option<u64>,
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Transposition table per thread, MiB.
@@ -221,6 +227,10 @@ pub struct DatagenArgs {
     /// `classical` (hand-crafted) or the path of a net file.
     #[arg(long, default_value = crate::engine::nnue::EMBEDDED)]
     pub eval_file: String,
+    /// Seal each thread's chunk after this many minutes (a new one
+    /// follows).
+    #[arg(long, default_value_t = 40.0)]
+    pub chunk_minutes: f64,
 }
 
 impl DatagenArgs {
@@ -231,20 +241,69 @@ impl DatagenArgs {
             games: self.games,
             nodes: self.nodes,
             random_plies: self.random_plies,
-            seed: self.seed,
+            seed: self.seed.unwrap_or_else(datagen::fresh_seed),
             threads: self.threads.clamp(1, 256),
             hash_mb: self.hash.clamp(1, 4096),
             net: load_eval_file(&self.eval_file)?,
+            chunk_time: Duration::from_secs_f64(self.chunk_minutes.clamp(0.0, 1e6) * 60.0),
         })
     }
+}
+
+/// `kaissa chunk ...`
+#[derive(Subcommand)]
+pub enum ChunkCommand {
+    /// Check chunk files and print their headers, sizes and bytes a
+    /// position.
+    Info {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Seal the `.part` files a stopped `kaissa datagen` left in DIR.
+    Seal { dir: PathBuf },
+    /// Rebuild the games of a 32-byte record file (old `kaissa datagen`)
+    /// into a chunk.
+    Convert {
+        /// The record file.
+        input: PathBuf,
+        /// The chunk to write (`NAME.kgc`).
+        output: PathBuf,
+        /// The datagen run's --seed.
+        #[arg(long)]
+        seed: u64,
+        /// The datagen run's --random-plies.
+        #[arg(long, default_value = "8-9", value_parser = parse_ply_range)]
+        random_plies: (usize, usize),
+        /// The datagen run's --nodes, for the header.
+        #[arg(long, default_value_t = 5000)]
+        nodes: u64,
+        /// The commit that made the records, for the header.
+        #[arg(long)]
+        commit: String,
+        /// The checksum (hex) of the net that played, for the header;
+        /// default: the embedded net's.
+        #[arg(long)]
+        net: Option<String>,
+    },
+    /// Add DIR's new chunks to its MANIFEST.tsv and mark the ones gone as
+    /// removed; with --check, only compare (exit 1 on a difference).
+    Manifest {
+        dir: PathBuf,
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 // The flags of `kaissa train`.
 #[derive(Args)]
 pub struct TrainArgs {
-    /// Record files (`*.bin`) or directories of them.
+    /// Chunk files (`*.kgc`), 32-byte record files (`*.bin`), or
+    /// directories of them.
     #[arg(required = true)]
     pub data: Vec<PathBuf>,
+    /// Learn from chunk positions from this ply on (the start is ply 0).
+    #[arg(long, default_value_t = 0)]
+    pub min_ply: usize,
     /// Where the net file goes.
     #[arg(long)]
     pub out: PathBuf,
@@ -296,6 +355,9 @@ impl TrainArgs {
             seed: self.seed,
             threads: self.threads.clamp(1, 256),
             mirror: self.mirror,
+            filter: crate::tools::chunk::Filter {
+                min_ply: self.min_ply,
+            },
         }
     }
 }

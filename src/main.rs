@@ -9,13 +9,13 @@ use clap::Parser;
 use kaissa::bot::daemon::Daemon;
 use kaissa::bot::game::sources::MoveSources;
 use kaissa::chess::{self, Position};
-use kaissa::cli::{Cli, Command};
+use kaissa::cli::{ChunkCommand, Cli, Command};
 use kaissa::config::Config;
 use kaissa::engine::bench;
 use kaissa::exit::Status;
 use kaissa::lichess::client::{Client, Error as LichessError};
 use kaissa::shutdown;
-use kaissa::tools::{clocktest, datagen, train, tune};
+use kaissa::tools::{chunk, clocktest, convert, datagen, manifest, packed, train, tune};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::ExitCode;
@@ -60,6 +60,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Datagen(args) => run_datagen(&args.config()?, args.openings.as_deref(), &args.out)
             .map(|()| ExitCode::SUCCESS),
+        Command::Chunk(cmd) => run_chunk(cmd),
         Command::Tune(args) => {
             let (cfg, opts) = args.config();
             tune::run(&args.data, &cfg, &opts, &args.out, &args.note).map(|()| ExitCode::SUCCESS)
@@ -441,6 +442,14 @@ fn run_datagen(cfg: &datagen::DatagenConfig, openings: Option<&Path>, out: &Path
         Some(p) => read_openings(p)?,
         None => Vec::new(),
     };
+    eprintln!(
+        "datagen: seed {}, {} threads, {} nodes, chunks into {} every {:.0} min",
+        cfg.seed,
+        cfg.threads,
+        cfg.nodes,
+        out.display(),
+        cfg.chunk_time.as_secs_f64() / 60.0
+    );
     let report = datagen::run(out, &book, cfg, 100, &|games, positions, elapsed| {
         eprintln!(
             "games {games} positions {positions} ({:.0} s)",
@@ -449,12 +458,122 @@ fn run_datagen(cfg: &datagen::DatagenConfig, openings: Option<&Path>, out: &Path
     })
     .with_context(|| format!("datagen into {}", out.display()))?;
     println!(
-        "{} games, {} positions in {:.0} s on {} threads: {:.0} positions per core-hour",
+        "{} games, {} positions in {:.0} s on {} threads: {:.0} positions per core-hour; \
+         {} chunks, {:.2} bytes a position",
         report.games,
         report.positions,
         report.elapsed.as_secs_f64(),
         report.threads,
-        report.per_core_hour()
+        report.per_core_hour(),
+        report.chunks,
+        report.bytes as f64 / report.positions.max(1) as f64
     );
     Ok(())
+}
+
+/// `kaissa chunk ...`.
+fn run_chunk(cmd: ChunkCommand) -> Result<ExitCode> {
+    match cmd {
+        ChunkCommand::Info { files } => {
+            for f in files {
+                let c = chunk::read_file(&f).with_context(|| format!("reading {}", f.display()))?;
+                let h = &c.header;
+                let positions = c.positions(&chunk::Filter::default());
+                println!(
+                    "{}: {} games, {} plies, {} scored, {} positions kept by default; \
+                     {} bytes: {:.2} a ply, {:.2} a position kept; nodes {}, seed {}, \
+                     net {:016x}, commit {}",
+                    f.display(),
+                    h.games,
+                    h.plies,
+                    h.scored,
+                    positions,
+                    c.bytes,
+                    c.bytes as f64 / h.plies.max(1) as f64,
+                    c.bytes as f64 / positions.max(1) as f64,
+                    h.nodes,
+                    h.seed,
+                    h.net,
+                    h.commit
+                );
+            }
+        }
+        ChunkCommand::Seal { dir } => {
+            for (path, games) in datagen::seal_leftovers(&dir)? {
+                println!("sealed {} ({games} games)", path.display());
+            }
+        }
+        ChunkCommand::Convert {
+            input,
+            output,
+            seed,
+            random_plies,
+            nodes,
+            commit,
+            net,
+        } => {
+            let net = match net {
+                Some(hex) => u64::from_str_radix(&hex, 16)
+                    .with_context(|| format!("--net {hex:?} is not a hex checksum"))?,
+                None => kaissa::engine::nnue::embedded().checksum,
+            };
+            let bytes =
+                std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+            let (records, bad) = packed::read_records(&bytes);
+            anyhow::ensure!(bad == 0, "{}: {bad} bad records", input.display());
+            let origin = convert::Origin { seed, random_plies };
+            let (games, stats) = convert::convert(&records, &origin);
+            let dir = output.parent().filter(|p| !p.as_os_str().is_empty());
+            let dir = dir.unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            let name = output
+                .file_stem()
+                .context("the output needs a file name")?
+                .to_string_lossy();
+            let header = chunk::Header {
+                commit,
+                net,
+                nodes,
+                seed,
+                stride: 1,
+                ..chunk::Header::default()
+            };
+            let mut w = chunk::ChunkWriter::create(dir, &name, header)?;
+            for g in &games {
+                w.append(g)?;
+            }
+            let sealed = w.seal()?;
+            let size = std::fs::metadata(&sealed)?.len();
+            println!(
+                "{}: {} records of {} games -> {} games ({} breaks, {} openings not found, \
+                 {} bridged plies); {size} bytes, {:.2} a record",
+                sealed.display(),
+                stats.records,
+                stats.source_games,
+                stats.games,
+                stats.breaks,
+                stats.openings_missed,
+                stats.bridged,
+                size as f64 / stats.records.max(1) as f64
+            );
+        }
+        ChunkCommand::Manifest { dir, check } => {
+            let t = if check {
+                manifest::check(&dir)?
+            } else {
+                manifest::update(&dir)?
+            };
+            println!(
+                "{}: {} chunks, {} games, {} positions, {} bytes ({:.2} a position), {} removed",
+                dir.display(),
+                t.chunks,
+                t.games,
+                t.positions,
+                t.bytes,
+                t.bytes as f64 / t.positions.max(1) as f64,
+                t.removed
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -4,29 +4,28 @@
 //! opening (a line of the book, if given, then 8-9 random legal plies),
 //! then moves searched to a soft node limit (whole iterations, about
 //! 5,000 nodes), until mate, a draw by the rules, or adjudication. Every
-//! quiet position is written as a 32-byte [`PackedBoard`] with the search
-//! score and the game's result. Not written: positions in check, whose
-//! best move is a capture or promotion (the evaluation would be taken
-//! mid-exchange) or whose score is a mate.
+//! game is stored whole in a [chunk](super::chunk): its start, every move
+//! and the score of every searched position; `kaissa train` chooses the
+//! positions to learn from when it loads them.
 //!
-//! Worker k of n writes `DIR/s{seed}-w{k}of{n}.bin`; its games are
-//! numbered k, k + n, k + 2n... and game g is played from a generator
-//! seeded by (seed, g), so a run is reproducible for a given binary. A
-//! run stopped at any point resumes where it stopped: the last game of
-//! each file (maybe cut short) is dropped and played again, and the
-//! worker goes on from there. Resume with the same seed and thread count.
+//! Worker k of n plays games numbered k, k + n, k + 2n..., game g from a
+//! generator seeded by (seed, g), so a run is reproducible for a given
+//! binary and seed. It writes `DIR/s{seed}-w{k}-c{i}.part`, flushed after
+//! each game, and seals it into an immutable `.kgc` chunk every
+//! `chunk_minutes` (and at the end), then starts chunk i + 1. A run that
+//! is stopped loses at most the game it was playing: the next run (or
+//! `kaissa chunk seal`) seals the `.part` files it left, and goes on with
+//! a new seed.
 
-use super::packed::{GameResult, PackedBoard, RECORD_BYTES};
+use super::chunk::{self, ChunkWriter, Filter, Game, Header};
+use super::packed::GameResult;
 use crate::chess::{Color, Outcome, Position};
 use crate::engine::Limits;
-use crate::engine::movepick::is_noisy;
 use crate::engine::nnue::{self, Network};
-use crate::engine::score::{MATE_BOUND, is_mate};
 use crate::engine::search::{Searcher, search_blocking};
 use crate::engine::tt::TranspositionTable;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -46,6 +45,8 @@ pub struct DatagenConfig {
     pub hash_mb: usize,
     /// The evaluation of the players (`None`: hand-crafted).
     pub net: Option<Arc<Network>>,
+    /// A chunk is sealed after this long (and at the end of the run).
+    pub chunk_time: Duration,
 }
 
 impl Default for DatagenConfig {
@@ -58,6 +59,7 @@ impl Default for DatagenConfig {
             threads: 1,
             hash_mb: 16,
             net: Some(nnue::embedded()),
+            chunk_time: Duration::from_secs(40 * 60),
         }
     }
 }
@@ -67,8 +69,12 @@ impl Default for DatagenConfig {
 pub struct Report {
     /// Games played by this run (not counting resumed files' old games).
     pub games: u64,
-    /// Positions written by this run.
+    /// Positions written by this run that `kaissa train` keeps by default.
     pub positions: u64,
+    /// Chunks sealed by this run.
+    pub chunks: u64,
+    /// Bytes of the games written by this run.
+    pub bytes: u64,
     pub elapsed: Duration,
     pub threads: usize,
 }
@@ -137,24 +143,23 @@ impl Player {
         }
     }
 
-    /// Plays game number `game` from a random opening and returns its
-    /// quiet positions, or nothing when the opening was unusable.
+    /// Plays game number `game` from a random opening; `None` when the
+    /// opening was unusable (the game ended in it, or a side was too far
+    /// ahead after it).
     pub fn play(
         &mut self,
         openings: &[Position],
         random_plies: (usize, usize),
         seed: u64,
         game: u32,
-    ) -> Vec<PackedBoard> {
-        let mut rng = Rng::new(seed ^ (u64::from(game) << 20) ^ 0xDA7A);
-        let Some((mut pos, mut history)) = random_opening(openings, random_plies, &mut rng) else {
-            return Vec::new();
-        };
+    ) -> Option<Game> {
+        let (mut record, mut history) = opening(openings, random_plies, seed, game)?;
+        let mut pos = record.positions().pop().expect("a game has a position");
         self.tt.clear();
         self.searcher.clear();
-        let mut kept: Vec<(Position, i16)> = Vec::new();
         let (mut win_streak, mut draw_streak) = (0, 0);
-        let result = loop {
+        let opening_plies = record.moves.len();
+        record.result = loop {
             if let Some(outcome) = pos.outcome(&history) {
                 break match outcome {
                     Outcome::Checkmate { winner } => win_for(winner),
@@ -166,16 +171,14 @@ impl Player {
             }
             self.tt.new_search();
             let r = search_blocking(&mut self.searcher, &self.tt, &pos, &history, &self.limits);
-            let Some(best) = r.best else {
-                return Vec::new();
-            };
+            let best = r.best?;
             let white = if pos.turn() == Color::White {
                 r.value
             } else {
                 -r.value
             };
-            if kept.is_empty() && win_streak == 0 && white.abs() > OPENING_MAX_CP {
-                return Vec::new();
+            if record.moves.len() == opening_plies && white.abs() > OPENING_MAX_CP {
+                return None;
             }
             if white.abs() >= WIN_CP {
                 win_streak += 1;
@@ -197,20 +200,11 @@ impl Player {
             } else {
                 draw_streak = 0;
             }
-            let quiet = !pos.in_check()
-                && !is_noisy(&pos, best)
-                && !best.is_promotion()
-                && !is_mate(r.value)
-                && r.value.abs() < MATE_BOUND;
-            if quiet {
-                kept.push((pos.clone(), white.clamp(-32_000, 32_000) as i16));
-            }
+            record.push(best, Some(white));
             history.push(pos.key());
             pos = pos.play(best);
         };
-        kept.iter()
-            .map(|(p, s)| PackedBoard::from_position(p, *s, result, game))
-            .collect()
+        Some(record)
     }
 }
 
@@ -221,18 +215,23 @@ fn win_for(c: Color) -> GameResult {
     }
 }
 
-/// A book line (or the start position) followed by random legal plies;
-/// `None` if the game ended during them.
-fn random_opening(
+/// The opening of game number `game` of a run seeded `seed`: a book line
+/// (or the start position) and then random legal plies, unscored, with
+/// the keys of the positions before the last; `None` if the game ended
+/// during them.
+pub fn opening(
     openings: &[Position],
     (min, max): (usize, usize),
-    rng: &mut Rng,
-) -> Option<(Position, Vec<u64>)> {
+    seed: u64,
+    game: u32,
+) -> Option<(Game, Vec<u64>)> {
+    let mut rng = Rng::new(seed ^ (u64::from(game) << 20) ^ 0xDA7A);
     let mut pos = if openings.is_empty() {
         Position::startpos()
     } else {
         openings[rng.below(openings.len())].clone()
     };
+    let mut record = Game::new(pos.clone());
     let plies = min + rng.below(max.saturating_sub(min) + 1);
     let mut history = Vec::new();
     for _ in 0..plies {
@@ -240,63 +239,34 @@ fn random_opening(
         if moves.is_empty() {
             return None;
         }
+        let m = moves.as_slice()[rng.below(moves.len())];
+        record.push(m, None);
         history.push(pos.key());
-        pos = pos.play(moves[rng.below(moves.len())]);
+        pos = pos.play(m);
     }
-    (!pos.legal_moves().is_empty()).then_some((pos, history))
+    (!pos.legal_moves().is_empty()).then_some((record, history))
 }
 
-/// The file of worker `k` of `n`.
-pub fn worker_path(dir: &Path, seed: u64, k: usize, n: usize) -> PathBuf {
-    dir.join(format!("s{seed}-w{k}of{n}.bin"))
+/// A seed for a run that names none: the clock and the process.
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    Rng::new(nanos ^ u64::from(std::process::id()) << 40).next_u64() >> 16
 }
 
-/// Opens a worker's file for appending after dropping its last game
-/// (which may have been cut short); returns the file and the number of
-/// the next game to play.
-fn open_resumable(path: &Path, first_game: u64, stride: u64) -> io::Result<(File, u64)> {
-    let mut f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    let len = f.metadata()?.len();
-    let mut end = len - len % RECORD_BYTES as u64;
-    let mut next = first_game;
-    if end > 0 {
-        // The last record's game, then back to that game's first record.
-        let mut rec = [0u8; RECORD_BYTES];
-        f.seek(SeekFrom::Start(end - RECORD_BYTES as u64))?;
-        f.read_exact(&mut rec)?;
-        let last = u32::from_le_bytes(rec[28..32].try_into().expect("4 bytes"));
-        while end > 0 {
-            f.seek(SeekFrom::Start(end - RECORD_BYTES as u64))?;
-            f.read_exact(&mut rec)?;
-            if u32::from_le_bytes(rec[28..32].try_into().expect("4 bytes")) != last {
-                break;
-            }
-            end -= RECORD_BYTES as u64;
-        }
-        if u64::from(last) % stride != first_game % stride {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{}: game {last} does not belong to this worker (another --threads?)",
-                    path.display()
-                ),
-            ));
-        }
-        next = u64::from(last);
-    }
-    f.set_len(end)?;
-    f.seek(SeekFrom::Start(end))?;
-    Ok((f, next))
+/// Seals the `.part` chunks a stopped run left in `dir`; returns them.
+pub fn seal_leftovers(dir: &Path) -> Result<Vec<(std::path::PathBuf, u64)>, chunk::ChunkError> {
+    chunk::parts_in(dir)?
+        .iter()
+        .map(|p| chunk::seal_part(p))
+        .collect()
 }
 
-/// Runs `cfg.threads` workers writing into `dir` until each has played
-/// `cfg.games` games; `progress` gets (games, positions) of this run
-/// about every `report_every` games.
+/// Runs `cfg.threads` workers writing chunks into `dir` until each has
+/// played `cfg.games` games; `progress` gets (games, positions) of this
+/// run about every `report_every` games. `.part` files left in `dir` by a
+/// stopped run are sealed first.
 pub fn run(
     dir: &Path,
     openings: &[Position],
@@ -305,33 +275,67 @@ pub fn run(
     progress: &(dyn Fn(u64, u64, Duration) + Sync),
 ) -> io::Result<Report> {
     std::fs::create_dir_all(dir)?;
+    seal_leftovers(dir).map_err(io::Error::other)?;
     let n = cfg.threads.max(1);
     let start = Instant::now();
-    let games = AtomicU64::new(0);
-    let positions = AtomicU64::new(0);
+    let (games, positions) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (chunks, bytes) = (AtomicU64::new(0), AtomicU64::new(0));
+    let header = Header {
+        commit: chunk::BUILD_COMMIT.to_owned(),
+        net: cfg.net.as_ref().map_or(0, |n| n.checksum),
+        nodes: cfg.nodes,
+        seed: cfg.seed,
+        stride: n as u32,
+        ..Header::default()
+    };
+    let end = cfg.games.min(u64::from(u32::MAX) / n as u64);
     std::thread::scope(|scope| -> io::Result<()> {
         let mut handles = Vec::new();
         for k in 0..n {
-            let path = worker_path(dir, cfg.seed, k, n);
-            let (games, positions) = (&games, &positions);
+            let counters = (&games, &positions, &chunks, &bytes);
+            let header = header.clone();
             handles.push(scope.spawn(move || -> io::Result<()> {
-                let (file, mut game) = open_resumable(&path, k as u64, n as u64)?;
-                let mut out = BufWriter::new(file);
+                let (games, positions, chunks, bytes) = counters;
                 let mut player = Player::new(cfg.nodes, cfg.hash_mb);
                 player.searcher.set_net(cfg.net.clone());
-                let end = (cfg.games.saturating_mul(n as u64)).min(u64::from(u32::MAX));
-                while game < end {
-                    let recs = player.play(openings, cfg.random_plies, cfg.seed, game as u32);
-                    for r in &recs {
-                        out.write_all(&r.to_bytes())?;
+                let mut i = 0;
+                for index in 0.. {
+                    if i >= end {
+                        break;
                     }
-                    out.flush()?;
-                    positions.fetch_add(recs.len() as u64, Ordering::Relaxed);
-                    let g = games.fetch_add(1, Ordering::Relaxed) + 1;
-                    if g % report_every.max(1) == 0 {
-                        progress(g, positions.load(Ordering::Relaxed), start.elapsed());
+                    let name = format!("s{}-w{k}-c{index:03}", cfg.seed);
+                    let first_game = k as u64 + i * n as u64;
+                    let mut writer = ChunkWriter::create(
+                        dir,
+                        &name,
+                        Header {
+                            first_game,
+                            ..header.clone()
+                        },
+                    )?;
+                    let opened = Instant::now();
+                    // At least one game a chunk, however short its time.
+                    loop {
+                        let game = (k as u64 + i * n as u64) as u32;
+                        i += 1;
+                        if let Some(record) =
+                            player.play(openings, cfg.random_plies, cfg.seed, game)
+                        {
+                            writer.append(&record)?;
+                            let kept = Filter::default().records(&record, 0).len() as u64;
+                            positions.fetch_add(kept, Ordering::Relaxed);
+                            let g = games.fetch_add(1, Ordering::Relaxed) + 1;
+                            if g % report_every.max(1) == 0 {
+                                progress(g, positions.load(Ordering::Relaxed), start.elapsed());
+                            }
+                        }
+                        if i >= end || opened.elapsed() >= cfg.chunk_time {
+                            break;
+                        }
                     }
-                    game += n as u64;
+                    let sealed = writer.seal()?;
+                    bytes.fetch_add(std::fs::metadata(&sealed)?.len(), Ordering::Relaxed);
+                    chunks.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(())
             }));
@@ -345,6 +349,8 @@ pub fn run(
     Ok(Report {
         games: games.load(Ordering::Relaxed),
         positions: positions.load(Ordering::Relaxed),
+        chunks: chunks.load(Ordering::Relaxed),
+        bytes: bytes.load(Ordering::Relaxed),
         elapsed: start.elapsed(),
         threads: n,
     })
@@ -353,7 +359,6 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::packed::read_records;
 
     fn small() -> DatagenConfig {
         DatagenConfig {
@@ -364,86 +369,107 @@ mod tests {
             threads: 2,
             hash_mb: 1,
             net: None,
+            chunk_time: Duration::from_secs(3600),
         }
     }
 
     #[test]
-    fn writes_quiet_labelled_positions_by_game() {
+    fn writes_whole_games_in_one_chunk_a_worker() {
         let dir = tempfile::tempdir().unwrap();
         let report = run(dir.path(), &[], &small(), 1, &|_, _, _| {}).unwrap();
-        assert_eq!(report.games, 4);
-        let mut total = 0;
-        for k in 0..2 {
-            let bytes = std::fs::read(worker_path(dir.path(), 7, k, 2)).unwrap();
-            assert_eq!(bytes.len() % RECORD_BYTES, 0);
-            let (recs, bad) = read_records(&bytes);
-            assert_eq!(bad, 0);
-            total += recs.len();
-            for r in &recs {
-                assert_eq!(r.game as usize % 2, k);
-                let pos = r.to_position().expect("a legal position");
-                assert!(!pos.in_check(), "{r:?}");
-                assert!(i32::from(r.score).abs() < MATE_BOUND);
+        assert_eq!(report.chunks, 2);
+        let files = chunk::chunks_in(dir.path()).unwrap();
+        let names: Vec<_> = files.iter().map(|p| p.file_name().unwrap()).collect();
+        assert_eq!(names, ["s7-w0-c000.kgc", "s7-w1-c000.kgc"]);
+        let (mut games, mut kept) = (0, 0);
+        for (k, path) in files.iter().enumerate() {
+            let c = chunk::read_file(path).unwrap();
+            assert_eq!(
+                (c.header.seed, c.header.first_game, c.header.stride),
+                (7, k as u64, 2)
+            );
+            assert_eq!(c.header.commit, chunk::BUILD_COMMIT);
+            for g in &c.games {
+                assert_eq!(g.start, Position::startpos());
+                // The random plies are unscored, every searched ply scored.
+                let unscored = g.scores.iter().take_while(|s| s.is_none()).count();
+                assert!((8..=9).contains(&unscored), "{unscored}");
+                assert!(
+                    g.scores[unscored..g.moves.len()]
+                        .iter()
+                        .all(Option::is_some)
+                );
+                assert!(g.moves.len() <= MAX_PLIES);
             }
-            // Games are contiguous and ascending, one result per game.
-            for w in recs.windows(2) {
-                assert!(w[0].game <= w[1].game);
-                if w[0].game == w[1].game {
-                    assert_eq!(w[0].result, w[1].result);
-                }
-            }
+            games += c.games.len() as u64;
+            kept += c.positions(&Filter::default());
         }
-        assert_eq!(total as u64, report.positions);
-        assert!(total > 20, "{total}");
+        assert_eq!((games, kept), (report.games, report.positions));
+        assert!(kept > 20, "{kept}");
     }
 
     #[test]
-    fn a_cut_run_resumes_to_the_same_data() {
-        let whole = tempfile::tempdir().unwrap();
+    fn a_run_is_reproducible_and_a_stopped_one_loses_nothing_whole() {
         let cfg = DatagenConfig {
             threads: 1,
             games: 3,
             ..small()
         };
-        run(whole.path(), &[], &cfg, 1, &|_, _, _| {}).unwrap();
-        let expected = std::fs::read(worker_path(whole.path(), 7, 0, 1)).unwrap();
+        let a = tempfile::tempdir().unwrap();
+        run(a.path(), &[], &cfg, 1, &|_, _, _| {}).unwrap();
+        let b = tempfile::tempdir().unwrap();
+        run(b.path(), &[], &cfg, 1, &|_, _, _| {}).unwrap();
+        let whole = std::fs::read(a.path().join("s7-w0-c000.kgc")).unwrap();
+        assert_eq!(
+            whole,
+            std::fs::read(b.path().join("s7-w0-c000.kgc")).unwrap()
+        );
 
-        // Two games, then the file cut in the middle of the second game.
+        // A run stopped in its third game: its part has two whole games
+        // and a cut one. The next run seals it and starts a new chunk.
+        let games = chunk::read(&whole).unwrap().games;
+        let mut bytes = Vec::new();
+        chunk::encode_game(&games[0], &mut bytes);
+        chunk::encode_game(&games[1], &mut bytes);
+        let two = bytes.len();
+        chunk::encode_game(&games[2], &mut bytes);
         let cut = tempfile::tempdir().unwrap();
-        let two = DatagenConfig {
-            games: 2,
+        let mut w = ChunkWriter::create(cut.path(), "s7-w0-c000", Header::default()).unwrap();
+        w.append(&games[0]).unwrap();
+        drop(w);
+        let path = cut.path().join("s7-w0-c000.part");
+        let mut raw = std::fs::read(&path).unwrap();
+        raw.truncate(chunk::HEADER_BYTES);
+        raw.extend_from_slice(&bytes[..two + 5]);
+        std::fs::write(&path, &raw).unwrap();
+        assert!(whole.len() > raw.len());
+
+        let again = DatagenConfig {
+            seed: 8,
+            games: 1,
             ..cfg.clone()
         };
-        run(cut.path(), &[], &two, 1, &|_, _, _| {}).unwrap();
-        let path = worker_path(cut.path(), 7, 0, 1);
-        let bytes = std::fs::read(&path).unwrap();
-        let (recs, _) = read_records(&bytes);
-        let first_of_last = recs
-            .iter()
-            .position(|r| r.game == recs.last().unwrap().game)
-            .unwrap();
-        let keep = (first_of_last + 1) * RECORD_BYTES + 7;
-        std::fs::write(&path, &bytes[..keep]).unwrap();
-
-        let resumed = run(cut.path(), &[], &cfg, 1, &|_, _, _| {}).unwrap();
-        assert_eq!(
-            resumed.games, 2,
-            "the cut game is played again, then one more"
-        );
-        assert_eq!(std::fs::read(&path).unwrap(), expected);
+        let report = run(cut.path(), &[], &again, 1, &|_, _, _| {}).unwrap();
+        assert_eq!(report.chunks, 1);
+        let sealed = chunk::read_file(&cut.path().join("s7-w0-c000.kgc")).unwrap();
+        assert_eq!(sealed.games, games[..2]);
+        assert!(cut.path().join("s8-w0-c000.kgc").exists());
+        assert!(chunk::parts_in(cut.path()).unwrap().is_empty());
     }
 
     #[test]
-    fn a_file_of_another_worker_is_refused_on_resume() {
+    fn a_chunk_is_sealed_when_its_time_is_up() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.bin");
-        let rec = PackedBoard::from_position(&Position::startpos(), 0, GameResult::Draw, 4);
-        std::fs::write(&path, rec.to_bytes()).unwrap();
-        // Game 4 belongs to worker 0 of 2, not worker 1.
-        let err = open_resumable(&path, 1, 2).unwrap_err();
-        assert!(err.to_string().contains("another --threads"), "{err}");
-        let (_, next) = open_resumable(&path, 0, 2).unwrap();
-        assert_eq!(next, 4);
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        let cfg = DatagenConfig {
+            threads: 1,
+            games: 2,
+            chunk_time: Duration::ZERO,
+            ..small()
+        };
+        let report = run(dir.path(), &[], &cfg, 1, &|_, _, _| {}).unwrap();
+        // With no time a chunk still takes one game.
+        let files = chunk::chunks_in(dir.path()).unwrap();
+        assert_eq!(report.chunks as usize, files.len());
+        assert!(files.len() >= 2, "{files:?}");
     }
 }

@@ -15,6 +15,7 @@
 //! count. Validation holds out whole games, by a hash of (file, game).
 //! A checkpoint (f32 weights, Adam moments, epoch) resumes a run.
 
+use super::chunk::{self, Filter};
 use super::datagen::Rng;
 use super::packed::{PackedBoard, read_records};
 use crate::chess::{Color, Square};
@@ -59,6 +60,8 @@ pub struct TrainConfig {
     /// rights, so a mirrored position is as good a sample, and it halves
     /// the overfitting of small data sets.
     pub mirror: bool,
+    /// Which positions of chunk games to learn from.
+    pub filter: Filter,
 }
 
 impl Default for TrainConfig {
@@ -74,6 +77,7 @@ impl Default for TrainConfig {
             seed: 1,
             threads: 1,
             mirror: false,
+            filter: Filter::default(),
         }
     }
 }
@@ -474,8 +478,27 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
     std::fs::rename(&tmp, path).map_err(io_error(path))
 }
 
-/// `kaissa train`: loads the records (files in the order given,
-/// directories' `*.bin` sorted), trains, writes the net every epoch.
+/// The training records of one file: a chunk's positions that the
+/// filter keeps (its games numbered in order), or a record file's
+/// records; and the count of bad records.
+pub fn load_file(path: &Path, filter: &Filter) -> Result<(Vec<PackedBoard>, usize)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if !chunk::is_chunk(&bytes) {
+        return Ok(read_records(&bytes));
+    }
+    let c = chunk::read(&bytes).with_context(|| format!("reading {}", path.display()))?;
+    let records = c
+        .games
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| filter.records(g, i as u32))
+        .collect();
+    Ok((records, 0))
+}
+
+/// `kaissa train`: loads the data (files in the order given,
+/// directories' `*.kgc` and `*.bin` sorted), trains, writes the net every
+/// epoch.
 pub fn run(
     data: &[PathBuf],
     cfg: TrainConfig,
@@ -489,7 +512,10 @@ pub fn run(
             let mut in_dir: Vec<PathBuf> = std::fs::read_dir(p)
                 .with_context(|| format!("reading {}", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|e| e == "bin" || e == chunk::EXTENSION)
+                })
                 .collect();
             in_dir.sort();
             files.extend(in_dir);
@@ -500,8 +526,7 @@ pub fn run(
     let mut set = Data::default();
     let mut bad = 0;
     for (i, f) in files.iter().enumerate() {
-        let bytes = std::fs::read(f).with_context(|| format!("reading {}", f.display()))?;
-        let (records, b) = read_records(&bytes);
+        let (records, b) = load_file(f, &cfg.filter)?;
         bad += b;
         set.add_file(i as u64, records, &cfg);
     }
