@@ -5,14 +5,16 @@
 //! again from the run's seed (as `kaissa datagen` chose it), and each
 //! recorded position is reached from the one before by the shortest line
 //! of legal moves that leads to it (a short search: the positions left
-//! out between two records are a few checks and captures). The positions
-//! on such a line have no score. Where no line is found, the game goes on
+//! out between two records are a few checks and captures), whose first
+//! move is quiet (the record was kept for its quiet best move). The
+//! positions on such a line have no score. Where no line is found, the game goes on
 //! as a new game from the record's position (no castling rights).
 
 use super::chunk::Game;
 use super::datagen;
 use super::packed::PackedBoard;
 use crate::chess::{CastleSide, Color, Move, Position, Role};
+use crate::engine::movepick::is_noisy;
 
 /// The longest line searched between two records, in plies.
 const MAX_BRIDGE: usize = 8;
@@ -103,6 +105,7 @@ fn bridge_from(
     pos: &Position,
     t: &Target,
     plies: usize,
+    quiet_first: bool,
     line: &mut Vec<Move>,
     budget: &mut u64,
 ) -> bool {
@@ -113,9 +116,14 @@ fn bridge_from(
         return false;
     }
     *budget -= 1;
+    // From a record, the move played was quiet (that is why it was kept).
+    let quiet_only = quiet_first && line.is_empty();
     for &m in pos.legal_moves().iter() {
+        if quiet_only && (is_noisy(pos, m) || m.is_promotion()) {
+            continue;
+        }
         line.push(m);
-        if bridge_from(&pos.play(m), t, plies - 1, line, budget) {
+        if bridge_from(&pos.play(m), t, plies - 1, quiet_first, line, budget) {
             return true;
         }
         line.pop();
@@ -123,14 +131,28 @@ fn bridge_from(
     false
 }
 
+/// Where a line starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum From {
+    /// The end of the replayed opening: the first record may be there.
+    Opening,
+    /// A record: the line has a ply at least, and its first move is quiet.
+    Record,
+}
+
 /// The shortest line of legal moves from `pos` to `t`, if one of at most
 /// `MAX_BRIDGE` plies is found.
-fn bridge(pos: &Position, t: &Target) -> Option<Vec<Move>> {
+fn bridge(pos: &Position, t: &Target, from: From) -> Option<Vec<Move>> {
     let parity = usize::from(pos.turn() != t.turn);
+    let least = if from == From::Record && parity == 0 {
+        2
+    } else {
+        parity
+    };
     let mut budget = BRIDGE_NODES;
-    (parity..=MAX_BRIDGE).step_by(2).find_map(|plies| {
+    (least..=MAX_BRIDGE).step_by(2).find_map(|plies| {
         let mut line = Vec::new();
-        bridge_from(pos, t, plies, &mut line, &mut budget).then_some(line)
+        bridge_from(pos, t, plies, from == From::Record, &mut line, &mut budget).then_some(line)
     })
 }
 
@@ -142,7 +164,7 @@ fn rebuild(records: &[PackedBoard], origin: &Origin, out: &mut Vec<Game>, stats:
         .map(|(g, _)| g)
         .filter(|g| {
             let end = g.positions().pop().expect("a position");
-            bridge(&end, &Target::of_record(first)).is_some()
+            bridge(&end, &Target::of_record(first), From::Opening).is_some()
         });
     if opening.is_none() {
         stats.openings_missed += 1;
@@ -152,7 +174,11 @@ fn rebuild(records: &[PackedBoard], origin: &Origin, out: &mut Vec<Game>, stats:
         let target = Target::of_record(r);
         let line = game.as_ref().and_then(|g| {
             let end = g.positions().pop().expect("a position");
-            bridge(&end, &target)
+            let from = match g.scores.last() {
+                Some(Some(_)) => From::Record,
+                _ => From::Opening,
+            };
+            bridge(&end, &target, from)
         });
         match (line, game.as_mut()) {
             (Some(line), Some(g)) => {
