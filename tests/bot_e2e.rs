@@ -916,6 +916,79 @@ fn sum_field(log: &str, key: &str) -> u64 {
         .sum()
 }
 
+/// One search thread, a slow game thinking long and a bullet game: the
+/// bullet game's searches never wait behind the slow one's (which is cut
+/// short or suspended for it), and the slow game goes on playing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bullet_game_never_waits_behind_a_long_search() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(
+        &fake,
+        "[bot]\nconcurrency = 2\noffer_draw = false\nresign_enabled = false\n\
+         [engine]\nthreads = 1\nmax_depth = 0\nponder = false",
+    )
+    .await;
+    let opponent = Some(AutoPlay {
+        policy: Policy::Random,
+        think: Duration::from_millis(20),
+        accept_draws: false,
+    });
+    // The slow game: 30 minutes, the bot White, thinking tens of seconds
+    // a move after its first.
+    let slow = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(1800, 0)
+            .challenger_color(Side::Black)
+            .autoplay(opponent),
+    );
+    fake.wait_until("the slow game's second move is being searched", WAIT, |v| {
+        v.game(&slow).is_some_and(|g| g.moves.len() >= 2)
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let bullet = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 0)
+            .challenger_color(Side::Black)
+            .autoplay(opponent),
+    );
+    // Twelve plies, or fewer if the random opponent is mated before.
+    fake.wait_until("12 plies of the bullet game, or its end", GAME, |v| {
+        v.game(&bullet)
+            .is_some_and(|g| g.moves.len() >= 12 || g.status != "started")
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    let slow_plies = fake.view(|v| v.game(&slow).map_or(0, |g| g.moves.len()));
+    fake.wait_until("the slow game moves on", GAME, |v| {
+        v.game(&slow).is_some_and(|g| g.moves.len() > slow_plies)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    // The first signal lets the slow game finish, the second resigns it.
+    bot.signal("TERM");
+    bot.wait_log("shutting down", WAIT).await;
+    let log = bot.stop().await;
+    let queued: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains(bullet.as_str()))
+        .filter_map(|l| field(l, "queued_us"))
+        .collect();
+    assert!(queued.len() >= 3, "{queued:?}\n{log}");
+    // 60 s / 30 a move, an eighth of it affordable: about 250 ms, and the
+    // cut search answers within milliseconds.
+    let worst = queued.iter().max().copied().unwrap_or(0);
+    assert!(
+        worst < 600_000,
+        "a bullet move waited {worst} us: {queued:?}\n{log}"
+    );
+    assert!(
+        log.contains("search suspended") || log.contains("search cut short"),
+        "{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ponders_on_the_opponents_time() {
     let fake = FakeLichess::start().await;

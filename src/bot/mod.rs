@@ -16,6 +16,7 @@ pub mod pgn;
 pub mod queue;
 pub mod quota;
 pub mod record;
+pub mod scheduler;
 pub mod scopes;
 pub mod state;
 pub mod tournaments;

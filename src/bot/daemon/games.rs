@@ -299,7 +299,7 @@ impl Daemon {
             client: self.client.clone(),
             config: Arc::clone(&self.config),
             me,
-            search_permits: Arc::clone(&self.search_permits),
+            scheduler: self.scheduler.clone(),
             queue_len: Arc::clone(&self.queue_len),
             sources: Arc::clone(&self.sources),
             greet,

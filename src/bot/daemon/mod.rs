@@ -52,6 +52,7 @@ use super::hashstore;
 use super::matchmaking::{MatchEvent, Matchmaker};
 use super::queue::ChallengeQueue;
 use super::quota::BotQuota;
+use super::scheduler::Scheduler;
 use super::scopes;
 use super::state::unix_now;
 use super::tournaments::Tournaments;
@@ -68,7 +69,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 mod control;
@@ -242,7 +243,7 @@ pub struct Daemon {
     config: Arc<Config>,
     slots: Slots,
     games: HashMap<String, GameEntry>,
-    search_permits: Arc<Semaphore>,
+    scheduler: Scheduler,
     done_tx: mpsc::UnboundedSender<(String, Exit)>,
     done_rx: mpsc::UnboundedReceiver<(String, Exit)>,
     me: Option<Me>,
@@ -323,7 +324,7 @@ struct Health {
 impl Daemon {
     pub fn new(client: Client, config: Config) -> Daemon {
         let slots = Slots::new(config.bot.concurrency as usize);
-        let search_permits = Arc::new(Semaphore::new(config.engine.threads.max(1) as usize));
+        let scheduler = Scheduler::new(config.engine.threads.max(1) as usize);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let (answered_tx, answered_rx) = mpsc::unbounded_channel();
         let (reconcile_tx, reconcile_rx) = mpsc::unbounded_channel();
@@ -363,7 +364,7 @@ impl Daemon {
             config: Arc::new(config),
             slots,
             games: HashMap::new(),
-            search_permits,
+            scheduler,
             done_tx,
             done_rx,
             me: None,

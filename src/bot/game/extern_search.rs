@@ -8,6 +8,7 @@
 //! played rather than lose on time.
 
 use super::super::external;
+use super::super::scheduler::Permit;
 use super::board::Record;
 use super::mover::{
     Chosen, EXTERNAL_DEADLINE_SHARE, EXTERNAL_GRACE, EXTERNAL_MIN_TIME, MAX_ENGINE_FAILURES,
@@ -16,12 +17,13 @@ use super::mover::{
 use super::{Flow, Game, Player};
 use crate::engine::sources::Source;
 use std::time::Duration;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 impl Game {
     /// Starts the external engine's search for our move, if still wanted.
-    pub(super) fn start_external_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
+    pub(super) fn start_external_search(&mut self, permit: Permit) {
+        let ply_now = self.record.as_ref().map_or(0, |r| r.ply());
+        let (queued, searched_before) = self.resumed(ply_now, permit.queued);
         let (Some(us), Some(record), Some((state, arrived))) =
             (self.color, &self.record, &self.state)
         else {
@@ -100,10 +102,11 @@ impl Game {
             arrived,
             started,
             queued,
+            searched_before,
             clock: our_clock,
             last_info: None,
             source: Source::Search,
-            _permit: Some(permit),
+            permit: Some(permit),
         });
     }
 
@@ -235,7 +238,7 @@ impl Game {
         let Some(target) = record.after(&moves) else {
             return;
         };
-        let Ok(permit) = std::sync::Arc::clone(&self.ctx.search_permits).try_acquire_owned() else {
+        let Some(permit) = self.ctx.scheduler.try_acquire(&self.ask(true)) else {
             tracing::debug!(game = %self.id, "not pondering: no free search thread");
             return;
         };
@@ -292,7 +295,7 @@ impl Game {
             expected: reply.to_owned(),
             last_info: None,
             external_info: None,
-            permit: Some(permit),
+            permit,
         });
     }
 

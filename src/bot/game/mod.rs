@@ -12,9 +12,12 @@
 //! `engine.hash_mb / bot.concurrency` MiB): games never share a table or
 //! disturb each other's move ordering, and dropping the game frees it all.
 //! The CPU budget is shared instead: a search needs one of the
-//! `engine.threads` permits of [`GameContext::search_permits`], so the
-//! daemon never searches on more threads than configured, whatever the
-//! number of games.
+//! `engine.threads` threads of [`GameContext::scheduler`], so the daemon
+//! never searches on more threads than configured, whatever the number of
+//! games; who waits is served by urgency, and a game that cannot wait has
+//! a search with time to spare cut short (see [`scheduler`](super::scheduler)).
+//! A search cut early in its budget asks again and searches on; one cut
+//! late plays its best move so far.
 //!
 //! With `engine.ponder`, the game thinks on the opponent's time too: see
 //! [`Pondering`] for the hit/miss flow and how a ponder search shares the
@@ -49,6 +52,7 @@ use super::chat::{self, Command, EngineView, Room};
 use super::external::{self, ExternalEngine};
 use super::hashstore;
 use super::pgn::Eval;
+use super::scheduler::{Permit, Scheduler};
 use crate::chess;
 use crate::config::Config;
 use crate::engine::{self, Engine, EngineOptions, hashfile};
@@ -58,7 +62,7 @@ use crate::lichess::model::{
     VariantKey,
 };
 use board::Record;
-use mover::{Lag, Pondering, Refused, Thinking};
+use mover::{Lag, Pondering, Refused, Suspended, Thinking};
 use reader::{Line, Reader};
 use sources::{Asking, MoveSources};
 use std::future::Future;
@@ -67,7 +71,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -77,9 +81,6 @@ const FINISH_GRACE: Duration = Duration::from_secs(2);
 /// A claim of victory refused (too early) is tried again after this.
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
 const MAX_CLAIMS: u32 = 10;
-/// While pondering, how often we check whether another game is waiting
-/// for the search permit we hold (it then gets it, and we stop pondering).
-const PONDER_YIELD_CHECK: Duration = Duration::from_millis(25);
 /// Chat commands answered per game and minute, at most: a spammer cannot
 /// make us flood the chat (and earn a 429).
 const CHAT_REPLIES_PER_MINUTE: u32 = 4;
@@ -122,9 +123,8 @@ pub struct GameContext {
     pub client: Client,
     pub config: Arc<Config>,
     pub me: Me,
-    /// One permit per search thread allowed (`engine.threads`), shared by
-    /// all games.
-    pub search_permits: Arc<Semaphore>,
+    /// The search threads (`engine.threads`), shared by all games.
+    pub scheduler: Scheduler,
     /// Challenges waiting in the daemon's queue (for `!queue`).
     pub queue_len: Arc<AtomicUsize>,
     /// Greet the players when the game starts (false when taking up a
@@ -280,7 +280,7 @@ enum Flow {
     Resync,
 }
 
-type PermitFuture = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
+type PermitFuture = Pin<Box<dyn Future<Output = Permit> + Send>>;
 
 struct Game {
     ctx: GameContext,
@@ -329,6 +329,8 @@ struct Game {
     rethink_at: Option<Instant>,
     /// Our moves the server refused in the current position.
     refused: Refused,
+    /// Our search for the move, suspended for another game.
+    suspended: Option<Suspended>,
     /// The arena tournament of the game, if it is an arena pairing.
     tournament: Option<String>,
     /// A Swiss tournament's game (no draw before move 30).
@@ -435,6 +437,7 @@ impl Game {
             resyncs: 0,
             rethink_at: None,
             refused: Refused::default(),
+            suspended: None,
             tournament: info.tournament_id.clone(),
             swiss: info.swiss_id.is_some(),
             lag: Lag::default(),
@@ -522,9 +525,10 @@ impl Game {
         };
         let mut pending: Option<PermitFuture> = None;
         let mut asking: Option<Asking> = None;
-        let mut asked = Instant::now();
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
         loop {
+            // Our search's thread, if the scheduler wants it back.
+            let cut: Option<Arc<Notify>> = self.cut_signal();
             let flow = tokio::select! {
                 line = self.reader.lines.recv() => match line {
                     Some(Line::Event(event, arrived)) => self.on_event(event, arrived).await,
@@ -545,11 +549,13 @@ impl Game {
                     None => std::future::pending().await,
                 } }, if pending.is_some() => {
                     pending = None;
-                    if let Some(permit) = permit {
-                        self.start_search(permit, asked.elapsed());
-                    }
+                    self.start_search(permit);
                     Flow::Continue
                 }
+                _ = async { match cut.as_ref() {
+                    Some(n) => n.notified().await,
+                    None => std::future::pending().await,
+                } } => self.on_cut(),
                 answer = async { match asking.as_mut() {
                     Some(a) => (&mut a.answer).await.ok().flatten(),
                     None => std::future::pending().await,
@@ -558,11 +564,6 @@ impl Game {
                         Some(a) => self.on_online((a.ply, a.key), answer).await,
                         None => Flow::Continue,
                     }
-                }
-                _ = tokio::time::sleep(PONDER_YIELD_CHECK),
-                    if self.pondering.is_some() => {
-                    self.ponder_yield_check();
-                    Flow::Continue
                 }
                 _ = tokio::time::sleep_until(self.abort_at.unwrap_or_else(far)),
                     if self.abort_at.is_some() => self.on_abort_timer(),
@@ -592,9 +593,9 @@ impl Game {
                 Flow::Continue => {}
                 Flow::Think => {
                     if pending.is_none() {
-                        asked = Instant::now();
-                        let permits = Arc::clone(&self.ctx.search_permits);
-                        pending = Some(Box::pin(async move { permits.acquire_owned().await.ok() }));
+                        let scheduler = self.ctx.scheduler.clone();
+                        let ask = self.ask(false);
+                        pending = Some(Box::pin(async move { scheduler.acquire(&ask).await }));
                     }
                 }
                 Flow::Over => break,

@@ -9,6 +9,7 @@
 use super::super::chat::EngineView;
 use super::super::external;
 use super::super::hashstore;
+use super::super::scheduler::{Ask, Permit};
 use super::board::Record;
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
 use super::{Flow, Game, Player};
@@ -20,7 +21,6 @@ use crate::lichess::client::Error as ClientError;
 use crate::lichess::model::GameState;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 /// Searches of an external engine that may fail (its process died or hung
@@ -162,15 +162,28 @@ pub(super) struct Thinking {
     pub(super) arrived: Instant,
     /// When the search was started.
     pub(super) started: Instant,
-    /// How long we waited for a search permit (another game was
+    /// How long we waited for a search thread (another game was
     /// searching): queueing, not overhead.
     pub(super) queued: Duration,
+    /// How long earlier searches of this move ran before they were
+    /// suspended for another game (thinking, not overhead).
+    pub(super) searched_before: Duration,
     /// Our clock when the search started.
     pub(super) clock: Option<Duration>,
     pub(super) last_info: Option<SearchInfo>,
     /// Where the move comes from.
     pub(super) source: Source,
-    pub(super) _permit: Option<OwnedSemaphorePermit>,
+    /// The search's thread (none for a source's move).
+    pub(super) permit: Option<Permit>,
+}
+
+/// A search for our move suspended for a game that could not wait: what
+/// it had spent when it asked for a thread again.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Suspended {
+    pub(super) ply: usize,
+    pub(super) searched: Duration,
+    pub(super) queued: Duration,
 }
 
 /// A search of the built-in engine or of an external one.
@@ -236,14 +249,12 @@ impl Report {
 /// a takeback, or the game's end) stops it; its `BestMove` is then ignored
 /// by its id (never posted) and the real position is searched as usual.
 ///
-/// Permits: a ponder search runs on a CPU thread too, so it holds one of
-/// the `engine.threads` permits, but it never waits for one and never
+/// Threads: a ponder search runs on a CPU thread too, so it holds one of
+/// the scheduler's `engine.threads`, but it never waits for one and never
 /// keeps one from a game that needs it for its real move. It starts only
-/// if a permit is free at once (the permit of our own search is released
-/// first, so a game queued for it gets it), and every
-/// [`PONDER_YIELD_CHECK`] it releases its permit and takes it back if it
-/// can without waiting: the semaphore is fair, so a released permit goes
-/// to a game already waiting, and the ponder search then stops.
+/// if a thread is free at once and nobody waits (the thread of our own
+/// search is given back first, so a game waiting for it gets it), and the
+/// scheduler cuts it as soon as any game waits.
 pub(super) struct Pondering {
     pub(super) id: SearchRef,
     /// The ply of the position searched (after the expected reply).
@@ -256,8 +267,7 @@ pub(super) struct Pondering {
     pub(super) expected: String,
     pub(super) last_info: Option<SearchInfo>,
     pub(super) external_info: Option<external::Info>,
-    /// `None` only for an instant, while checking for waiting games.
-    pub(super) permit: Option<OwnedSemaphorePermit>,
+    pub(super) permit: Permit,
 }
 
 impl Game {
@@ -311,10 +321,16 @@ impl Game {
     }
 
     /// Starts the search for our move, if it is still wanted.
-    pub(super) fn start_search(&mut self, permit: OwnedSemaphorePermit, queued: Duration) {
+    pub(super) fn start_search(&mut self, permit: Permit) {
         if matches!(self.player, Player::External(_)) {
-            return self.start_external_search(permit, queued);
+            return self.start_external_search(permit);
         }
+        let ply_now = self
+            .record
+            .as_ref()
+            .and_then(Record::native)
+            .map_or(0, |r| r.ply());
+        let (queued, searched_before) = self.resumed(ply_now, permit.queued);
         let (Some(us), Some(record), Some((state, arrived))) = (
             self.color,
             self.record.as_ref().and_then(Record::native),
@@ -365,10 +381,11 @@ impl Game {
             arrived,
             started,
             queued,
+            searched_before,
             clock: our_clock,
             last_info: None,
             source: Source::Search,
-            _permit: Some(permit),
+            permit: Some(permit),
         });
     }
 
@@ -478,7 +495,7 @@ impl Game {
             self.draw_offered_at = Some(ply);
         }
         let uci = chosen.uci;
-        let think = done - thinking.started;
+        let think = done - thinking.started + thinking.searched_before;
         // Retry the post for as long as our clock allows, within bounds.
         let posting = Instant::now();
         let clock_left = thinking
@@ -490,7 +507,8 @@ impl Game {
         // Time on our side of the wire: from the line's arrival to the
         // search start (less any wait for a search permit), and from the
         // best move to this post.
-        let overhead = (thinking.started - thinking.arrived).saturating_sub(thinking.queued)
+        let overhead = (thinking.started - thinking.arrived)
+            .saturating_sub(thinking.queued + thinking.searched_before)
             + (posting - done);
         self.moved_at_ply = Some(ply);
         let result = self
@@ -611,7 +629,7 @@ impl Game {
         if !after_ours.is_legal(reply) {
             return;
         }
-        let Ok(permit) = Arc::clone(&self.ctx.search_permits).try_acquire_owned() else {
+        let Some(permit) = self.ctx.scheduler.try_acquire(&self.ask(true)) else {
             tracing::debug!(game = %self.id, "not pondering: no free search thread");
             return;
         };
@@ -650,7 +668,7 @@ impl Game {
             key,
             expected,
             last_info: None,
-            permit: Some(permit),
+            permit,
         });
     }
 
@@ -660,9 +678,8 @@ impl Game {
         let (Some(p), Some(us)) = (self.pondering.take(), self.color) else {
             return;
         };
-        let Some(permit) = p.permit else {
-            return;
-        };
+        let permit = p.permit;
+        permit.ponder_hit();
         let (_, clock) = self.limits(state, us, Duration::ZERO, false);
         match &mut self.player {
             Player::BuiltIn(engine) => engine.ponderhit(),
@@ -679,10 +696,11 @@ impl Game {
             arrived,
             started: now,
             queued: Duration::ZERO,
+            searched_before: Duration::ZERO,
             clock,
             last_info: p.last_info,
             source: Source::Search,
-            _permit: Some(permit),
+            permit: Some(permit),
         });
     }
 
@@ -701,18 +719,95 @@ impl Game {
         }
     }
 
-    /// Gives our ponder permit to a game waiting for one, if any: the
-    /// permit is released and taken back only if nobody was queued for it
-    /// (the semaphore is fair: a released permit goes to the first waiter).
-    pub(super) fn ponder_yield_check(&mut self) {
-        let Some(p) = self.pondering.as_mut() else {
-            return;
+    /// Our budget for this move: how long the clock lets us think (a
+    /// 30th of our time and most of the increment, at most a quarter of
+    /// our time), what the scheduler weighs our wait against.
+    pub(super) fn move_budget(&self) -> Duration {
+        let correspondence = || self.ctx.config.bot.correspondence_move_time();
+        let (Some(us), Some((state, arrived))) = (self.color, &self.state) else {
+            return correspondence();
         };
-        drop(p.permit.take());
-        match Arc::clone(&self.ctx.search_permits).try_acquire_owned() {
-            Ok(permit) => p.permit = Some(permit),
-            Err(_) => self.stop_pondering("a game needs the thread"),
+        if self.facts.as_ref().and_then(|f| f.clock).is_none() {
+            return correspondence();
         }
+        let ply = self.record.as_ref().map_or(0, Record::ply);
+        if self.moved_at_ply.is_none() && ply < 2 {
+            return FIRST_MOVE_TIME;
+        }
+        let ours = super::to_model(us);
+        let left = Duration::from_millis(state.time_left(ours)).saturating_sub(arrived.elapsed());
+        let inc = Duration::from_millis(state.increment(ours));
+        (left / 30 + inc * 3 / 4).min(left / 4)
+    }
+
+    /// The waits and searches of earlier, suspended searches of the move
+    /// at `ply`, with this search's wait `queued` added.
+    pub(super) fn resumed(&mut self, ply: usize, queued: Duration) -> (Duration, Duration) {
+        match self.suspended.take().filter(|s| s.ply == ply) {
+            Some(s) => (s.queued + queued, s.searched),
+            None => (queued, Duration::ZERO),
+        }
+    }
+
+    /// What we ask the scheduler for a search.
+    pub(super) fn ask(&self, ponder: bool) -> Ask {
+        Ask {
+            game: self.id.clone(),
+            budget: self.move_budget(),
+            ponder,
+        }
+    }
+
+    /// The signal by which the scheduler wants our search's thread back.
+    pub(super) fn cut_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
+        let thinking = self.thinking.as_ref().and_then(|t| t.permit.as_ref());
+        let permit = thinking.or(self.pondering.as_ref().map(|p| &p.permit))?;
+        Some(permit.cut_signal())
+    }
+
+    /// The scheduler wants our thread for a game that cannot wait. A
+    /// ponder search stops. A search early in its budget stops and asks
+    /// again (it goes on from its table when its turn comes); one that
+    /// has had half its budget or more stops and plays its best move.
+    pub(super) fn on_cut(&mut self) -> Flow {
+        if self.pondering.is_some() {
+            self.stop_pondering("a game needs the thread");
+            return Flow::Continue;
+        }
+        let Some((ply, arrived, started, queued, before)) = self
+            .thinking
+            .as_ref()
+            .filter(|t| t.permit.is_some())
+            .map(|t| (t.ply, t.arrived, t.started, t.queued, t.searched_before))
+        else {
+            return Flow::Continue;
+        };
+        let spent = arrived.elapsed();
+        let budget = self.move_budget() + spent;
+        self.stop_search();
+        if spent * 2 < budget {
+            tracing::debug!(
+                game = %self.id,
+                ply,
+                spent_ms = spent.as_millis() as u64,
+                "search suspended for a game that cannot wait"
+            );
+            // Its answer is ignored (no search of ours has its id now).
+            self.thinking = None;
+            self.suspended = Some(Suspended {
+                ply,
+                searched: before + started.elapsed(),
+                queued,
+            });
+            return Flow::Think;
+        }
+        tracing::debug!(
+            game = %self.id,
+            ply,
+            spent_ms = spent.as_millis() as u64,
+            "search cut short for a game that cannot wait: playing its best move"
+        );
+        Flow::Continue
     }
 
     /// Saves the table to the game's hash file (if `engine.state_dir` is

@@ -284,7 +284,8 @@ impl Game {
             clock,
             last_info,
             source: choice.source,
-            _permit: None,
+            searched_before: Duration::ZERO,
+            permit: None,
         };
         let Some(record) = self.record.as_ref().and_then(Record::native) else {
             return Flow::Continue;

@@ -1,0 +1,500 @@
+//! The search threads (`engine.threads`), shared by every game by urgency.
+//!
+//! A game asks for a thread with its budget for the move (what its clock
+//! lets it think: [`Ask::budget`]). Who waits is served earliest deadline
+//! first: a waiter's deadline is when it asked plus the wait it can afford
+//! (an eighth of its budget, see [`affordable_wait`]), so a bullet game
+//! asking after a slow one is served first, and a slow game that has
+//! waited long enough is served before a new bullet one.
+//!
+//! A waiter whose affordable wait runs out while every thread is busy has
+//! a search cut short for it: the longest-running search of a game with
+//! more time to spare than the waiter (a longer budget), or that has had
+//! more than its fair share of a thread (its budget shared by all the
+//! games searching and waiting). Ponder searches are cut at once whenever
+//! anyone waits. A cut search ends at its next safe point (the engine's
+//! `stop`: it answers with its best move so far); the game then either
+//! posts that move or, with enough of its budget left, asks again and
+//! searches on from its transposition table.
+//!
+//! External engines (`[engines.NAME]`) take their threads here too.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+/// A waiter can afford to wait this share of its budget (1/8).
+const WAIT_SHARE: u32 = 8;
+/// ... but at least this long: a cut search costs its game a move's
+/// thought, so it is not done for a few milliseconds.
+const MIN_WAIT: Duration = Duration::from_millis(20);
+/// ... and at most this long (a correspondence game's budget is minutes).
+const MAX_WAIT: Duration = Duration::from_secs(5);
+/// A waiter past its deadline looks for a search to cut this often.
+const RECHECK: Duration = Duration::from_millis(10);
+
+/// The wait that a search with this budget can afford before it has a
+/// thread taken for it.
+pub fn affordable_wait(budget: Duration) -> Duration {
+    (budget / WAIT_SHARE).clamp(MIN_WAIT, MAX_WAIT)
+}
+
+/// What a game asks a thread for.
+#[derive(Clone, Debug)]
+pub struct Ask {
+    /// The game, for the log.
+    pub game: String,
+    /// How long its clock lets it think on this move.
+    pub budget: Duration,
+    /// A ponder search: it never waits, and is cut whenever anyone does.
+    pub ponder: bool,
+}
+
+struct Running {
+    id: u64,
+    game: String,
+    budget: Duration,
+    ponder: bool,
+    started: Instant,
+    cut: Arc<Notify>,
+    cut_sent: bool,
+}
+
+struct Waiting {
+    id: u64,
+    budget: Duration,
+    /// When it must be served.
+    deadline: Instant,
+    grant: oneshot::Sender<()>,
+}
+
+#[derive(Default)]
+struct State {
+    threads: usize,
+    next_id: u64,
+    running: Vec<Running>,
+    waiting: Vec<Waiting>,
+    /// Searches cut short for a waiter, since the start.
+    cuts: u64,
+}
+
+impl State {
+    fn start(&mut self, id: u64, ask: &Ask) -> Arc<Notify> {
+        let cut = Arc::new(Notify::new());
+        self.running.push(Running {
+            id,
+            game: ask.game.clone(),
+            budget: ask.budget,
+            ponder: ask.ponder,
+            started: Instant::now(),
+            cut: Arc::clone(&cut),
+            cut_sent: false,
+        });
+        cut
+    }
+
+    /// Gives free threads to the waiters, earliest deadline first.
+    fn grant(&mut self) {
+        while self.running.len() < self.threads && !self.waiting.is_empty() {
+            let next = (0..self.waiting.len())
+                .min_by_key(|&i| self.waiting[i].deadline)
+                .expect("a waiter");
+            let w = self.waiting.swap_remove(next);
+            // The waiter's future makes it running when it wakes; a
+            // dropped one is skipped.
+            if w.grant.send(()).is_ok() {
+                self.running.push(Running {
+                    id: w.id,
+                    game: String::new(),
+                    budget: w.budget,
+                    ponder: false,
+                    started: Instant::now(),
+                    cut: Arc::new(Notify::new()),
+                    cut_sent: false,
+                });
+            }
+        }
+    }
+
+    fn release(&mut self, id: u64) {
+        self.running.retain(|r| r.id != id);
+        self.waiting.retain(|w| w.id != id);
+        self.grant();
+    }
+
+    /// Ponder searches make way at once for anyone waiting.
+    fn cut_ponderers(&mut self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        for r in self.running.iter_mut().filter(|r| r.ponder && !r.cut_sent) {
+            r.cut_sent = true;
+            r.cut.notify_one();
+        }
+    }
+
+    /// A waiter with `budget` can wait no more: cuts the longest-running
+    /// search that has more time to spare or more than its share.
+    fn cut_for(&mut self, budget: Duration) -> Option<String> {
+        let demand = (self.running.len() + self.waiting.len()).max(1) as u32;
+        let threads = self.threads.max(1) as u32;
+        let now = Instant::now();
+        let victim = self
+            .running
+            .iter_mut()
+            .filter(|r| !r.cut_sent)
+            .filter(|r| {
+                let ran = now.saturating_duration_since(r.started);
+                r.ponder || r.budget > budget || ran > r.budget * threads / demand
+            })
+            .max_by_key(|r| (r.ponder, now.saturating_duration_since(r.started)))?;
+        victim.cut_sent = true;
+        victim.cut.notify_one();
+        self.cuts += 1;
+        Some(victim.game.clone())
+    }
+}
+
+/// The threads and who holds or waits for them. Cloning shares them.
+#[derive(Clone)]
+pub struct Scheduler {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.lock();
+        f.debug_struct("Scheduler")
+            .field("threads", &s.threads)
+            .field("running", &s.running.len())
+            .field("waiting", &s.waiting.len())
+            .finish()
+    }
+}
+
+/// A thread held by a search; dropping it gives the thread back.
+pub struct Permit {
+    scheduler: Scheduler,
+    id: u64,
+    cut: Arc<Notify>,
+    /// How long the game waited for it.
+    pub queued: Duration,
+}
+
+impl std::fmt::Debug for Permit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Permit")
+            .field("id", &self.id)
+            .field("queued", &self.queued)
+            .finish()
+    }
+}
+
+impl Permit {
+    /// Resolves when the scheduler asks this search to end: a game that
+    /// cannot wait needs the thread.
+    pub async fn cut(&self) {
+        self.cut.notified().await
+    }
+
+    /// The signal [`Permit::cut`] waits on, for a task that holds the
+    /// permit in a struct it also borrows elsewhere.
+    pub fn cut_signal(&self) -> Arc<Notify> {
+        Arc::clone(&self.cut)
+    }
+
+    /// The ponder search holding it became the search for our move: it is
+    /// no longer cut whenever anyone waits.
+    pub fn ponder_hit(&self) {
+        let mut s = self.scheduler.lock();
+        if let Some(r) = s.running.iter_mut().find(|r| r.id == self.id) {
+            r.ponder = false;
+        }
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.scheduler.lock().release(self.id);
+    }
+}
+
+/// Takes a waiter out of the line if its future is dropped before it is
+/// served (or gives back the thread it was granted meanwhile).
+struct WaitGuard<'a> {
+    scheduler: &'a Scheduler,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.scheduler.lock().release(self.id);
+        }
+    }
+}
+
+/// How the threads are used now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Load {
+    pub threads: usize,
+    pub running: usize,
+    pub waiting: usize,
+    /// Searches cut short for a waiter so far.
+    pub cuts: u64,
+}
+
+impl Scheduler {
+    pub fn new(threads: usize) -> Scheduler {
+        Scheduler {
+            state: Arc::new(Mutex::new(State {
+                threads: threads.max(1),
+                ..State::default()
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the lists consistent (every
+        // change is one push or retain): keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn load(&self) -> Load {
+        let s = self.lock();
+        Load {
+            threads: s.threads,
+            running: s.running.len(),
+            waiting: s.waiting.len(),
+            cuts: s.cuts,
+        }
+    }
+
+    /// A thread at once, if one is free and nobody waits: for ponder
+    /// searches, which never wait.
+    pub fn try_acquire(&self, ask: &Ask) -> Option<Permit> {
+        let mut s = self.lock();
+        if s.running.len() >= s.threads || !s.waiting.is_empty() {
+            return None;
+        }
+        s.next_id += 1;
+        let id = s.next_id;
+        let cut = s.start(id, ask);
+        drop(s);
+        Some(Permit {
+            scheduler: self.clone(),
+            id,
+            cut,
+            queued: Duration::ZERO,
+        })
+    }
+
+    /// A thread for the search `ask`: at once if one is free, otherwise in
+    /// its turn by deadline, a search being cut for it when it can wait no
+    /// longer.
+    pub async fn acquire(&self, ask: &Ask) -> Permit {
+        let asked = Instant::now();
+        let wait = affordable_wait(ask.budget);
+        let (id, mut granted) = {
+            let mut s = self.lock();
+            s.next_id += 1;
+            let id = s.next_id;
+            if s.running.len() < s.threads && s.waiting.is_empty() {
+                let cut = s.start(id, ask);
+                drop(s);
+                return Permit {
+                    scheduler: self.clone(),
+                    id,
+                    cut,
+                    queued: Duration::ZERO,
+                };
+            }
+            let (tx, rx) = oneshot::channel();
+            s.waiting.push(Waiting {
+                id,
+                budget: ask.budget,
+                deadline: asked + wait,
+                grant: tx,
+            });
+            s.cut_ponderers();
+            s.grant();
+            (id, rx)
+        };
+        let mut guard = WaitGuard {
+            scheduler: self,
+            id,
+            armed: true,
+        };
+        // From its deadline on, until a search is cut for it, the waiter
+        // looks for one to cut every `RECHECK` (a search as urgent as it
+        // may pass its share of the thread later).
+        let mut check_at = Some(asked + wait);
+        loop {
+            tokio::select! {
+                _ = &mut granted => break,
+                _ = tokio::time::sleep_until(check_at.unwrap_or(asked)), if check_at.is_some() => {
+                    check_at = Some(Instant::now() + RECHECK);
+                    if let Some(victim) = self.lock().cut_for(ask.budget) {
+                        check_at = None;
+                        tracing::debug!(
+                            game = %ask.game,
+                            cut = %victim,
+                            waited_ms = asked.elapsed().as_millis() as u64,
+                            "search cut short for a game that cannot wait"
+                        );
+                    }
+                }
+            }
+        }
+        guard.armed = false;
+        let cut = {
+            let mut s = self.lock();
+            match s.running.iter_mut().find(|r| r.id == id) {
+                Some(r) => {
+                    r.game.clone_from(&ask.game);
+                    r.ponder = ask.ponder;
+                    Arc::clone(&r.cut)
+                }
+                None => s.start(id, ask),
+            }
+        };
+        Permit {
+            scheduler: self.clone(),
+            id,
+            cut,
+            queued: asked.elapsed(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(game: &str, budget_ms: u64) -> Ask {
+        Ask {
+            game: game.into(),
+            budget: Duration::from_millis(budget_ms),
+            ponder: false,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn threads_are_never_exceeded_and_come_back_on_drop() {
+        let s = Scheduler::new(2);
+        let a = s.acquire(&ask("a", 10_000)).await;
+        let b = s.acquire(&ask("b", 10_000)).await;
+        assert_eq!(s.load().running, 2);
+        assert!(s.try_acquire(&ask("p", 1)).is_none());
+        drop(a);
+        let c = s.acquire(&ask("c", 10_000)).await;
+        assert_eq!(c.queued, Duration::ZERO);
+        drop((b, c));
+        assert_eq!(
+            s.load(),
+            Load {
+                threads: 2,
+                ..Load::default()
+            }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_most_urgent_waiter_is_served_first() {
+        let s = Scheduler::new(1);
+        let held = s.acquire(&ask("slow", 100_000)).await;
+        // A slow game asks first, a bullet one after: the bullet one's
+        // deadline is earlier.
+        let slow = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("slow2", 100_000)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let fast = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("bullet", 1_000)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(s.load().waiting, 2);
+        drop(held);
+        let fast = fast.await.unwrap();
+        assert!(!slow.is_finished());
+        drop(fast);
+        slow.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_that_cannot_wait_cuts_a_search_with_time_to_spare() {
+        let s = Scheduler::new(1);
+        let slow = s.acquire(&ask("slow", 60_000)).await;
+        let bullet = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("bullet", 800)).await }
+        });
+        // The slow search is told to end once the bullet game has waited
+        // its affordable 100 ms; it ends (drops its permit) at once.
+        let t0 = Instant::now();
+        slow.cut().await;
+        assert_eq!(t0.elapsed(), Duration::from_millis(100));
+        drop(slow);
+        let b = bullet.await.unwrap();
+        assert_eq!(b.queued, Duration::from_millis(100));
+        assert_eq!(s.load().cuts, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_search_as_urgent_as_the_waiter_is_not_cut_before_its_share() {
+        let s = Scheduler::new(1);
+        let first = s.acquire(&ask("a", 800)).await;
+        let second = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("b", 800)).await }
+        });
+        // Two games of one budget: the first keeps the thread for half
+        // its budget (its share), not only the 100 ms the second can wait.
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(s.load().cuts, 0);
+        first.cut().await;
+        let at = t0.elapsed();
+        assert!(
+            (Duration::from_millis(400)..Duration::from_millis(420)).contains(&at),
+            "{at:?}"
+        );
+        drop(first);
+        second.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ponder_search_makes_way_at_once_and_a_dropped_waiter_leaves_the_line() {
+        let s = Scheduler::new(1);
+        let ponder = s
+            .try_acquire(&Ask {
+                ponder: true,
+                ..ask("p", 10_000)
+            })
+            .unwrap();
+        let waiter = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("w", 60_000)).await }
+        });
+        let t0 = Instant::now();
+        ponder.cut().await;
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        // A waiter that gives up (its game ended) leaves the line.
+        let gone = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("gone", 1_000)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        gone.abort();
+        let _ = gone.await;
+        assert_eq!(s.load().waiting, 1);
+        drop(ponder);
+        let w = waiter.await.unwrap();
+        assert_eq!((s.load().running, s.load().waiting), (1, 0));
+        drop(w);
+    }
+}
