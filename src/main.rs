@@ -115,6 +115,9 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     for line in config.summary() {
         println!("  {line}");
     }
+    if let Some(warning) = config.sharing_warning() {
+        eprintln!("warning: {warning}");
+    }
     let sources = open_sources(&config).context("configuration")?;
     for line in describe_sources(&sources) {
         println!("{line}");
@@ -317,6 +320,9 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
         Err(e) => {
             tracing::error!("engine.eval_file: {e}; playing with the embedded net")
         }
+    }
+    if let Some(warning) = config.sharing_warning() {
+        tracing::warn!("{warning}");
     }
     let sources = open_sources(&config).context("configuration")?;
     for line in describe_sources(&sources) {

@@ -908,6 +908,188 @@ async fn measure_move_overhead_and_memory() {
     );
 }
 
+/// The load benchmark of the scheduling issue, not a check: N games at
+/// once on T search threads against the fake server, a mix of clocks,
+/// reporting per clock the games, time losses, clock left at the end,
+/// think time and the wait for a search thread, and the daemon's RSS and
+/// CPU. `KAISSA_MIX` picks the mix:
+///
+/// - `a`: 1 thread, four 3+2 games and two bullet ones (30+0, 1+0);
+/// - `b`: 2 threads, eight 1+0 games;
+/// - `c`: 2 threads, sixteen games from 30+0 to 5+3;
+/// - `d`: 2 threads, 64 correspondence games parked and four 3+2 ones.
+///
+/// `KAISSA_MIX=a cargo test --release --test bot_e2e -- --ignored --nocapture measure_load`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run by hand"]
+async fn measure_load() {
+    let mix = std::env::var("KAISSA_MIX").unwrap_or_else(|_| "a".into());
+    let blitz = |n: usize| vec![(180, 2); n];
+    let (threads, clocks, parked): (u32, Vec<(u32, u32)>, usize) = match mix.as_str() {
+        "a" => (1, [blitz(4), vec![(30, 0), (60, 0)]].concat(), 0),
+        "b" => (2, vec![(60, 0); 8], 0),
+        "c" => {
+            let eight = [
+                (30, 0),
+                (60, 0),
+                (60, 1),
+                (120, 1),
+                (180, 0),
+                (180, 2),
+                (300, 0),
+                (300, 3),
+            ];
+            (2, [eight, eight].concat(), 0)
+        }
+        "d" => (2, blitz(4), 64),
+        other => panic!("KAISSA_MIX={other}: a, b, c or d"),
+    };
+    let fake = FakeLichess::start().await;
+    let games = clocks.len() + parked;
+    let extra = format!(
+        "[engine]\nthreads = {threads}\nmax_depth = 0\nhash_mb = {}\n\
+         [bot]\nconcurrency = {games}\noffer_draw = false\nresign_enabled = false\n\
+         [challenge]\ncorrespondence = true",
+        16 * games.min(16)
+    );
+    let mut bot = Bot::configured(&fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[challenge]\nmax_games_per_opponent = 1000\n\
+             [bot]\npgn_dir = \"{}\"\n{extra}\n",
+            fake.url(),
+            dir.join("pgn").display()
+        )
+    });
+    bot.log_filter = "info".into();
+    bot.spawn();
+    bot.wait_log("event stream open", WAIT).await;
+    let pid = bot.pid();
+    let cpu0 = cpu_ticks(pid);
+    let t0 = std::time::Instant::now();
+    for i in 0..parked {
+        // The bot is Black and the opponent never moves: parked at once.
+        let id = fake.send_challenge(
+            ChallengeSpec::default()
+                .time(FakeTime::Correspondence { days: 3 })
+                .challenger(Opponent::human(&format!("Corr{i}")))
+                .challenger_color(Side::White)
+                .autoplay(None),
+        );
+        fake.wait_until("the game parked", WAIT, |v| v.game(&id).is_some())
+            .await
+            .unwrap();
+    }
+    if parked > 0 {
+        bot.wait_log("parked", WAIT).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let parked_rss = rss_kib(pid);
+    let opponent = Some(AutoPlay {
+        policy: Policy::Greedy,
+        think: Duration::from_millis(50),
+        accept_draws: false,
+    });
+    let ids: Vec<(String, (u32, u32))> = clocks
+        .iter()
+        .enumerate()
+        .map(|(i, &(limit, inc))| {
+            let side = if i % 2 == 0 { Side::White } else { Side::Black };
+            let id = fake.send_challenge(
+                ChallengeSpec::default()
+                    .clock(limit, inc)
+                    .challenger(Opponent::human(&format!("Live{i}")))
+                    .challenger_color(side)
+                    .autoplay(opponent),
+            );
+            (id, (limit, inc))
+        })
+        .collect();
+    let mut max_rss = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(1800);
+    loop {
+        max_rss = max_rss.max(rss_kib(pid));
+        let over = fake.view(|v| {
+            ids.iter()
+                .all(|(id, _)| v.game(id).is_some_and(|g| g.is_over()))
+        });
+        if over || std::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = (cpu_ticks(pid) - cpu0) as f64 / 100.0;
+    bot.signal("TERM");
+    bot.wait_log("shutting down", WAIT).await;
+    let log = bot.stop().await;
+    println!(
+        "mix {mix}: {threads} threads, {} live games, {parked} parked; daemon RSS: {parked_rss} KiB \
+         with the parked games, max {max_rss} KiB; CPU {cpu:.1} s in {wall:.0} s ({:.0}% of a core)",
+        ids.len(),
+        100.0 * cpu / wall
+    );
+    println!(
+        "| control | games | time losses | clock left at end avg / min (s) | think avg (ms) | wait p50 / p99 / max (ms) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut controls: Vec<(u32, u32)> = clocks.clone();
+    controls.sort_unstable();
+    controls.dedup();
+    for control in controls {
+        let mine: Vec<&String> = ids
+            .iter()
+            .filter(|(_, c)| *c == control)
+            .map(|(id, _)| id)
+            .collect();
+        let (mut losses, mut left) = (0, Vec::new());
+        for id in &mine {
+            let g = fake.game(id).expect("a game");
+            let ours = if g.bot_color == Color::White {
+                g.wtime_ms
+            } else {
+                g.btime_ms
+            };
+            if g.status == "outoftime" && g.winner != Some(g.bot_color) {
+                losses += 1;
+            }
+            left.push(ours.max(0) as f64 / 1000.0);
+        }
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| mine.iter().any(|id| l.contains(&format!("game={id} "))))
+            .filter(|l| l.contains(" queued_us="))
+            .collect();
+        let mut queued: Vec<u64> = lines.iter().filter_map(|l| field(l, "queued_us")).collect();
+        queued.sort_unstable();
+        let think: Vec<u64> = lines.iter().filter_map(|l| field(l, "think_ms")).collect();
+        let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let ms = |us: u64| us as f64 / 1000.0;
+        println!(
+            "| {}+{} | {} | {losses} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} / {:.0} |",
+            control.0,
+            control.1,
+            mine.len(),
+            avg(&left),
+            left.iter().copied().fold(f64::INFINITY, f64::min),
+            avg(&think.iter().map(|&t| t as f64).collect::<Vec<_>>()),
+            ms(percentile(&queued, 50.0)),
+            ms(percentile(&queued, 99.0)),
+            ms(queued.last().copied().unwrap_or(0))
+        );
+    }
+}
+
+/// CPU time (user + system) of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is the
+    // 14th field, stime the 15th.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    num(11) + num(12)
+}
+
 /// Sums `key=N` over the game-end lines of `log`.
 fn sum_field(log: &str, key: &str) -> u64 {
     log.lines()

@@ -402,3 +402,41 @@ fn engine_id(engine: &std::path::Path) -> (String, String) {
     };
     (field("id name "), field("id author "))
 }
+
+/// More games than search threads with bullet allowed: `kaissa check`
+/// says a game may wait and what kaissa does about it; with a thread a
+/// game, or without bullet, it says nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_games_than_threads_with_bullet_is_warned_about() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("[bot]\nconcurrency = 6\n[engine]\nthreads = 1", true),
+        ("[bot]\nconcurrency = 6\n[engine]\nthreads = 6", false),
+        (
+            "[bot]\nconcurrency = 6\n[engine]\nthreads = 2\n\
+             [challenge]\nspeeds = [\"blitz\", \"rapid\"]",
+            false,
+        ),
+    ];
+    for (i, (config, warned)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("k{i}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+        let (stdout, stderr) = text(&out);
+        assert!(
+            out.status.success(),
+            "{config}\nstdout: {stdout}\nstderr: {stderr}"
+        );
+        assert_eq!(
+            stderr.contains("bot.concurrency (6) is above engine.threads"),
+            warned,
+            "{config}\nstderr: {stderr}"
+        );
+        assert!(stdout.contains("search threads: "), "{stdout}");
+        if warned {
+            assert!(stderr.contains("cuts a longer search short"), "{stderr}");
+            assert!(stdout.contains("shared by urgency"), "{stdout}");
+        }
+    }
+}

@@ -315,3 +315,73 @@ async fn a_misconfigured_engine_declines_its_variants_and_nothing_else() {
         "the decline is explained"
     );
 }
+
+/// One search thread for an external engine thinking long (a 30-minute
+/// crazyhouse game) and a bullet game of the built-in engine: the external
+/// engine's search is cut for the bullet game like a built-in one, and
+/// both games go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_engine_shares_the_threads_by_the_same_rules() {
+    let Some(engine) = support::engines::fairy_stockfish() else {
+        eprintln!("skipped: no Fairy-Stockfish (scripts/build-fairy-stockfish.sh)");
+        return;
+    };
+    let fake = FakeLichess::start().await;
+    let bot = start(
+        &fake,
+        &engine,
+        "[engine]\nthreads = 1\nmax_depth = 0\nponder = false\n\
+         [bot]\nconcurrency = 2\noffer_draw = false\nresign_enabled = false\n\
+         [engines.fairy]\nmax_depth = 0",
+    )
+    .await;
+    let zh = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant_key("crazyhouse")
+            .clock(1800, 0)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    fake.wait_until("the crazyhouse game's second move is searched", WAIT, |v| {
+        v.game(&zh).is_some_and(|g| g.moves.len() >= 2)
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let bullet = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 0)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    fake.wait_until("8 plies of the bullet game, or its end", GAME, |v| {
+        v.game(&bullet)
+            .is_some_and(|g| g.moves.len() >= 8 || g.is_over())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    let zh_plies = fake.view(|v| v.game(&zh).map_or(0, |g| g.moves.len()));
+    fake.wait_until("the crazyhouse game moves on", GAME, |v| {
+        v.game(&zh).is_some_and(|g| g.moves.len() > zh_plies)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    bot.signal("TERM");
+    bot.wait_log("shutting down", WAIT).await;
+    let log = bot.stop().await;
+    let queued: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains(&format!("game={bullet} ")))
+        .filter_map(|l| {
+            let start = l.find(" queued_us=")? + " queued_us=".len();
+            l[start..].split(' ').next()?.parse().ok()
+        })
+        .collect();
+    assert!(queued.len() >= 3, "{queued:?}\n{log}");
+    let worst = queued.iter().max().copied().unwrap_or(0);
+    assert!(
+        worst < 600_000,
+        "a bullet move waited {worst} us: {queued:?}\n{log}"
+    );
+    assert!(log.contains(&format!("cut={zh}")), "{log}");
+}

@@ -2,7 +2,7 @@
 //! operator most needs to see at a glance (slots, queue, fair limits,
 //! quota, correspondence, matchmaking, tournaments).
 
-use super::sections::Config;
+use super::sections::{AcceptedSpeed, Config};
 
 impl Config {
     /// One line per group of settings.
@@ -52,8 +52,56 @@ impl Config {
             format!("takebacks per game: {}", b.max_takebacks),
             format!("matchmaking: {matchmaking}"),
             format!("tournaments: {}", self.tournaments_summary()),
+            format!("search threads: {}", self.threads_summary()),
         ]
     }
+
+    /// How the games share the search threads.
+    fn threads_summary(&self) -> String {
+        let (threads, games) = (self.engine.threads.max(1), self.bot.concurrency);
+        if games <= threads {
+            return format!("{threads} for up to {games} games: one each");
+        }
+        format!(
+            "{threads} for up to {games} games: shared by urgency (the game whose clock is \
+             shortest first; a search with time to spare is cut short for a game that \
+             cannot wait)"
+        )
+    }
+
+    /// A warning when games can starve for a search thread: bullet
+    /// accepted with more games than threads. `kaissa check` prints it.
+    pub fn sharing_warning(&self) -> Option<String> {
+        let (threads, games) = (self.engine.threads.max(1), self.bot.concurrency);
+        let bullet = self.challenge.speeds.contains(&AcceptedSpeed::Bullet)
+            || (self.matchmaking.enabled
+                && self
+                    .matchmaking
+                    .time_controls
+                    .iter()
+                    .any(|tc| is_bullet(tc)));
+        (bullet && games > threads).then(|| {
+            format!(
+                "bot.concurrency ({games}) is above engine.threads ({threads}) with bullet \
+                 allowed: a bullet game may wait for a thread while other games search. \
+                 kaissa serves the most urgent game first and cuts a longer search short \
+                 for it (that game then plays on less thought); for full-strength bullet, \
+                 set engine.threads to bot.concurrency, up to the cores you can give"
+            )
+        })
+    }
+}
+
+/// Whether a matchmaking time control (`minutes+increment`) is bullet by
+/// Lichess's estimate (initial + 40 x increment under 180 s).
+fn is_bullet(tc: &str) -> bool {
+    let Some((minutes, inc)) = tc.split_once('+') else {
+        return false;
+    };
+    let (Ok(minutes), Ok(inc)) = (minutes.trim().parse::<f64>(), inc.trim().parse::<f64>()) else {
+        return false;
+    };
+    minutes * 60.0 + 40.0 * inc < 180.0
 }
 
 impl Config {
