@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use shakmaty::Color;
-use support::bot::{Bot, check_log};
+use support::bot::{Bot, bullet_beside_a_long_search, check_log};
 use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, GameRecord, Policy, Side};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -335,53 +335,33 @@ async fn an_external_engine_shares_the_threads_by_the_same_rules() {
          [engines.fairy]\nmax_depth = 0",
     )
     .await;
-    let zh = fake.send_challenge(
+    let seen = bullet_beside_a_long_search(
+        &fake,
+        bot,
         ChallengeSpec::default()
             .variant_key("crazyhouse")
             .clock(1800, 0)
             .challenger_color(Side::Black)
             .autoplay(Some(quick_opponent())),
-    );
-    fake.wait_until("the crazyhouse game's second move is searched", WAIT, |v| {
-        v.game(&zh).is_some_and(|g| g.moves.len() >= 2)
-    })
-    .await
-    .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let bullet = fake.send_challenge(
         ChallengeSpec::default()
             .clock(60, 0)
             .challenger_color(Side::Black)
             .autoplay(Some(quick_opponent())),
+        8,
+    )
+    .await;
+    let (queued, log) = (&seen.queued, &seen.log);
+    // The first move, off the clock, waits up to a 16th of 16 s.
+    assert!(
+        seen.first_queued < 1_500_000,
+        "{}\n{log}",
+        seen.first_queued
     );
-    fake.wait_until("8 plies of the bullet game, or its end", GAME, |v| {
-        v.game(&bullet)
-            .is_some_and(|g| g.moves.len() >= 8 || g.is_over())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
-    let zh_plies = fake.view(|v| v.game(&zh).map_or(0, |g| g.moves.len()));
-    fake.wait_until("the crazyhouse game moves on", GAME, |v| {
-        v.game(&zh).is_some_and(|g| g.moves.len() > zh_plies)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
-    bot.signal("TERM");
-    bot.wait_log("shutting down", WAIT).await;
-    let log = bot.stop().await;
-    let queued: Vec<u64> = log
-        .lines()
-        .filter(|l| l.contains(&format!("game={bullet} ")))
-        .filter_map(|l| {
-            let start = l.find(" queued_us=")? + " queued_us=".len();
-            l[start..].split(' ').next()?.parse().ok()
-        })
-        .collect();
     assert!(queued.len() >= 3, "{queued:?}\n{log}");
     let worst = queued.iter().max().copied().unwrap_or(0);
     assert!(
         worst < 600_000,
         "a bullet move waited {worst} us: {queued:?}\n{log}"
     );
-    assert!(log.contains(&format!("cut={zh}")), "{log}");
+    assert!(log.contains(&format!("cut={}", seen.slow)), "{log}");
 }

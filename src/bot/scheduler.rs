@@ -3,7 +3,7 @@
 //! A game asks for a thread with its budget for the move (what its clock
 //! lets it think: [`Ask::budget`]). Who waits is served earliest deadline
 //! first: a waiter's deadline is when it asked plus the wait it can afford
-//! (an eighth of its budget, see [`affordable_wait`]), so a bullet game
+//! (a sixteenth of its budget, see [`affordable_wait`]), so a bullet game
 //! asking after a slow one is served first, and a slow game that has
 //! waited long enough is served before a new bullet one.
 //!
@@ -24,8 +24,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-/// A waiter can afford to wait this share of its budget (1/8).
-const WAIT_SHARE: u32 = 8;
+/// A waiter can afford to wait this share of its budget (1/16).
+const WAIT_SHARE: u32 = 16;
 /// ... but at least this long: a cut search costs its game a move's
 /// thought, so it is not done for a few milliseconds.
 const MIN_WAIT: Duration = Duration::from_millis(20);
@@ -66,6 +66,8 @@ struct Waiting {
     budget: Duration,
     /// When it must be served.
     deadline: Instant,
+    /// A search was cut for it: the thread that frees is its.
+    cut: bool,
     grant: oneshot::Sender<()>,
 }
 
@@ -94,11 +96,12 @@ impl State {
         cut
     }
 
-    /// Gives free threads to the waiters, earliest deadline first.
+    /// Gives free threads to the waiters: first those a search was cut
+    /// for, then by earliest deadline.
     fn grant(&mut self) {
         while self.running.len() < self.threads && !self.waiting.is_empty() {
             let next = (0..self.waiting.len())
-                .min_by_key(|&i| self.waiting[i].deadline)
+                .min_by_key(|&i| (!self.waiting[i].cut, self.waiting[i].deadline))
                 .expect("a waiter");
             let w = self.waiting.swap_remove(next);
             // The waiter's future makes it running when it wakes; a
@@ -134,9 +137,10 @@ impl State {
         }
     }
 
-    /// A waiter with `budget` can wait no more: cuts the longest-running
-    /// search that has more time to spare or more than its share.
-    fn cut_for(&mut self, budget: Duration) -> Option<String> {
+    /// Waiter `id` with `budget` can wait no more: cuts the longest-running
+    /// search that has more time to spare or more than its share; the
+    /// thread it frees goes to that waiter.
+    fn cut_for(&mut self, id: u64, budget: Duration) -> Option<String> {
         let demand = (self.running.len() + self.waiting.len()).max(1) as u32;
         let threads = self.threads.max(1) as u32;
         let now = Instant::now();
@@ -151,8 +155,12 @@ impl State {
             .max_by_key(|r| (r.ponder, now.saturating_duration_since(r.started)))?;
         victim.cut_sent = true;
         victim.cut.notify_one();
+        let game = victim.game.clone();
         self.cuts += 1;
-        Some(victim.game.clone())
+        if let Some(w) = self.waiting.iter_mut().find(|w| w.id == id) {
+            w.cut = true;
+        }
+        Some(game)
     }
 }
 
@@ -316,6 +324,7 @@ impl Scheduler {
                 id,
                 budget: ask.budget,
                 deadline: asked + wait,
+                cut: false,
                 grant: tx,
             });
             s.cut_ponderers();
@@ -336,7 +345,7 @@ impl Scheduler {
                 _ = &mut granted => break,
                 _ = tokio::time::sleep_until(check_at.unwrap_or(asked)), if check_at.is_some() => {
                     check_at = Some(Instant::now() + RECHECK);
-                    if let Some(victim) = self.lock().cut_for(ask.budget) {
+                    if let Some(victim) = self.lock().cut_for(id, ask.budget) {
                         check_at = None;
                         tracing::debug!(
                             game = %ask.game,
@@ -434,14 +443,44 @@ mod tests {
             async move { s.acquire(&ask("bullet", 800)).await }
         });
         // The slow search is told to end once the bullet game has waited
-        // its affordable 100 ms; it ends (drops its permit) at once.
+        // what it can afford; it ends (drops its permit) at once.
+        let affordable = affordable_wait(Duration::from_millis(800));
+        assert_eq!(affordable, Duration::from_millis(50));
         let t0 = Instant::now();
         slow.cut().await;
-        assert_eq!(t0.elapsed(), Duration::from_millis(100));
+        assert_eq!(t0.elapsed(), affordable);
         drop(slow);
         let b = bullet.await.unwrap();
-        assert_eq!(b.queued, Duration::from_millis(100));
+        assert_eq!(b.queued, affordable);
         assert_eq!(s.load().cuts, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_thread_cut_for_a_waiter_is_its_own() {
+        let s = Scheduler::new(1);
+        let slow = s.acquire(&ask("slow", 60_000)).await;
+        // A game as slow waits first (it cannot cut the search before
+        // that has had half its budget, 30 s), and its deadline (3.75 s)
+        // passes before the bullet game's (3.85 s), which has the running
+        // search cut for it.
+        let waiting = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("slow2", 60_000)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(3800)).await;
+        let bullet = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("bullet", 800)).await }
+        });
+        slow.cut().await;
+        drop(slow);
+        let b = tokio::time::timeout(Duration::from_secs(1), bullet)
+            .await
+            .expect("the bullet game gets the thread cut for it")
+            .unwrap();
+        assert!(!waiting.is_finished());
+        drop(b);
+        waiting.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
@@ -453,7 +492,7 @@ mod tests {
             async move { s.acquire(&ask("b", 800)).await }
         });
         // Two games of one budget: the first keeps the thread for half
-        // its budget (its share), not only the 100 ms the second can wait.
+        // its budget (its share), not only the 50 ms the second can wait.
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(150)).await;
         assert_eq!(s.load().cuts, 0);

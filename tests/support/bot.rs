@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use super::fake_lichess::FakeLichess;
+use super::fake_lichess::{ChallengeSpec, FakeLichess};
 
 /// How long a stopped or killed daemon may take to exit.
 const EXIT_WAIT: Duration = Duration::from_secs(20);
@@ -58,7 +58,12 @@ impl Bot {
     pub fn spawn(&mut self) {
         self.runs += 1;
         let log = std::fs::File::create(self.log_path(self.runs)).unwrap();
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"));
+        // `KAISSA_BIN` runs another build (a benchmark's "before").
+        let bin = std::env::var_os("KAISSA_BIN").map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_kaissa")),
+            PathBuf::from,
+        );
+        let mut command = tokio::process::Command::new(bin);
         command
             .arg("run")
             .arg("--config")
@@ -212,4 +217,77 @@ pub fn merge_sections(text: &str) -> String {
         }
     }
     out
+}
+
+/// What [`bullet_beside_a_long_search`] saw.
+pub struct SharedThread {
+    pub slow: String,
+    pub bullet: String,
+    /// The bullet game's waits for a search thread on the clock (from
+    /// ply 2: Lichess starts the clocks once both sides have moved), µs.
+    pub queued: Vec<u64>,
+    /// The longest wait of its first move (off the clock), µs.
+    pub first_queued: u64,
+    pub log: String,
+}
+
+/// The scheduling scene: `slow` (a long clock, the bot thinking long)
+/// starts; once the bot searches its second move, `bullet` starts and
+/// plays `plies` plies (or ends); the slow game must then move on. The
+/// bot is stopped (twice: the slow game is resigned) and its log read.
+pub async fn bullet_beside_a_long_search(
+    fake: &FakeLichess,
+    bot: Bot,
+    slow: ChallengeSpec,
+    bullet: ChallengeSpec,
+    plies: usize,
+) -> SharedThread {
+    const WAIT: Duration = Duration::from_secs(20);
+    const GAME: Duration = Duration::from_secs(240);
+    let slow = fake.send_challenge(slow);
+    fake.wait_until("the slow game's second move is searched", WAIT, |v| {
+        v.game(&slow).is_some_and(|g| g.moves.len() >= 2)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let bullet = fake.send_challenge(bullet);
+    fake.wait_until("the bullet game's plies, or its end", GAME, |v| {
+        v.game(&bullet)
+            .is_some_and(|g| g.moves.len() >= plies || g.is_over())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    let slow_plies = fake.view(|v| v.game(&slow).map_or(0, |g| g.moves.len()));
+    fake.wait_until("the slow game moves on", GAME, |v| {
+        v.game(&slow).is_some_and(|g| g.moves.len() > slow_plies)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    // The first signal lets the slow game finish, the second resigns it.
+    bot.signal("TERM");
+    bot.wait_log("shutting down", WAIT).await;
+    let log = bot.stop().await;
+    let key = format!("game={bullet} ");
+    let field = |l: &str, name: &str| -> Option<u64> {
+        let start = l.find(&format!(" {name}="))? + name.len() + 2;
+        l[start..].split(' ').next()?.parse().ok()
+    };
+    let waits: Vec<(u64, u64)> = log
+        .lines()
+        .filter(|l| l.contains(&key))
+        .filter_map(|l| Some((field(l, "ply")?, field(l, "queued_us")?)))
+        .collect();
+    SharedThread {
+        slow,
+        bullet,
+        queued: waits.iter().filter(|w| w.0 >= 2).map(|w| w.1).collect(),
+        first_queued: waits
+            .iter()
+            .filter(|w| w.0 < 2)
+            .map(|w| w.1)
+            .max()
+            .unwrap_or(0),
+        log,
+    }
 }

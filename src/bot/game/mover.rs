@@ -38,6 +38,10 @@ pub(super) const EXTERNAL_GRACE: Duration = Duration::from_secs(1);
 /// aborts a game whose first moves do not come quickly, and the clocks do
 /// not run yet anyway.
 const FIRST_MOVE_TIME: Duration = Duration::from_millis(1000);
+/// Our first move is not on the clock (Lichess starts the clocks once
+/// both sides have moved), only under the abort timer: for the scheduler
+/// it is as patient as a move with this budget (it waits up to a 16th).
+const FIRST_MOVE_PATIENCE: Duration = Duration::from_secs(16);
 /// The longest a move post is retried.
 const MAX_MOVE_DEADLINE: Duration = Duration::from_secs(10);
 /// The shortest: even with almost no time left, try for this long.
@@ -732,7 +736,7 @@ impl Game {
         }
         let ply = self.record.as_ref().map_or(0, Record::ply);
         if self.moved_at_ply.is_none() && ply < 2 {
-            return FIRST_MOVE_TIME;
+            return FIRST_MOVE_PATIENCE;
         }
         let ours = super::to_model(us);
         let left = Duration::from_millis(state.time_left(ours)).saturating_sub(arrived.elapsed());
