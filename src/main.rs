@@ -118,6 +118,10 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     if let Some(warning) = config.sharing_warning() {
         eprintln!("warning: {warning}");
     }
+    let limit = kaissa::config::cgroup_memory_max_mib();
+    if let Some(warning) = config.memory_warning(limit) {
+        eprintln!("warning: {warning}");
+    }
     let sources = open_sources(&config).context("configuration")?;
     for line in describe_sources(&sources) {
         println!("{line}");
@@ -322,6 +326,11 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
         }
     }
     if let Some(warning) = config.sharing_warning() {
+        tracing::warn!("{warning}");
+    }
+    // Run by hand (no cgroup limit), nothing to compare with.
+    let limit = kaissa::config::cgroup_memory_max_mib();
+    if let Some(warning) = limit.and_then(|l| config.memory_warning(Some(l))) {
         tracing::warn!("{warning}");
     }
     let sources = open_sources(&config).context("configuration")?;

@@ -440,3 +440,38 @@ async fn more_games_than_threads_with_bullet_is_warned_about() {
         }
     }
 }
+
+/// External engines whose tables cannot fit the shipped unit's memory
+/// limit: `kaissa check` says how much the configuration can take and
+/// what to raise; the shipped configuration fits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engines_that_cannot_fit_the_memory_limit_are_warned_about() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[bot]\nconcurrency = 1\n[engine]\nhash_mb = 64",
+            false,
+            "up to about 224 MiB",
+        ),
+        (
+            "[bot]\nconcurrency = 2\n[engine]\nhash_mb = 32\n\
+             [engines.fairy]\ncommand = \"/nonexistent/fairy\"\nvariants = [\"crazyhouse\"]\n\
+             options = { Hash = 256 }",
+            true,
+            "up to about 764 MiB (192 for kaissa, 572 for external engines)",
+        ),
+    ];
+    for (i, (config, warned, summary)) in cases.into_iter().enumerate() {
+        let path = dir.path().join(format!("m{i}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+        let (stdout, stderr) = text(&out);
+        assert!(stdout.contains(summary), "{config}\nstdout: {stdout}");
+        assert_eq!(
+            stderr.contains("more than the shipped unit's MemoryMax (256 MiB)"),
+            warned,
+            "{config}\nstderr: {stderr}"
+        );
+    }
+}

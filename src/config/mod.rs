@@ -48,6 +48,7 @@ pub use sections::{
     MatchmakingConfig, PlayableVariant, QueueOrder, Selection, parse_time_control,
 };
 pub use sources::SourcesConfig;
+pub use summary::cgroup_memory_max_mib;
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
 pub use tournaments::{ArenaEntry, TournamentsConfig, is_tournament_id};
 pub use validate::is_user_id;

@@ -53,7 +53,64 @@ impl Config {
             format!("matchmaking: {matchmaking}"),
             format!("tournaments: {}", self.tournaments_summary()),
             format!("search threads: {}", self.threads_summary()),
+            format!("memory: {}", self.memory_summary()),
         ]
+    }
+
+    /// The most memory the configuration can take, MiB: for the built-in
+    /// engine the README's bound (2 x `hash_mb` + 64 + 32 per game), and
+    /// for the external engines, each game played by the hungriest of
+    /// them (its `Hash`, 16 when unset, plus 30 MiB of process).
+    pub fn memory_need_mib(&self) -> (u64, u64) {
+        let games = u64::from(self.bot.concurrency);
+        let builtin = 2 * u64::from(self.engine.hash_mb) + 64 + 32 * games;
+        let hungriest = self
+            .engines
+            .values()
+            .map(|e| {
+                let hash = e
+                    .options
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("hash"))
+                    .and_then(|(_, v)| v.to_string().parse::<u64>().ok())
+                    .unwrap_or(DEFAULT_EXTERNAL_HASH_MIB);
+                hash + EXTERNAL_PROCESS_MIB
+            })
+            .max()
+            .unwrap_or(0);
+        (builtin, hungriest * games)
+    }
+
+    fn memory_summary(&self) -> String {
+        let (builtin, external) = self.memory_need_mib();
+        if external == 0 {
+            format!("up to about {builtin} MiB")
+        } else {
+            format!(
+                "up to about {} MiB ({builtin} for kaissa, {external} for external engines)",
+                builtin + external
+            )
+        }
+    }
+
+    /// A warning when the configuration can take more memory than `limit`
+    /// MiB (the service's `MemoryMax`; `None`: the shipped units' 256).
+    pub fn memory_warning(&self, limit: Option<u64>) -> Option<String> {
+        let (builtin, external) = self.memory_need_mib();
+        let need = builtin + external;
+        let (limit, what) = match limit {
+            Some(l) => (l, "this cgroup's memory.max"),
+            None => (SHIPPED_MEMORY_MAX_MIB, "the shipped unit's MemoryMax"),
+        };
+        (need > limit).then(|| {
+            format!(
+                "the configuration can take about {need} MiB ({builtin} for kaissa's tables and \
+                 games, {external} for external engines' Hash and processes), more than {what} \
+                 ({limit} MiB): raise MemoryMax with `systemctl edit kaissa` (README, \
+                 \"Running as a service\") or lower engine.hash_mb, bot.concurrency or the \
+                 engines' Hash"
+            )
+        })
     }
 
     /// How the games share the search threads.
@@ -90,6 +147,22 @@ impl Config {
             )
         })
     }
+}
+
+/// `MemoryMax` of the shipped units, MiB.
+const SHIPPED_MEMORY_MAX_MIB: u64 = 256;
+/// An external engine's `Hash` when the configuration sets none (Stockfish
+/// and Fairy-Stockfish default to 16 MiB), and its process besides.
+const DEFAULT_EXTERNAL_HASH_MIB: u64 = 16;
+const EXTERNAL_PROCESS_MIB: u64 = 30;
+
+/// This process's cgroup memory limit in MiB (cgroup v2), if it has one:
+/// under systemd, the unit's `MemoryMax`.
+pub fn cgroup_memory_max_mib() -> Option<u64> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let max = std::fs::read_to_string(format!("/sys/fs/cgroup{}/memory.max", path.trim())).ok()?;
+    max.trim().parse::<u64>().ok().map(|b| b >> 20)
 }
 
 /// Whether a matchmaking time control (`minutes+increment`) is bullet by
