@@ -11,8 +11,8 @@
 //! a search cut short for it: the longest-running search of a game with
 //! more time to spare than the waiter (a longer budget), or that has had
 //! more than its fair share of a thread (its budget shared by all the
-//! games searching and waiting). Ponder searches are cut at once whenever
-//! anyone waits. A cut search ends at its next safe point (the engine's
+//! games searching and waiting). Ponder searches are cut once anyone has
+//! waited 20 ms. A cut search ends at its next safe point (the engine's
 //! `stop`: it answers with its best move so far); the game then either
 //! posts that move or, with enough of its budget left, asks again and
 //! searches on from its transposition table.
@@ -31,6 +31,10 @@ const WAIT_SHARE: u32 = 16;
 const MIN_WAIT: Duration = Duration::from_millis(20);
 /// ... and at most this long (a correspondence game's budget is minutes).
 const MAX_WAIT: Duration = Duration::from_secs(5);
+/// Ponder searches make way for a waiter once it has waited this long
+/// (or its whole affordable wait, if shorter): a ponder hit saves a whole
+/// search, worth a few milliseconds of another game's clock.
+const PONDER_GRACE: Duration = Duration::from_millis(20);
 /// A waiter past its deadline looks for a search to cut this often.
 const RECHECK: Duration = Duration::from_millis(10);
 
@@ -47,7 +51,7 @@ pub struct Ask {
     pub game: String,
     /// How long its clock lets it think on this move.
     pub budget: Duration,
-    /// A ponder search: it never waits, and is cut whenever anyone does.
+    /// A ponder search: it never waits, and makes way for any waiter.
     pub ponder: bool,
 }
 
@@ -126,7 +130,7 @@ impl State {
         self.grant();
     }
 
-    /// Ponder searches make way at once for anyone waiting.
+    /// Ponder searches make way for anyone waiting.
     fn cut_ponderers(&mut self) {
         if self.waiting.is_empty() {
             return;
@@ -327,7 +331,6 @@ impl Scheduler {
                 cut: false,
                 grant: tx,
             });
-            s.cut_ponderers();
             s.grant();
             (id, rx)
         };
@@ -340,9 +343,14 @@ impl Scheduler {
         // looks for one to cut every `RECHECK` (a search as urgent as it
         // may pass its share of the thread later).
         let mut check_at = Some(asked + wait);
+        let mut ponder_at = Some(asked + PONDER_GRACE.min(wait));
         loop {
             tokio::select! {
                 _ = &mut granted => break,
+                _ = tokio::time::sleep_until(ponder_at.unwrap_or(asked)), if ponder_at.is_some() => {
+                    ponder_at = None;
+                    self.lock().cut_ponderers();
+                }
                 _ = tokio::time::sleep_until(check_at.unwrap_or(asked)), if check_at.is_some() => {
                     check_at = Some(Instant::now() + RECHECK);
                     if let Some(victim) = self.lock().cut_for(id, ask.budget) {
@@ -507,7 +515,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_ponder_search_makes_way_at_once_and_a_dropped_waiter_leaves_the_line() {
+    async fn a_ponder_search_makes_way_soon_and_a_dropped_waiter_leaves_the_line() {
         let s = Scheduler::new(1);
         let ponder = s
             .try_acquire(&Ask {
@@ -521,7 +529,7 @@ mod tests {
         });
         let t0 = Instant::now();
         ponder.cut().await;
-        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(t0.elapsed(), PONDER_GRACE);
         // A waiter that gives up (its game ended) leaves the line.
         let gone = tokio::spawn({
             let s = s.clone();

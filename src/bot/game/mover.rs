@@ -258,7 +258,7 @@ impl Report {
 /// keeps one from a game that needs it for its real move. It starts only
 /// if a thread is free at once and nobody waits (the thread of our own
 /// search is given back first, so a game waiting for it gets it), and the
-/// scheduler cuts it as soon as any game waits.
+/// scheduler cuts it once any game has waited 20 ms.
 pub(super) struct Pondering {
     pub(super) id: SearchRef,
     /// The ply of the position searched (after the expected reply).
