@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use shakmaty::Color;
-use support::bot::{Bot, bullet_beside_a_long_search};
+use support::bot::{Bot, bullet_beside_a_long_search, log_field};
 use support::fake_lichess::{
     AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, GameRecord, Opponent,
     Policy, Side,
@@ -793,15 +793,6 @@ async fn malformed_and_unknown_lines_and_failed_posts_do_not_stop_the_daemon() {
 }
 
 /// The `value` of the first `key=value` field of a log line.
-fn field(line: &str, key: &str) -> Option<u64> {
-    let start = line.find(&format!(" {key}="))? + key.len() + 2;
-    let digits: String = line[start..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
-}
-
 fn rss_kib(pid: u32) -> u64 {
     proc_status_kib(pid, "VmRSS:")
 }
@@ -879,10 +870,16 @@ async fn measure_move_overhead_and_memory() {
     let log = bot.stop().await;
     let mut overhead: Vec<u64> = log
         .lines()
-        .filter_map(|l| field(l, "overhead_us"))
+        .filter_map(|l| log_field::<u64>(l, "overhead_us"))
         .collect();
-    let mut queued: Vec<u64> = log.lines().filter_map(|l| field(l, "queued_us")).collect();
-    let mut post: Vec<u64> = log.lines().filter_map(|l| field(l, "post_us")).collect();
+    let mut queued: Vec<u64> = log
+        .lines()
+        .filter_map(|l| log_field::<u64>(l, "queued_us"))
+        .collect();
+    let mut post: Vec<u64> = log
+        .lines()
+        .filter_map(|l| log_field::<u64>(l, "post_us"))
+        .collect();
     overhead.sort_unstable();
     queued.sort_unstable();
     post.sort_unstable();
@@ -917,10 +914,12 @@ async fn measure_move_overhead_and_memory() {
 /// - `a`: 1 thread, four 3+2 games and two bullet ones (30+0, 1+0);
 /// - `b`: 2 threads, eight 1+0 games;
 /// - `c`: 2 threads, sixteen games from 30+0 to 5+3;
-/// - `d`: 2 threads, 64 correspondence games parked and four 3+2 ones.
+/// - `d`: 2 threads, 64 correspondence games parked and four 3+2 ones;
+/// - a number N: 2 threads, N 3+2 games (the daemon's cost per game).
 ///
 /// `KAISSA_MIX=a cargo test --release --test bot_e2e -- --ignored --nocapture measure_load`
-/// (`KAISSA_BIN=path/to/kaissa` measures another build of the daemon).
+/// (`KAISSA_BIN=path/to/kaissa` measures another build of the daemon,
+/// `KAISSA_LOG_OUT=file` keeps its log).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement; run by hand"]
 async fn measure_load() {
@@ -943,7 +942,10 @@ async fn measure_load() {
             (2, [eight, eight].concat(), 0)
         }
         "d" => (2, blitz(4), 64),
-        other => panic!("KAISSA_MIX={other}: a, b, c or d"),
+        other => match other.parse() {
+            Ok(n) => (2, blitz(n), 0),
+            Err(_) => panic!("KAISSA_MIX={other}: a, b, c, d or a number of games"),
+        },
     };
     let fake = FakeLichess::start().await;
     let games = clocks.len() + parked;
@@ -1023,17 +1025,25 @@ async fn measure_load() {
     bot.signal("TERM");
     bot.wait_log("shutting down", WAIT).await;
     let log = bot.stop().await;
+    if let Ok(path) = std::env::var("KAISSA_LOG_OUT") {
+        std::fs::write(&path, &log).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+    let live = ids.len().max(1) as f64;
     println!(
         "mix {mix}: {threads} threads, {} live games, {parked} parked; daemon RSS: {parked_rss} KiB \
-         with the parked games, max {max_rss} KiB; CPU {cpu:.1} s in {wall:.0} s ({:.0}% of a core)",
+         with the parked games, max {max_rss} KiB ({:.0} KiB a live game); CPU {cpu:.1} s in \
+         {wall:.0} s ({:.0}% of a core, {:.0}% a live game)",
         ids.len(),
-        100.0 * cpu / wall
+        max_rss.saturating_sub(parked_rss) as f64 / live,
+        100.0 * cpu / wall,
+        100.0 * cpu / wall / live
     );
     println!(
         "| control | games | time losses | clock left at end avg / min (s) | think avg (ms) \
-         | wait on the clock p50 / p99 / max (ms) | first moves' wait max (ms) |"
+         | share of a thread planned avg / min | wait on the clock p50 / p99 / max (ms) \
+         | first moves' wait max (ms) |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     let mut controls: Vec<(u32, u32)> = clocks.clone();
     controls.sort_unstable();
     controls.dedup();
@@ -1063,30 +1073,43 @@ async fn measure_load() {
             .collect();
         // The first two plies are off the clock (Lichess starts it once
         // both sides have moved): their waits are shown apart.
-        let on_clock = |l: &&&str| field(l, "ply").is_some_and(|p| p >= 2);
+        let on_clock = |l: &&&str| log_field::<u64>(l, "ply").is_some_and(|p| p >= 2);
         let mut queued: Vec<u64> = lines
             .iter()
             .filter(on_clock)
-            .filter_map(|l| field(l, "queued_us"))
+            .filter_map(|l| log_field::<u64>(l, "queued_us"))
             .collect();
         queued.sort_unstable();
         let first_max = lines
             .iter()
             .filter(|l| !on_clock(l))
-            .filter_map(|l| field(l, "queued_us"))
+            .filter_map(|l| log_field::<u64>(l, "queued_us"))
             .max()
             .unwrap_or(0);
-        let think: Vec<u64> = lines.iter().filter_map(|l| field(l, "think_ms")).collect();
+        let think: Vec<u64> = lines
+            .iter()
+            .filter_map(|l| log_field::<u64>(l, "think_ms"))
+            .collect();
+        // The share of a thread each search planned for (1 when the
+        // build does not log it).
+        let shares: Vec<f64> = lines
+            .iter()
+            .filter(on_clock)
+            .map(|l| log_field::<f64>(l, "share").unwrap_or(1.0))
+            .collect();
         let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let ms = |us: u64| us as f64 / 1000.0;
         println!(
-            "| {}+{} | {} | {losses} | {:.1} / {:.1} | {:.0} | {:.0} / {:.0} / {:.0} | {:.0} |",
+            "| {}+{} | {} | {losses} | {:.1} / {:.1} | {:.0} | {:.2} / {:.2} | {:.0} / {:.0} / {:.0} \
+             | {:.0} |",
             control.0,
             control.1,
             mine.len(),
             avg(&left),
             left.iter().copied().fold(f64::INFINITY, f64::min),
             avg(&think.iter().map(|&t| t as f64).collect::<Vec<_>>()),
+            avg(&shares),
+            shares.iter().copied().fold(1.0, f64::min),
             ms(percentile(&queued, 50.0)),
             ms(percentile(&queued, 99.0)),
             ms(queued.last().copied().unwrap_or(0)),
@@ -1110,7 +1133,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn sum_field(log: &str, key: &str) -> u64 {
     log.lines()
         .filter(|l| l.contains("game end"))
-        .filter_map(|l| field(l, key))
+        .filter_map(|l| log_field::<u64>(l, key))
         .sum()
 }
 
@@ -1147,21 +1170,8 @@ async fn a_bullet_game_never_waits_behind_a_long_search() {
         12,
     )
     .await;
-    let (queued, log) = (&seen.queued, &seen.log);
-    // The first move, off the clock, waits up to a 16th of 16 s.
-    assert!(
-        seen.first_queued < 1_500_000,
-        "{}\n{log}",
-        seen.first_queued
-    );
-    assert!(queued.len() >= 3, "{queued:?}\n{log}");
-    // 60 s / 30 a move, a 16th of it affordable: about 125 ms, and the
-    // cut search answers within milliseconds.
-    let worst = queued.iter().max().copied().unwrap_or(0);
-    assert!(
-        worst < 600_000,
-        "a bullet move waited {worst} us: {queued:?}\n{log}"
-    );
+    seen.assert_served();
+    let log = &seen.log;
     assert!(
         log.contains("search suspended") || log.contains("search cut short"),
         "{log}"
@@ -1224,7 +1234,10 @@ async fn ponders_on_the_opponents_time() {
             .lines()
             .filter(|l| l.contains(id.as_str()) && (l.contains(" move ") || l.ends_with(" move")))
             .collect();
-        let mut plies: Vec<u64> = moves.iter().filter_map(|l| field(l, "ply")).collect();
+        let mut plies: Vec<u64> = moves
+            .iter()
+            .filter_map(|l| log_field::<u64>(l, "ply"))
+            .collect();
         let n = plies.len();
         plies.dedup();
         assert_eq!(plies.len(), n, "a ply answered twice: {moves:?}");

@@ -19,6 +19,7 @@
 //!
 //! External engines (`[engines.NAME]`) take their threads here too.
 
+use crate::engine::ThreadShare;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
@@ -67,7 +68,7 @@ struct Running {
 
 struct Waiting {
     id: u64,
-    budget: Duration,
+    ask: Ask,
     /// When it must be served.
     deadline: Instant,
     /// A search was cut for it: the thread that frees is its.
@@ -111,15 +112,7 @@ impl State {
             // The waiter's future makes it running when it wakes; a
             // dropped one is skipped.
             if w.grant.send(()).is_ok() {
-                self.running.push(Running {
-                    id: w.id,
-                    game: String::new(),
-                    budget: w.budget,
-                    ponder: false,
-                    started: Instant::now(),
-                    cut: Arc::new(Notify::new()),
-                    cut_sent: false,
-                });
+                self.start(w.id, &w.ask);
             }
         }
     }
@@ -139,6 +132,64 @@ impl State {
             r.cut_sent = true;
             r.cut.notify_one();
         }
+    }
+
+    /// The share of a thread that search `id`, with `budget`, can count
+    /// on while the others want theirs: the most it can plan to think so
+    /// that its thinking and theirs, shared round by round, fit in its
+    /// budget on the threads. Each other search or waiter as urgent (no
+    /// larger budget) takes its turns from the start, up to what its
+    /// budget has left; a less urgent waiter waits behind us until its
+    /// deadline, and only the part of our search past that counts as its
+    /// turns. A less urgent running search counts for nothing (it is the
+    /// one to be cut). None: the whole budget.
+    fn share(&self, id: u64, budget: Duration) -> Option<ThreadShare> {
+        let now = Instant::now();
+        // (what it wants, how long it lets us run first), in seconds.
+        let running = self
+            .running
+            .iter()
+            .filter(|r| r.id != id && !r.ponder && r.budget <= budget)
+            .map(|r| {
+                let left = r
+                    .budget
+                    .saturating_sub(now.saturating_duration_since(r.started));
+                (left, Duration::ZERO)
+            });
+        let waiting = self.waiting.iter().filter(|w| w.id != id).map(|w| {
+            let patience = if w.ask.budget <= budget {
+                Duration::ZERO
+            } else {
+                w.deadline.saturating_duration_since(now)
+            };
+            (w.ask.budget, patience)
+        });
+        let others: Vec<(f64, f64)> = running
+            .chain(waiting)
+            .map(|(o, p)| (o.as_secs_f64(), p.as_secs_f64()))
+            .collect();
+        let budget = budget.as_secs_f64();
+        let room = budget * self.threads.max(1) as f64;
+        let work = |x: f64| {
+            x + others
+                .iter()
+                .map(|&(o, p)| o.min((x - p).max(0.0)))
+                .sum::<f64>()
+        };
+        if budget <= 0.0 || work(budget) <= room {
+            return None;
+        }
+        // `work` grows with x: the largest x that fits, by bisection.
+        let (mut lo, mut hi) = (0.0, budget);
+        for _ in 0..40 {
+            let mid = (lo + hi) / 2.0;
+            if work(mid) <= room {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(ThreadShare::new(lo / budget))
     }
 
     /// Waiter `id` with `budget` can wait no more: cuts the longest-running
@@ -192,6 +243,9 @@ pub struct Permit {
     cut: Arc<Notify>,
     /// How long the game waited for it.
     pub queued: Duration,
+    /// The share of a thread its search can count on, when the others
+    /// searching and waiting leave it less than its budget.
+    pub share: Option<ThreadShare>,
 }
 
 impl std::fmt::Debug for Permit {
@@ -199,6 +253,7 @@ impl std::fmt::Debug for Permit {
         f.debug_struct("Permit")
             .field("id", &self.id)
             .field("queued", &self.queued)
+            .field("share", &self.share)
             .finish()
     }
 }
@@ -294,12 +349,14 @@ impl Scheduler {
         s.next_id += 1;
         let id = s.next_id;
         let cut = s.start(id, ask);
+        let share = s.share(id, ask.budget);
         drop(s);
         Some(Permit {
             scheduler: self.clone(),
             id,
             cut,
             queued: Duration::ZERO,
+            share,
         })
     }
 
@@ -315,18 +372,20 @@ impl Scheduler {
             let id = s.next_id;
             if s.running.len() < s.threads && s.waiting.is_empty() {
                 let cut = s.start(id, ask);
+                let share = s.share(id, ask.budget);
                 drop(s);
                 return Permit {
                     scheduler: self.clone(),
                     id,
                     cut,
                     queued: Duration::ZERO,
+                    share,
                 };
             }
             let (tx, rx) = oneshot::channel();
             s.waiting.push(Waiting {
                 id,
-                budget: ask.budget,
+                ask: ask.clone(),
                 deadline: asked + wait,
                 cut: false,
                 grant: tx,
@@ -366,22 +425,20 @@ impl Scheduler {
             }
         }
         guard.armed = false;
-        let cut = {
+        let (cut, share) = {
             let mut s = self.lock();
-            match s.running.iter_mut().find(|r| r.id == id) {
-                Some(r) => {
-                    r.game.clone_from(&ask.game);
-                    r.ponder = ask.ponder;
-                    Arc::clone(&r.cut)
-                }
+            let cut = match s.running.iter().find(|r| r.id == id) {
+                Some(r) => Arc::clone(&r.cut),
                 None => s.start(id, ask),
-            }
+            };
+            (cut, s.share(id, ask.budget))
         };
         Permit {
             scheduler: self.clone(),
             id,
             cut,
             queued: asked.elapsed(),
+            share,
         }
     }
 }
@@ -416,6 +473,71 @@ mod tests {
                 ..Load::default()
             }
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_search_plans_for_the_share_of_a_thread_the_others_leave_it() {
+        let s = Scheduler::new(1);
+        // Alone: the whole budget.
+        let a = s.acquire(&ask("a", 6_000)).await;
+        assert_eq!(a.share, None);
+        // Two more games as slow wait: the next to search can count on
+        // half the thread (its thinking and the last one's fit its budget).
+        let wait = |game: &'static str, budget_ms| {
+            let s = s.clone();
+            tokio::spawn(async move { s.acquire(&ask(game, budget_ms)).await })
+        };
+        let (b, c) = (wait("b", 6_000), wait("c", 6_000));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        drop(a);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let (first, last) = if b.is_finished() { (b, c) } else { (c, b) };
+        let first = first.await.unwrap();
+        assert_eq!(first.share.map(ThreadShare::fraction), Some(0.5));
+        drop(first);
+        assert_eq!(last.await.unwrap().share, None);
+
+        // As the search `id` with this budget would plan now.
+        let share = |id, budget_ms| {
+            let state = s.lock();
+            state
+                .share(id, Duration::from_millis(budget_ms))
+                .map(ThreadShare::fraction)
+        };
+        // A slow game searching while a bullet game waits: the bullet
+        // game takes its budget from ours (5.7 s of 6), the slow one takes
+        // nothing from the bullet game (it is the one to wait).
+        let slow = s.acquire(&ask("slow", 6_000)).await;
+        let bullet = wait("bullet", 300);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(share(slow.id, 6_000), Some(0.95));
+        let bullet_id = s.lock().waiting[0].id;
+
+        assert_eq!(share(bullet_id, 300), None);
+        // Two more as slow waiting: a third, less the bullet game's 0.3 s.
+        let (c, d) = (wait("c", 6_000), wait("d", 6_000));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(share(slow.id, 6_000), Some(0.317));
+        drop(slow);
+        // Each gives its thread back as it gets it.
+        let mut served: futures::stream::FuturesUnordered<_> = [bullet, c, d].into_iter().collect();
+        while let Some(permit) = futures::StreamExt::next(&mut served).await {
+            drop(permit.unwrap());
+        }
+        // A less urgent game waiting 200 ms more before it may cut: the
+        // bullet search plans to leave it its turns past then. x + (x -
+        // 0.2) = 1 s: 0.6 s.
+        let bullet = s.acquire(&ask("bullet", 1_000)).await;
+        let slower = wait("slower", 3_216);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(share(bullet.id, 1_000), Some(0.6));
+        drop(bullet);
+        drop(slower.await.unwrap());
+        // Two threads for two games: each its own.
+        let s = Scheduler::new(2);
+        let a = s.acquire(&ask("a", 6_000)).await;
+        let b = s.acquire(&ask("b", 6_000)).await;
+        assert_eq!((a.share, b.share), (None, None));
     }
 
     #[tokio::test(start_paused = true)]

@@ -33,6 +33,37 @@ pub struct Limits {
     pub movestogo: Option<u32>,
     /// Time kept in reserve per move for communication lag.
     pub move_overhead: Duration,
+    /// The share of a thread the search can count on (the bot's games
+    /// share `engine.threads`): a clock budget is scaled by it. None: a
+    /// thread of its own (UCI).
+    pub thread_share: Option<ThreadShare>,
+}
+
+/// The share of a search thread a search can count on, in thousandths
+/// (at least [`ThreadShare::MIN`]): while other games' searches take the
+/// thread, our clock runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ThreadShare(u16);
+
+impl ThreadShare {
+    /// The least share: a search is never planned below a 16th of its
+    /// budget (the scheduler's cuts bound the rest).
+    pub const MIN: f64 = 1.0 / 16.0;
+
+    /// The share `fraction` (clamped to `MIN..=1`).
+    pub fn new(fraction: f64) -> ThreadShare {
+        let f = if fraction.is_nan() { 1.0 } else { fraction };
+        ThreadShare((f.clamp(ThreadShare::MIN, 1.0) * 1000.0).round() as u16)
+    }
+
+    pub fn fraction(self) -> f64 {
+        f64::from(self.0) / 1000.0
+    }
+
+    /// `d` scaled by the share (never below a millisecond).
+    pub fn of(self, d: Duration) -> Duration {
+        d.mul_f64(self.fraction()).max(Duration::from_millis(1))
+    }
 }
 
 impl Limits {

@@ -37,7 +37,7 @@ pub mod tt;
 pub mod tune;
 pub mod weights;
 
-pub use limits::Limits;
+pub use limits::{Limits, ThreadShare};
 pub use score::Score;
 pub use search::{SearchInfo, SearchResult};
 pub use thread::{BestMove, Engine, EngineOptions, Event, GoRequest, SearchId};

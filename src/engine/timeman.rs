@@ -62,6 +62,33 @@ pub struct TimePlan {
 /// The plan for a search by `us` under `limits`, at game ply `ply`;
 /// `ponder`: we also think on the opponent's time.
 pub fn plan(limits: &Limits, us: Color, ply: u32, ponder: bool, manager: TimeManager) -> TimePlan {
+    let mut plan = clock_plan(limits, us, ply, ponder, manager);
+    // A clock budget counts the share of a thread the search will get; a
+    // fixed move time is what was asked for.
+    if let Some(share) = limits.thread_share.filter(|_| limits.movetime.is_none()) {
+        let scale = |d: Option<Duration>| d.map(|d| share.of(d));
+        plan.budget = TimeBudget {
+            soft: scale(plan.budget.soft),
+            hard: scale(plan.budget.hard),
+        };
+        if let Some(pacer) = &mut plan.pacer {
+            let b = pacer.budget();
+            *pacer = Pacer::new(Budget {
+                soft: share.of(b.soft),
+                hard: share.of(b.hard),
+            });
+        }
+    }
+    plan
+}
+
+fn clock_plan(
+    limits: &Limits,
+    us: Color,
+    ply: u32,
+    ponder: bool,
+    manager: TimeManager,
+) -> TimePlan {
     if manager == TimeManager::Fixed || limits.infinite || limits.movetime.is_some() {
         return TimePlan {
             budget: budget(limits, us),
@@ -363,6 +390,7 @@ impl SearchClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::limits::ThreadShare;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -538,6 +566,48 @@ mod tests {
             budget(&Limits::default(), Color::White),
             TimeBudget::default()
         );
+    }
+
+    #[test]
+    fn a_thread_share_scales_a_clock_budget_not_a_move_time() {
+        let limits = Limits {
+            wtime: Some(ms(180_000)),
+            winc: Some(ms(2_000)),
+            btime: Some(ms(180_000)),
+            binc: Some(ms(2_000)),
+            move_overhead: ms(100),
+            ..Limits::default()
+        };
+        let shared = Limits {
+            thread_share: Some(ThreadShare::new(0.25)),
+            ..limits.clone()
+        };
+        for manager in [TimeManager::Adaptive, TimeManager::Fixed] {
+            let whole = plan(&limits, Color::White, 20, false, manager);
+            let quarter = plan(&shared, Color::White, 20, false, manager);
+            let (w, q) = (whole.budget, quarter.budget);
+            assert_eq!(q.soft, w.soft.map(|d| d.mul_f64(0.25)), "{manager:?}");
+            assert_eq!(q.hard, w.hard.map(|d| d.mul_f64(0.25)), "{manager:?}");
+            assert_eq!(
+                quarter.pacer.map(|p| p.budget()),
+                whole.pacer.map(|p| Budget {
+                    soft: p.budget().soft.mul_f64(0.25),
+                    hard: p.budget().hard.mul_f64(0.25),
+                })
+            );
+        }
+        // A fixed move time is what was asked for.
+        let movetime = Limits {
+            movetime: Some(ms(1_000)),
+            thread_share: Some(ThreadShare::new(0.25)),
+            ..Limits::default()
+        };
+        let b = plan(&movetime, Color::White, 0, false, TimeManager::Adaptive).budget;
+        assert_eq!(b.hard, Some(ms(1_000)));
+        // Never below a 16th, never above the whole.
+        assert_eq!(ThreadShare::new(0.001).fraction(), 0.063);
+        assert_eq!(ThreadShare::new(3.0).fraction(), 1.0);
+        assert_eq!(ThreadShare::new(f64::NAN).fraction(), 1.0);
     }
 
     #[test]

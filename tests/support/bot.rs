@@ -231,6 +231,33 @@ pub struct SharedThread {
     pub log: String,
 }
 
+impl SharedThread {
+    /// The bullet game was served in time: its first move (off the
+    /// clock) waited under 1.5 s (a 16th of 16 s, and the cut), at least
+    /// three moves on the clock under 600 ms each (a 16th of its budget,
+    /// about 125 ms for 1+0, and the cut search's answer).
+    pub fn assert_served(&self) {
+        let (queued, log) = (&self.queued, &self.log);
+        assert!(
+            self.first_queued < 1_500_000,
+            "the first move waited {} us\n{log}",
+            self.first_queued
+        );
+        assert!(queued.len() >= 3, "{queued:?}\n{log}");
+        let worst = queued.iter().max().copied().unwrap_or(0);
+        assert!(
+            worst < 600_000,
+            "a bullet move waited {worst} us: {queued:?}\n{log}"
+        );
+    }
+}
+
+/// The value of `key=` in a log line, parsed (a number, a bool...).
+pub fn log_field<T: std::str::FromStr>(line: &str, key: &str) -> Option<T> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    line[start..].split(' ').next()?.parse().ok()
+}
+
 /// The scheduling scene: `slow` (a long clock, the bot thinking long)
 /// starts; once the bot searches its second move, `bullet` starts and
 /// plays `plies` plies (or ends); the slow game must then move on. The
@@ -269,14 +296,10 @@ pub async fn bullet_beside_a_long_search(
     bot.wait_log("shutting down", WAIT).await;
     let log = bot.stop().await;
     let key = format!("game={bullet} ");
-    let field = |l: &str, name: &str| -> Option<u64> {
-        let start = l.find(&format!(" {name}="))? + name.len() + 2;
-        l[start..].split(' ').next()?.parse().ok()
-    };
     let waits: Vec<(u64, u64)> = log
         .lines()
         .filter(|l| l.contains(&key))
-        .filter_map(|l| Some((field(l, "ply")?, field(l, "queued_us")?)))
+        .filter_map(|l| Some((log_field(l, "ply")?, log_field(l, "queued_us")?)))
         .collect();
     SharedThread {
         slow,

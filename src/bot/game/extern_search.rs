@@ -59,6 +59,18 @@ impl Game {
             (None, Some(ours)) => Some((ours / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
             (None, None) => None,
         };
+        // The engine budgets from the clock it is told: with other games
+        // searching or waiting now, it is told our share of our clock and
+        // increment (the deadline above stays on the real clock).
+        let (mut wtime, mut btime, mut winc, mut binc) = (wtime, btime, limits.winc, limits.binc);
+        if let Some(share) = permit.share.filter(|_| limits.movetime.is_none()) {
+            let (time, inc) = match us {
+                crate::chess::Color::White => (&mut wtime, &mut winc),
+                crate::chess::Color::Black => (&mut btime, &mut binc),
+            };
+            *time = time.map(|t| share.of(t).max(EXTERNAL_MIN_TIME));
+            *inc = inc.map(|i| i.mul_f64(share.fraction()));
+        }
         // Moves Lichess refused here are left out (the engine is told to
         // search the others).
         let refused = self.refused.texts_at(ply, record.key());
@@ -82,8 +94,8 @@ impl Game {
             searchmoves,
             wtime,
             btime,
-            winc: limits.winc,
-            binc: limits.binc,
+            winc,
+            binc,
             movetime: limits.movetime,
             depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
             nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),

@@ -353,6 +353,8 @@ impl Game {
         let first_move = self.moved_at_ply.is_none() && ply < 2;
         // The engine counts our clock from the state's arrival.
         let (mut limits, our_clock) = self.limits(state, us, Duration::ZERO, first_move);
+        // Other games searching or waiting now: plan for our share.
+        limits.thread_share = permit.share;
         let pos = record.position();
         let refused = self.refused.at(ply, pos.key());
         if !refused.is_empty() {
@@ -526,6 +528,11 @@ impl Game {
         };
         let clock = thinking.clock;
         let queued = thinking.queued;
+        let share = thinking
+            .permit
+            .as_ref()
+            .and_then(|p| p.share)
+            .map_or(1.0, |s| s.fraction());
         let arrived = thinking.arrived;
         let source = thinking.source;
         // Our search is over: its permit goes back before any pondering
@@ -548,6 +555,7 @@ impl Game {
                 lag_ms = self.lag.last().map(|l| l.as_millis() as u64),
                 move_overhead_ms = self.lag.overhead(self.ctx.config.engine.move_overhead()).as_millis() as u64,
                 queued_us = queued.as_micros() as u64,
+                share,
                 post_us = posting.elapsed().as_micros() as u64,
                 offering_draw,
                 "move"
