@@ -201,13 +201,15 @@ fn check_scopes(
         if need.required {
             eprintln!(
                 "error: the token lacks the {} scope, needed for {}; create a token with it",
-                need.scope, need.purpose
+                need.names(),
+                need.purpose
             );
             status = Status::TokenRejected.into();
         } else {
             eprintln!(
                 "warning: the token lacks the {} scope, needed for {}",
-                need.scope, need.purpose
+                need.names(),
+                need.purpose
             );
         }
     }

@@ -539,6 +539,71 @@ async fn a_challenge_the_bot_api_cannot_play_is_declined() {
     bot.stop().await;
 }
 
+/// lila writes castling king-takes-rook (e8h8) on the game stream in
+/// standard chess too, unless the legacy form (e8g8) is asked for: the
+/// bot reads both, and its board stays the server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn castling_arrives_in_either_form() {
+    for legacy in [false, true] {
+        let fake = FakeLichess::start_with(FakeConfig {
+            legacy_castling: legacy,
+            ..FakeConfig::default()
+        })
+        .await;
+        let bot = Bot::start(&fake, "").await;
+        let id = bot_white_by_hand(
+            &fake,
+            ChallengeSpec::default().variant(FakeVariant::FromPosition {
+                fen: "r3k2r/pppqbppp/2n1bn2/4p3/4P3/2N1BN2/PPPQBPPP/R3K2R w KQkq - 0 1".to_owned(),
+            }),
+        )
+        .await;
+        // Black castles short (written in the game's own form here; the
+        // stream carries e8h8, or e8g8 when legacy).
+        fake.opponent_move(&id, "e8g8").unwrap();
+        fake.wait_until("the bot's answer", WAIT, |v| {
+            v.game(&id).is_some_and(|g| g.moves.len() == 3)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("legacy {legacy}: {e}: {}", bot.log()));
+        let game = fake.game(&id).unwrap();
+        fake.opponent_resigns(&id).unwrap();
+        fake.wait_game_over(&id, WAIT).await.unwrap();
+        let log = bot.stop().await;
+        assert!(game.illegal_moves.is_empty(), "legacy {legacy}: {log}");
+        // The bot's board after castling: its own move is legal there, and
+        // it read the king on g8 (a move line with the position's SAN).
+        assert_eq!(game.moves[1], "e8g8");
+        assert!(!log.contains("illegal"), "legacy {legacy}: {log}");
+    }
+}
+
+/// lila takes a claim only on the opponent's turn: an opponent who leaves
+/// on ours is claimed against once our move is in, never before (a claim
+/// on our own turn is refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_waits_for_the_opponents_turn() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        claim_win_secs: 0,
+        ..FakeConfig::default()
+    })
+    .await;
+    // A full search (about a second on a 60 s clock), so the opponent
+    // leaves while the bot thinks.
+    let bot = Bot::start(&fake, "[engine]\nmax_depth = 0\nponder = false").await;
+    let id = bot_white_by_hand(&fake, ChallengeSpec::default().clock(60, 0)).await;
+    fake.opponent_move(&id, "e7e5").unwrap();
+    fake.opponent_gone(&id, true).unwrap();
+    let game = fake.wait_game_over(&id, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert_eq!(
+        (game.status.as_str(), game.winner, game.moves.len()),
+        ("timeout", Some(Color::White), 3),
+        "{log}"
+    );
+    assert_eq!(game.refused_claims, 0, "{log}");
+}
+
 /// When the opponent leaves and we cannot win on material, the bot
 /// claims the draw (Lichess would not give it the win); a rated game's
 /// rating change is logged.

@@ -205,8 +205,9 @@ async fn a_matchmaking_clock_lichess_refuses_is_named_with_the_allowed_values() 
 }
 
 /// The token's scopes against the features configured: no `bot:play` is
-/// an error (exit 77, at `check` and at `run`), no `challenge:write` with
-/// matchmaking a warning.
+/// an error (exit 77, at `check` and at `run`); a `bot:play` token needs
+/// nothing more for matchmaking and arenas (lila takes it there), only
+/// `team:write` for a team battle's team.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_scopes_are_checked_against_the_features() {
     let fake = FakeLichess::start_with(FakeConfig {
@@ -232,13 +233,20 @@ async fn token_scopes_are_checked_against_the_features() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kaissa.toml");
-    std::fs::write(&path, "[matchmaking]\nenabled = true\n").unwrap();
+    std::fs::write(
+        &path,
+        "[matchmaking]\nenabled = true\n\
+         [[tournaments.arenas]]\nid = \"arena001\"\nteam = \"coders\"\njoin_team = true\n",
+    )
+    .unwrap();
     let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
     assert!(stdout.contains("token scopes: bot:play"), "{stdout}");
+    assert!(!stderr.contains("challenge:write"), "{stderr}");
+    assert!(!stderr.contains("tournament:write"), "{stderr}");
     assert!(
-        stderr.contains("lacks the challenge:write scope, needed for matchmaking"),
+        stderr.contains("lacks the team:write scope, needed for joining the teams"),
         "{stderr}"
     );
     assert!(!stdout.contains(&fake.token()) && !stderr.contains(&fake.token()));

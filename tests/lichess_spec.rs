@@ -65,6 +65,7 @@
 //! | `errors/400-invalid-speed.json` | lila: the same, for the form-level "Invalid speed" (renamed `global`) |
 //! | `errors/400-move.json` | lila: `BotPlayer`'s "Not your turn, or game already over" (schema `Error`) |
 //! | `errors/404-cloud-eval.json` | the 404 example of `GET /api/cloud-eval` |
+//! | `paths.tsv` | the spec's `paths` (each `$ref` read): method, path, OAuth scopes |
 //!
 //! # The fake server
 //!
@@ -2259,4 +2260,114 @@ fn the_shape_check_catches_divergences() {
     bot["perfs"]["atomic"]["glicko"] = Value::from(1);
     shapes["bot"].check(&bot, "$", false, &mut found);
     assert_eq!(found.len(), 1, "{found:?}");
+}
+
+/// The spec's paths (`paths.tsv`) as `(METHOD, path)`, each `{param}`
+/// written `{}`, with the scopes listed for it.
+fn spec_paths() -> BTreeMap<(String, String), Vec<String>> {
+    read("paths.tsv")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (route, scopes) = l.split_once('\t').unwrap_or((l, ""));
+            let (method, path) = route.split_once(' ').expect("METHOD path");
+            let scopes = scopes
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            ((method.to_owned(), placeholders(path)), scopes)
+        })
+        .collect()
+}
+
+/// `path` with every `{...}` written `{}`.
+fn placeholders(path: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for c in path.chars() {
+        match c {
+            '{' => {
+                inside = true;
+                out.push_str("{}");
+            }
+            '}' => inside = false,
+            _ if inside => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether `path` is the spec's `spec` path: segment by segment, equal or
+/// a parameter of the spec's (`{}`), or, with `generic`, a parameter of
+/// `path`'s own (the fake's routes that serve several of the spec's).
+fn path_matches(spec: &str, path: &str, generic: bool) -> bool {
+    spec.split('/').count() == path.split('/').count()
+        && spec
+            .split('/')
+            .zip(path.split('/'))
+            .all(|(s, p)| s == p || s == "{}" || (generic && p == "{}"))
+}
+
+/// The string literals of `source` that are Lichess paths (start with
+/// `/api/` or another of the spec's roots), placeholders written `{}`.
+fn path_literals(source: &str) -> Vec<String> {
+    let roots = ["/api/", "/team/", "/broadcast/", "/tournament/", "/swiss/"];
+    source
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|lit| roots.iter().any(|r| lit.starts_with(r)))
+        .map(placeholders)
+        .collect()
+}
+
+#[test]
+fn every_path_the_client_calls_is_in_the_spec() {
+    let source = include_str!("../src/lichess/client.rs");
+    // The client proper, not its unit tests' made-up requests.
+    let client = source.split("#[cfg(test)]").next().unwrap_or(source);
+    let spec: BTreeSet<String> = spec_paths().into_keys().map(|(_, p)| p).collect();
+    let called = path_literals(client);
+    assert!(called.len() >= 20, "{called:?}");
+    let unknown: Vec<&String> = called
+        .iter()
+        .filter(|p| !spec.iter().any(|s| path_matches(s, p, false)))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "paths the client calls that the spec does not have: {unknown:?}"
+    );
+}
+
+#[test]
+fn every_route_of_the_fake_is_in_the_spec() {
+    let source = include_str!("support/fake_lichess/routes.rs");
+    let spec = spec_paths();
+    let mut routes = Vec::new();
+    // `.route("/path", get(handler).post(other))`
+    for part in source.split(".route(").skip(1) {
+        let mut quoted = part.splitn(3, '"');
+        let path = quoted.nth(1).expect("a route's path");
+        let rest = quoted.next().unwrap_or("");
+        // The handlers: from the comma after the path to the route's end.
+        let handlers = rest.trim_start_matches(',').trim_start();
+        let handlers = &handlers[..handlers.find(".layer(").unwrap_or(handlers.len())];
+        for (method, word) in [("GET", "get("), ("POST", "post(")] {
+            if handlers.starts_with(word) || handlers.contains(&format!(".{word}")) {
+                routes.push((method.to_owned(), placeholders(path)));
+            }
+        }
+    }
+    assert!(routes.len() >= 20, "{routes:?}");
+    let matches = |(method, path): &(String, String)| {
+        spec.keys()
+            .any(|(m, p)| m == method && path_matches(p, path, true))
+    };
+    let unknown: Vec<_> = routes.iter().filter(|r| !matches(r)).collect();
+    assert!(
+        unknown.is_empty(),
+        "routes of the fake that the spec does not have: {unknown:?}"
+    );
 }

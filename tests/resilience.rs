@@ -266,6 +266,56 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
     assert!(!hash_file.exists(), "the finished game's hash file is left");
 }
 
+/// A daemon killed before both sides moved, and started again: the game
+/// is taken up before both sides moved, which a fresh game looks like, but
+/// the chat already holds the greeting of the first run: not greeted
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_before_both_moved_does_not_greet_again() {
+    let fake = FakeLichess::start().await;
+    fake.replay_games_on_connect(false);
+    let mut bot = Bot::start(&fake, "").await;
+    // The bot is Black and White waits: no move before the restart.
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 1)
+            .challenger_color(Side::White)
+            .autoplay(None),
+    );
+    fake.wait_until("the greeting", WAIT, |v| {
+        v.game(&id)
+            .is_some_and(|g| !g.bot_chat("player").is_empty())
+    })
+    .await
+    .unwrap();
+    bot.kill().await;
+    let connections = fake.view(|v| v.event_stream_connections());
+    bot.spawn();
+    fake.wait_until("the restarted daemon", WAIT, |v| {
+        v.event_stream_connections() > connections
+    })
+    .await
+    .unwrap();
+    bot.wait_log(&format!("game start game={id}"), WAIT).await;
+    // White moves: the game goes on with the second run.
+    fake.opponent_move(&id, "e2e4").unwrap();
+    fake.wait_until("the bot's answer", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 2)
+    })
+    .await
+    .unwrap();
+    fake.opponent_resigns(&id).unwrap();
+    let game = fake.wait_game_over(&id, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    let greetings = game
+        .bot_chat("player")
+        .iter()
+        .filter(|t| t.starts_with("Hi "))
+        .count();
+    assert_eq!(greetings, 1, "{:?}\n{log}", game.chat);
+    assert_eq!(game.bot_chat("spectator").len(), 1, "{:?}", game.chat);
+}
+
 /// SIGUSR1 (what `systemctl restart` amounts to, see src/shutdown.rs):
 /// the game is left on the server, its table saved, and the next run
 /// resumes it.

@@ -175,8 +175,18 @@ async fn a_missed_pairing_pauses_the_bot_and_it_joins_again() {
     let missed = fake.pair_arena("arena003").unwrap();
     let over = fake.wait_game_over(&missed, WAIT).await.unwrap();
     assert_eq!(over.status, "noStart");
-    // The bot comes back at once (not at its next periodic ask).
-    fake.wait_until("back in the arena", Duration::from_secs(5), |v| {
+    // Lichess pauses it for 10 s: its join at once is refused ("Your
+    // pause is not over yet", a 400), which is not final: it is held off
+    // (and says so) and joins again after the pause.
+    fake.wait_until("a join refused for the pause", WAIT, |v| {
+        v.arena("arena003").is_some_and(|a| a.refused == 1)
+    })
+    .await
+    .unwrap();
+    bot.wait_log("joining again later", WAIT).await;
+    let (_, status) = ctl(&bot, "status");
+    assert!(status.contains("held off: paused by Lichess"), "{status}");
+    fake.wait_until("back in the arena", Duration::from_secs(30), |v| {
         v.arena("arena003")
             .and_then(|a| a.player)
             .is_some_and(|p| !p.paused && p.pair_me_until.is_some())
@@ -307,13 +317,34 @@ async fn a_team_battle_is_joined_with_its_team() {
     bot.stop().await;
 }
 
+/// lila's arena join takes a `bot:play` token (any one of an endpoint's
+/// scopes will do); a team join needs `team:write`, and without it the
+/// join is refused with a clear error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_the_scope_the_join_is_refused_with_a_clear_error() {
-    let fake = FakeLichess::start().await;
+async fn a_bot_token_joins_an_arena_and_a_team_needs_its_scope() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        scopes: "bot:play".to_owned(),
+        ..fake_config()
+    })
+    .await;
     fake.create_arena(ArenaSpec::new("arena008"));
     let bot = start(&fake, &arena_entry("arena008", "")).await;
+    wait_pairing_ask(&fake, "arena008", 0).await;
+    let log = bot.stop().await;
+    assert!(!log.contains("lacks"), "{log}");
+    assert!(!log.contains("cannot play in the arena"), "{log}");
+
+    fake.create_arena(ArenaSpec {
+        team: Some("coders".to_owned()),
+        ..ArenaSpec::new("arena009")
+    });
+    let bot = start(
+        &fake,
+        &arena_entry("arena009", "team = \"coders\"\njoin_team = true\n"),
+    )
+    .await;
     bot.wait_log("cannot play in the arena", WAIT).await;
     let log = bot.stop().await;
-    assert!(log.contains("the token lacks tournament:write"), "{log}");
-    assert!(log.contains("Missing scope: tournament:write"), "{log}");
+    assert!(log.contains("the token lacks team:write"), "{log}");
+    assert!(log.contains("Missing scope: team:write"), "{log}");
 }

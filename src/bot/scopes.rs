@@ -6,26 +6,39 @@
 use crate::config::Config;
 use crate::lichess::model::TokenInfo;
 
-/// A scope the configuration needs, and what for.
+/// A scope the configuration needs (any one of `scopes`: lila's
+/// `Scoped(...)` lists the scopes an endpoint takes, and any one will do),
+/// and what for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
-    pub scope: &'static str,
+    pub scopes: &'static [&'static str],
     /// The feature that needs it, for the message.
     pub purpose: &'static str,
     /// Without it the bot cannot run at all.
     pub required: bool,
 }
 
-/// The scopes `config`'s features need.
+impl Need {
+    /// The scopes for a message: `a` or `a or b`.
+    pub fn names(&self) -> String {
+        self.scopes.join(" or ")
+    }
+}
+
+/// The scopes `config`'s features need. Creating challenges
+/// (`Challenge.apiCreate`) and joining or leaving an arena
+/// (`Tournament.apiJoin`, `apiWithdraw`) take `bot:play` as well as their
+/// own scope in lila, so a bot token needs nothing more for them; joining
+/// a team (`Team.join`) takes `team:write` only.
 pub fn needed(config: &Config) -> Vec<Need> {
     let mut needs = vec![Need {
-        scope: "bot:play",
+        scopes: &["bot:play"],
         purpose: "playing games and answering challenges",
         required: true,
     }];
     if config.matchmaking.enabled {
         needs.push(Need {
-            scope: "challenge:write",
+            scopes: &["bot:play", "challenge:write"],
             purpose: "matchmaking (creating challenges)",
             required: false,
         });
@@ -33,14 +46,14 @@ pub fn needed(config: &Config) -> Vec<Need> {
     let arenas = &config.tournaments.arenas;
     if !arenas.is_empty() {
         needs.push(Need {
-            scope: "tournament:write",
+            scopes: &["bot:play", "tournament:write"],
             purpose: "joining the arenas of [tournaments]",
             required: false,
         });
     }
     if arenas.iter().any(|a| a.join_team) {
         needs.push(Need {
-            scope: "team:write",
+            scopes: &["team:write"],
             purpose: "joining the teams of [tournaments] (join_team)",
             required: false,
         });
@@ -48,11 +61,11 @@ pub fn needed(config: &Config) -> Vec<Need> {
     needs
 }
 
-/// The needed scopes the token lacks.
+/// The needed scopes the token lacks (none of a need's scopes).
 pub fn missing(token: &TokenInfo, config: &Config) -> Vec<Need> {
     needed(config)
         .into_iter()
-        .filter(|n| !token.has_scope(n.scope))
+        .filter(|n| !n.scopes.iter().any(|s| token.has_scope(s)))
         .collect()
 }
 
@@ -74,27 +87,30 @@ mod tests {
         assert_eq!(missing(&token("bot:play"), &config), []);
         let lacking = missing(&token("challenge:read"), &config);
         assert_eq!(lacking.len(), 1);
-        assert!(lacking[0].required && lacking[0].scope == "bot:play");
+        assert!(lacking[0].required && lacking[0].scopes == ["bot:play"]);
+        // A bot token creates challenges and joins arenas; a team needs
+        // its own scope.
         config.matchmaking.enabled = true;
-        let lacking: Vec<_> = missing(&token("bot:play"), &config)
-            .into_iter()
-            .map(|n| n.scope)
-            .collect();
-        assert_eq!(lacking, ["challenge:write"]);
-        assert_eq!(missing(&token("bot:play,challenge:write"), &config), []);
         config.tournaments.arenas.push(crate::config::ArenaEntry {
             id: "hL7vMrFQ".to_owned(),
             team: Some("coders".to_owned()),
             join_team: true,
             ..Default::default()
         });
-        let lacking: Vec<_> = missing(&token("bot:play,challenge:write"), &config)
+        let lacking: Vec<_> = missing(&token("bot:play"), &config)
             .into_iter()
-            .map(|n| (n.scope, n.required))
+            .map(|n| (n.names(), n.required))
+            .collect();
+        assert_eq!(lacking, [("team:write".to_owned(), false)]);
+        assert_eq!(missing(&token("bot:play,team:write"), &config), []);
+        // Without bot:play, the others are named with their alternative.
+        let names: Vec<_> = missing(&token("challenge:write"), &config)
+            .into_iter()
+            .map(|n| n.names())
             .collect();
         assert_eq!(
-            lacking,
-            [("tournament:write", false), ("team:write", false)]
+            names,
+            ["bot:play", "bot:play or tournament:write", "team:write"]
         );
     }
 }

@@ -34,8 +34,13 @@ use crate::lichess::model::ArenaTournament;
 
 /// The state file of the arenas joined at run time.
 pub const STATE_FILE: &str = "tournaments.json";
-/// After a failed request (the network, a 5xx, a 429), the next try.
+/// After a failed request (the network, a 5xx), the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
+/// lila's pause after a withdraw or a missed pairing lasts 10 s at first,
+/// longer after each (up to 120 s); a join refused for it is tried again
+/// after these, doubling.
+const FIRST_PAUSE_RETRY: Duration = Duration::from_secs(10);
+const MAX_PAUSE_RETRY: Duration = Duration::from_secs(120);
 
 /// Where the bot learned of an arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +93,11 @@ pub struct Arena {
     not_before: Option<Instant>,
     /// Lichess refused to let us in, and why: no more tries.
     pub refused: Option<String>,
+    /// Lichess holds us off for now (a pause, a rate limit), and why:
+    /// tried again at `not_before`.
+    pub held: Option<String>,
+    /// The wait after the next join refused for a pause.
+    pause_retry: Duration,
 }
 
 impl std::fmt::Debug for Arena {
@@ -99,6 +109,7 @@ impl std::fmt::Debug for Arena {
             .field("joined", &self.joined)
             .field("game", &self.game)
             .field("refused", &self.refused)
+            .field("held", &self.held)
             .finish()
     }
 }
@@ -120,7 +131,14 @@ impl Arena {
             next_check: now,
             not_before: None,
             refused: None,
+            held: None,
+            pause_retry: FIRST_PAUSE_RETRY,
         }
+    }
+
+    /// When it is tried again, if Lichess holds us off.
+    pub fn retry_at(&self) -> Option<Instant> {
+        self.held.as_ref().and(self.not_before)
     }
 
     /// It waits for a pairing: running (or starting), ours, no game of it
@@ -135,7 +153,7 @@ impl Arena {
 pub enum Action {
     /// `GET /api/tournament/{id}`.
     Check(String),
-    /// `POST /api/team/{team}/join` for the arena `id`.
+    /// `POST /team/{team}/join` for the arena `id`.
     JoinTeam {
         id: String,
         team: String,
@@ -180,25 +198,47 @@ pub enum Outcome {
 /// Why a request failed, as far as the arena's fate goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// No such tournament (404).
+    /// No such tournament (404, or lila's "no longer exists").
     Gone,
-    /// Lichess said no (a 4xx with its reason): a wrong password, a team
-    /// battle without the team, conditions not met, a missing scope.
+    /// Lichess said no for good (a 4xx with its reason): a wrong entry
+    /// code, a team battle without the team, conditions not met, a ban,
+    /// a missing scope.
     Refused(String),
-    /// The network, a 5xx, a 429: try again later.
+    /// lila's pause after a withdraw or a missed pairing is not over:
+    /// joined again after a growing wait.
+    Paused(String),
+    /// A rate limit (a 429, or lila's "joining too many tournaments"):
+    /// tried again after `after` (from the answer where it says).
+    Limited { why: String, after: Duration },
+    /// The network, a 5xx: try again later.
     Transient(String),
 }
 
 /// What happened to an arena, for the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Note {
-    Joined { id: String, pair_me_asap: bool },
+    Joined {
+        id: String,
+        pair_me_asap: bool,
+    },
     Started(String),
     Finished(String),
     Gone(String),
-    Refused { id: String, why: String },
+    Refused {
+        id: String,
+        why: String,
+    },
     PausedByLichess(String),
-    Failed { id: String, why: String },
+    /// Held off (a pause, a rate limit): joined again after `after`.
+    Held {
+        id: String,
+        why: String,
+        after: Duration,
+    },
+    Failed {
+        id: String,
+        why: String,
+    },
 }
 
 /// The arenas, by id.
@@ -255,6 +295,7 @@ impl Tournaments {
                 arena.entry = entry.clone();
                 arena.team_ready = !entry.join_team;
                 arena.refused = None;
+                arena.held = None;
                 arena.joined = false;
                 arena.not_before = None;
                 arena.next_check = now;
@@ -447,6 +488,7 @@ impl Tournaments {
                     });
                 }
                 arena.joined = true;
+                arena.pause_retry = FIRST_PAUSE_RETRY;
                 None
             }
             Outcome::Joined { result: Err(f), .. } => {
@@ -456,7 +498,10 @@ impl Tournaments {
             Outcome::Withdrawn(_) => None,
         };
         match failure {
-            None => arena.not_before = None,
+            None => {
+                arena.not_before = None;
+                arena.held = None;
+            }
             Some(Failure::Gone) => {
                 self.arenas.remove(id);
                 self.dirty = true;
@@ -467,6 +512,26 @@ impl Tournaments {
                 notes.push(Note::Refused {
                     id: id.to_owned(),
                     why,
+                });
+            }
+            Some(Failure::Paused(why)) => {
+                let after = arena.pause_retry;
+                arena.pause_retry = (after * 2).min(MAX_PAUSE_RETRY);
+                arena.not_before = Some(now + after);
+                arena.held = Some(why.clone());
+                notes.push(Note::Held {
+                    id: id.to_owned(),
+                    why,
+                    after,
+                });
+            }
+            Some(Failure::Limited { why, after }) => {
+                arena.not_before = Some(now + after);
+                arena.held = Some(why.clone());
+                notes.push(Note::Held {
+                    id: id.to_owned(),
+                    why,
+                    after,
                 });
             }
             Some(Failure::Transient(why)) => {
@@ -687,6 +752,65 @@ mod tests {
         );
         assert_eq!(notes, [Note::Finished("arena002".to_owned())]);
         assert!(t.get("arena002").is_none());
+    }
+
+    #[test]
+    fn a_pause_and_a_rate_limit_hold_the_join_off_for_a_while() {
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        let mut now = Instant::now();
+        t.due(now, true);
+        read(&mut t, serde_json::json!({"isStarted": true}), now);
+        // The join due now (its state read first when that is due too).
+        let join_due = |t: &mut Tournaments, now: Instant| loop {
+            match &t.due(now, true)[..] {
+                [Action::Join { .. }] => return,
+                [Action::Check(_)] => {
+                    read(t, serde_json::json!({"isStarted": true}), now);
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        let refuse = |t: &mut Tournaments, failure: Failure, now: Instant| {
+            join_due(t, now);
+            t.outcome(
+                "arena001",
+                Outcome::Joined {
+                    pair_me_asap: true,
+                    result: Err(failure),
+                },
+                now,
+            )
+        };
+        // lila's pause: 10 s, then longer, up to 120 s.
+        for wait in [10, 20, 40, 80, 120, 120] {
+            let notes = refuse(&mut t, Failure::Paused("paused".to_owned()), now);
+            let after = Duration::from_secs(wait);
+            assert!(matches!(&notes[..], [Note::Held { after: a, .. }] if *a == after));
+            assert_eq!(t.get("arena001").unwrap().held.as_deref(), Some("paused"));
+            assert_eq!(t.due(now + after - Duration::from_millis(1), true), []);
+            now += after;
+        }
+        // A rate limit: what the answer says.
+        let limited = Failure::Limited {
+            why: "rate limited".to_owned(),
+            after: Duration::from_secs(7),
+        };
+        refuse(&mut t, limited, now);
+        assert_eq!(t.due(now + Duration::from_secs(6), true), []);
+        now += Duration::from_secs(7);
+        // In at last: no longer held, and the pause wait starts over.
+        join_due(&mut t, now);
+        t.outcome(
+            "arena001",
+            Outcome::Joined {
+                pair_me_asap: true,
+                result: Ok(()),
+            },
+            now,
+        );
+        let arena = t.get("arena001").unwrap();
+        assert_eq!((arena.held.as_ref(), arena.refused.as_ref()), (None, None));
+        assert_eq!(arena.pause_retry, FIRST_PAUSE_RETRY);
     }
 
     #[test]

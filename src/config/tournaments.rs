@@ -21,9 +21,8 @@ pub struct TournamentsConfig {
     pub check_every_secs: u64,
     /// Withdraw from every arena on a stop (a restart keeps them).
     pub leave_at_shutdown: bool,
-    /// Offer and accept draws in tournament games (the bot's usual rules
-    /// then apply, and never before move 30 in a Swiss game, which
-    /// Lichess forbids). Off: arena points come from wins.
+    /// Offer and accept draws in arena games (the bot's usual rules then
+    /// apply). Off: arena points come from wins.
     pub draws: bool,
 }
 

@@ -910,54 +910,65 @@ impl Client {
     /// `POST /api/bot/game/{id}/abort` (only before both sides moved).
     /// On the game lane.
     pub async fn abort(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "abort", Lane::Game).await
+        let path = |id: &str| format!("/api/bot/game/{id}/abort");
+        self.game_action(game_id, path, Lane::Game).await
     }
 
     /// `POST /api/bot/game/{id}/resign`. On the game lane.
     pub async fn resign(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "resign", Lane::Game).await
+        let path = |id: &str| format!("/api/bot/game/{id}/resign");
+        self.game_action(game_id, path, Lane::Game).await
     }
 
     /// `POST /api/bot/game/{id}/draw/{yes|no}`: answer (or, with yes,
     /// make) a draw offer.
     pub async fn answer_draw(&self, game_id: &str, accept: bool) -> Result<(), Error> {
-        self.game_action(
-            game_id,
-            if accept { "draw/yes" } else { "draw/no" },
-            Lane::Queued,
-        )
-        .await
+        let path: fn(&str) -> String = if accept {
+            |id| format!("/api/bot/game/{id}/draw/yes")
+        } else {
+            |id| format!("/api/bot/game/{id}/draw/no")
+        };
+        self.game_action(game_id, path, Lane::Queued).await
     }
 
     /// `POST /api/bot/game/{id}/takeback/{yes|no}`.
     pub async fn answer_takeback(&self, game_id: &str, accept: bool) -> Result<(), Error> {
-        let action = if accept {
-            "takeback/yes"
+        let path: fn(&str) -> String = if accept {
+            |id| format!("/api/bot/game/{id}/takeback/yes")
         } else {
-            "takeback/no"
+            |id| format!("/api/bot/game/{id}/takeback/no")
         };
-        self.game_action(game_id, action, Lane::Queued).await
+        self.game_action(game_id, path, Lane::Queued).await
     }
 
     /// `POST /api/bot/game/{id}/claim-victory`, after `opponentGone` and
     /// `claimWinInSeconds`. On the game lane.
     pub async fn claim_victory(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "claim-victory", Lane::Game).await
+        let path = |id: &str| format!("/api/bot/game/{id}/claim-victory");
+        self.game_action(game_id, path, Lane::Game).await
     }
 
     /// `POST /api/bot/game/{id}/claim-draw`, after `opponentGone`. On the
     /// game lane.
     pub async fn claim_draw(&self, game_id: &str) -> Result<(), Error> {
-        self.game_action(game_id, "claim-draw", Lane::Game).await
+        let path = |id: &str| format!("/api/bot/game/{id}/claim-draw");
+        self.game_action(game_id, path, Lane::Game).await
     }
 
-    async fn game_action(&self, game_id: &str, action: &str, lane: Lane) -> Result<(), Error> {
+    /// A `POST` to the game's `path` (built from its checked id; each
+    /// path is written whole, where the spec test reads it).
+    async fn game_action(
+        &self,
+        game_id: &str,
+        path: impl FnOnce(&str) -> String,
+        lane: Lane,
+    ) -> Result<(), Error> {
         check_id("game id", game_id)?;
         let endpoint = match lane {
             Lane::Queued => Endpoint::Offers,
             _ => Endpoint::Game,
         };
-        let mut call = Call::post(format!("/api/bot/game/{game_id}/{action}"), endpoint);
+        let mut call = Call::post(path(game_id), endpoint);
         call.lane = lane;
         self.ok(call).await
     }
@@ -1104,11 +1115,12 @@ impl Client {
         .await
     }
 
-    /// `POST /api/team/{teamId}/join`: become a member of a team (for its
-    /// team battles); a team that asks for a password gets it.
+    /// `POST /team/{teamId}/join` (lila's route has no `/api`): become a
+    /// member of a team (for its team battles); a team that asks for a
+    /// password gets it.
     pub async fn join_team(&self, team: &str, password: Option<&str>) -> Result<(), Error> {
         check_id("team id", team)?;
-        let mut call = Call::post(format!("/api/team/{team}/join"), Endpoint::Tournament);
+        let mut call = Call::post(format!("/team/{team}/join"), Endpoint::Tournament);
         if let Some(password) = password {
             call.form = Some(vec![("password", password.to_owned())]);
         }

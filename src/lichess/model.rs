@@ -493,8 +493,6 @@ pub struct GameInfo {
     pub id: Option<String>,
     #[serde(default)]
     pub tournament_id: Option<String>,
-    #[serde(default)]
-    pub swiss_id: Option<String>,
 }
 
 /// One line of `/api/stream/event`.

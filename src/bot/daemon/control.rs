@@ -192,8 +192,11 @@ impl Daemon {
                     ),
                 };
                 json!({"id": a.entry.id, "name": a.name, "origin": a.origin, "stage": stage,
-                       "joined": a.joined, "team": a.entry.team, "game": a.game, "games": a.games,
-                       "missed": a.missed, "refused": a.refused})
+                "joined": a.joined, "team": a.entry.team, "game": a.game, "games": a.games,
+                "missed": a.missed, "refused": a.refused, "held": a.held,
+                "retry_in_s": a.retry_at().map(|t| {
+                    t.saturating_duration_since(tokio::time::Instant::now()).as_secs()
+                })})
             })
             .collect();
         let status = json!({
@@ -275,7 +278,12 @@ impl Daemon {
         text.push_str(&format!("tournaments: {}\n", tournaments.len()));
         for t in &tournaments {
             let state = match (&t["refused"], &t["game"], t["joined"] == true) {
-                (serde_json::Value::String(why), _, _) => format!("refused: {why}"),
+                (serde_json::Value::String(why), _, _) => format!("refused for good: {why}"),
+                _ if t["held"].is_string() => format!(
+                    "held off: {}; joining again in {} s",
+                    t["held"].as_str().unwrap_or(""),
+                    t["retry_in_s"]
+                ),
                 (_, serde_json::Value::String(game), _) => format!("playing {game}"),
                 (_, _, true) => "waiting for a pairing".to_owned(),
                 (_, _, false) => "joining".to_owned(),

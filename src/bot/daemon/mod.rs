@@ -748,20 +748,20 @@ impl Daemon {
         for need in scopes::missing(&info, &self.config) {
             if need.required {
                 tracing::error!(
-                    scope = need.scope,
+                    scope = %need.names(),
                     "the token lacks {}, needed for {}: create a token with it",
-                    need.scope,
+                    need.names(),
                     need.purpose
                 );
                 return Err(ClientError::Forbidden {
                     path: "/api/token/test".to_owned(),
-                    message: format!("the token lacks the {} scope", need.scope),
+                    message: format!("the token lacks the {} scope", need.names()),
                 });
             }
             tracing::warn!(
-                scope = need.scope,
+                scope = %need.names(),
                 "the token lacks {}, needed for {}",
-                need.scope,
+                need.names(),
                 need.purpose
             );
         }

@@ -10,6 +10,7 @@ use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena
 use crate::config::ArenaEntry;
 use crate::lichess::client::{Client, Error as ClientError};
 use crate::lichess::model::{GameInfo, GameStatus};
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// An answer about an arena, back on the loop.
@@ -190,14 +191,49 @@ async fn run(client: &Client, action: Action) -> (String, Outcome) {
     }
 }
 
-/// What a failed request means for the arena.
+/// A rate limit whose answer says nothing of its length lasts this long.
+const LIMITED_FOR: Duration = Duration::from_secs(60);
+
+/// What a failed request means for the arena. lila answers a join it
+/// refuses with a 400 and one of `TournamentApi.JoinResult`'s errors:
+/// the passing ones (a pause not over, too many joins, "for some
+/// reason") are tried again; the others (a wrong entry code, the team, the
+/// entry conditions, a ban) are final.
 fn failure(e: ClientError) -> Failure {
+    let message = match &e {
+        ClientError::Status { message, .. } => message.to_ascii_lowercase(),
+        _ => String::new(),
+    };
     match &e {
         ClientError::NotFound { .. } => Failure::Gone,
-        ClientError::Forbidden { .. } | ClientError::Unauthorized { .. } => Failure::Refused(
-            format!("{e} (does the token have the tournament:write scope?)"),
-        ),
-        _ if e.is_transient() || e.status() == Some(429) => Failure::Transient(e.to_string()),
+        ClientError::RateLimited {
+            limit,
+            retry_after,
+            pause,
+            ..
+        } => Failure::Limited {
+            why: "rate limited (HTTP 429)".to_owned(),
+            after: limit
+                .as_ref()
+                .and_then(|l| l.seconds)
+                .map(Duration::from_secs)
+                .or(*retry_after)
+                .unwrap_or(*pause)
+                .max(Duration::from_secs(1)),
+        },
+        ClientError::Forbidden { .. } | ClientError::Unauthorized { .. } => {
+            Failure::Refused(e.to_string())
+        }
+        _ if message.contains("no longer exists") => Failure::Gone,
+        _ if message.contains("pause is not over") => {
+            Failure::Paused("paused by Lichess (a withdraw or a missed pairing)".to_owned())
+        }
+        _ if message.contains("too many tournaments") => Failure::Limited {
+            why: "joining too many tournaments".to_owned(),
+            after: LIMITED_FOR,
+        },
+        _ if message.contains("for some reason") => Failure::Transient(e.to_string()),
+        _ if e.is_transient() => Failure::Transient(e.to_string()),
         _ if e.status().is_some_and(|s| (400..500).contains(&s)) => Failure::Refused(e.to_string()),
         _ => Failure::Transient(e.to_string()),
     }
@@ -221,6 +257,12 @@ fn log(note: &Note, name: &str) {
         Note::PausedByLichess(id) => {
             tracing::warn!(tournament = %id, name, "Lichess paused us in the arena: joining again")
         }
+        Note::Held { id, why, after } => tracing::warn!(
+            tournament = %id,
+            name,
+            retry_in_s = after.as_secs(),
+            "arena: {why}; joining again later"
+        ),
         Note::Failed { id, why } => {
             tracing::warn!(tournament = %id, "arena request failed (tried again in 30 s): {why}")
         }

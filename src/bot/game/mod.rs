@@ -81,6 +81,8 @@ const FINISH_GRACE: Duration = Duration::from_secs(2);
 /// A claim of victory refused (too early) is tried again after this.
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
 const MAX_CLAIMS: u32 = 10;
+/// A claim due on our turn looks again this often (until our move is in).
+const CLAIM_ON_OUR_TURN: Duration = Duration::from_millis(200);
 /// Chat commands answered per game and minute, at most: a spammer cannot
 /// make us flood the chat (and earn a 429).
 const CHAT_REPLIES_PER_MINUTE: u32 = 4;
@@ -333,8 +335,6 @@ struct Game {
     suspended: Option<Suspended>,
     /// The arena tournament of the game, if it is an arena pairing.
     tournament: Option<String>,
-    /// A Swiss tournament's game (no draw before move 30).
-    swiss: bool,
     /// Our move posts and their echo on the stream.
     lag: Lag,
     /// Chat commands answered in the current minute, and its start.
@@ -439,7 +439,6 @@ impl Game {
             refused: Refused::default(),
             suspended: None,
             tournament: info.tournament_id.clone(),
-            swiss: info.swiss_id.is_some(),
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
@@ -718,19 +717,53 @@ impl Game {
         let flow = self.on_state(full.state, arrived);
         if !self.greeted && self.status.is_ongoing() {
             self.greeted = true;
-            let opponent = self.opponent_name();
-            let me = self.ctx.me.name.clone();
-            let chat = &self.ctx.config.chat;
-            self.say(
-                Room::Player,
-                chat::fill_template(&chat.greeting, &me, &opponent),
-            );
-            self.say(
-                Room::Spectator,
-                chat::fill_template(&chat.greeting_spectator, &me, &opponent),
-            );
+            self.greet();
         }
         flow
+    }
+
+    /// Greets both rooms, unless the player chat already has a line of
+    /// ours: a restart before both sides moved finds its own greeting
+    /// there (`GET /api/bot/game/{id}/chat`). The chat is read off the
+    /// game task, so the first move does not wait for it.
+    fn greet(&self) {
+        let opponent = self.opponent_name();
+        let me = self.ctx.me.name.clone();
+        let chat = &self.ctx.config.chat;
+        let lines = [
+            (
+                ChatRoom::Player,
+                chat::fill_template(&chat.greeting, &me, &opponent),
+            ),
+            (
+                ChatRoom::Spectator,
+                chat::fill_template(&chat.greeting_spectator, &me, &opponent),
+            ),
+        ];
+        if lines.iter().all(|(_, text)| text.trim().is_empty()) {
+            return;
+        }
+        let client = self.ctx.client.clone();
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            match client.chat_history(&id).await {
+                Ok(history) if history.iter().any(|l| l.user.eq_ignore_ascii_case(&me)) => {
+                    tracing::debug!(game = %id, "greeted already (a line of ours is in the chat)");
+                    return;
+                }
+                Ok(_) => {}
+                // Better twice than never.
+                Err(e) => tracing::debug!(game = %id, "chat not read before the greeting: {e}"),
+            }
+            for (room, text) in lines {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                if let Err(e) = client.chat(&id, room, &text).await {
+                    tracing::warn!(game = %id, "chat failed: {e}");
+                }
+            }
+        });
     }
 
     /// A game in a variant we do not play (a tournament pairing, a
@@ -790,11 +823,9 @@ impl Game {
             against_bot: self.facts.as_ref().is_some_and(|f| f.opponent_bot),
             opponent_clock_no_increment,
             tablebase_draw: self.tablebase_draw,
-            // Lichess refuses a draw in a Swiss game before move 30;
-            // arena points come from wins.
-            draws_barred: (self.swiss && ply < 60)
-                || ((self.tournament.is_some() || self.swiss)
-                    && !self.ctx.config.tournaments.draws),
+            // Arena points come from wins. (Bots cannot play Swiss
+            // games: lila's Swiss pairing leaves out BOT accounts.)
+            draws_barred: self.tournament.is_some() && !self.ctx.config.tournaments.draws,
         }
     }
 
@@ -1064,6 +1095,15 @@ impl Game {
     /// not give the win.
     async fn on_claim_timer(&mut self) -> Flow {
         self.claim_at = None;
+        // Lichess takes a claim only on the opponent's turn (lila's
+        // `mightClaimWin`: `!isMyTurn`); on ours we move first, and the
+        // claim follows once the move is in.
+        if let (Some(us), Some(record)) = (self.color, &self.record)
+            && record.turn() == us
+        {
+            self.claim_at = Some(Instant::now() + CLAIM_ON_OUR_TURN);
+            return Flow::Continue;
+        }
         self.claims += 1;
         let can_win = match (self.color, &self.record) {
             (Some(us), Some(record)) => record.can_win(us),

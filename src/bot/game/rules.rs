@@ -63,8 +63,7 @@ pub(super) struct Standing {
     pub(super) opponent_clock_no_increment: Option<Duration>,
     /// The endgame tables said the position after our last move is drawn.
     pub(super) tablebase_draw: bool,
-    /// No draw in this game: a tournament's (`tournaments.draws` off, or
-    /// a Swiss game before move 30).
+    /// No draw in this game: an arena's, with `tournaments.draws` off.
     pub(super) draws_barred: bool,
 }
 

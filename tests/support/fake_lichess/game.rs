@@ -35,6 +35,9 @@ pub(super) struct Game {
     pub(super) start: VariantPosition,
     pub(super) pos: VariantPosition,
     pub(super) moves: Vec<String>,
+    /// The same moves as the game streams write them (castling king
+    /// takes rook unless `FakeConfig::legacy_castling`).
+    pub(super) streamed: Vec<String>,
     /// Zobrist keys of every position so far, for threefold repetition.
     pub(super) keys: Vec<Zobrist64>,
     pub(super) bot_color: Color,
@@ -60,6 +63,8 @@ pub(super) struct Game {
     pub(super) chat: Vec<ChatRecord>,
     pub(super) illegal: Vec<IllegalMove>,
     pub(super) draw_answers: Vec<bool>,
+    /// Claims refused (too early, or on the bot's own turn).
+    pub(super) refused_claims: u32,
     pub(super) takeback_answers: Vec<bool>,
     pub(super) bot_draw_offers: usize,
     pub(super) stream_connections: usize,
@@ -108,6 +113,16 @@ impl Game {
         UciMove::from_move(m, self.mode).to_string()
     }
 
+    /// `m` as the game streams write it.
+    pub(super) fn streamed_uci(&self, m: Move, legacy: bool) -> String {
+        let mode = if legacy {
+            self.mode
+        } else {
+            CastlingMode::Chess960
+        };
+        UciMove::from_move(m, mode).to_string()
+    }
+
     pub(super) fn record(&self) -> GameRecord {
         GameRecord {
             id: self.id.clone(),
@@ -125,6 +140,7 @@ impl Game {
             illegal_moves: self.illegal.clone(),
             chat: self.chat.clone(),
             draw_answers: self.draw_answers.clone(),
+            refused_claims: self.refused_claims,
             takeback_answers: self.takeback_answers.clone(),
             bot_draw_offers: self.bot_draw_offers,
             stream_connections: self.stream_connections,
@@ -148,7 +164,7 @@ impl Game {
         };
         let mut state = json!({
             "type": "gameState",
-            "moves": self.moves.join(" "),
+            "moves": self.streamed.join(" "),
             "wtime": self.times[0],
             "btime": self.times[1],
             "winc": winc,
@@ -231,7 +247,7 @@ impl Game {
             "fen": self.fen(),
             "hasMoved": self.moves.len() > usize::from(self.bot_color == Color::Black),
             "isMyTurn": self.started() && self.pos.turn() == self.bot_color,
-            "lastMove": self.moves.last().cloned().unwrap_or_default(),
+            "lastMove": self.streamed.last().cloned().unwrap_or_default(),
             "opponent": {"id": self.opponent.id, "username": self.opponent.name,
                          "rating": self.opponent.rating},
             "perf": perf_key(self.speed, self.variant),

@@ -64,6 +64,8 @@ pub struct GameRecord {
     pub chat: Vec<ChatRecord>,
     /// The bot's answers to draw offers (`true`: accepted).
     pub draw_answers: Vec<bool>,
+    /// Claims refused (too early, or on the bot's own turn).
+    pub refused_claims: u32,
     /// The bot's answers to takeback proposals.
     pub takeback_answers: Vec<bool>,
     /// Draw offers the bot made (with a move or `draw/yes`).

@@ -49,7 +49,7 @@ pub(super) fn router(app: App) -> Router {
             "/api/tournament/{id}/withdraw",
             post(super::tournament::withdraw),
         )
-        .route("/api/team/{id}/join", post(super::tournament::join_team))
+        .route("/team/{id}/join", post(super::tournament::join_team))
         .layer(middleware::from_fn_with_state(app.clone(), gatekeeper))
         // The public online sources: no token, so outside the gatekeeper.
         .merge(super::online::router())
@@ -423,6 +423,7 @@ pub(super) async fn takeback(
             let undo = if game.pos.turn() == proposer { 2 } else { 1 };
             let keep = game.moves.len().saturating_sub(undo);
             game.moves.truncate(keep);
+            game.streamed.truncate(keep);
             game.keys.truncate(keep + 1);
             let mut pos = game.start.clone();
             for uci in &game.moves {
@@ -448,17 +449,19 @@ pub(super) async fn claim(
 ) -> Response {
     app.with(|world, app| {
         let claim_after = Duration::from_secs(world.cfg.claim_win_secs.into());
-        let Some(game) = world.games.get(&id) else {
+        let Some(game) = world.games.get_mut(&id) else {
             return not_found();
         };
         let claimable = game.started()
             && game
                 .gone_since
                 .is_some_and(|since| since.elapsed() >= claim_after);
-        if !claimable {
+        let bot = game.bot_color;
+        // lila's `Pov.mightClaimWin`: never on the claimer's own turn.
+        if !claimable || game.pos.turn() == bot {
+            game.refused_claims += 1;
             return error(StatusCode::BAD_REQUEST, "You cannot claim now.");
         }
-        let bot = game.bot_color;
         if what == "claim-victory" && game.pos.has_insufficient_material(bot) {
             // Nothing to win with: only a draw can be claimed.
             return error(StatusCode::BAD_REQUEST, "You cannot claim victory.");

@@ -31,6 +31,10 @@ pub struct FakeConfig {
     /// A real-time challenge the bot creates without `keepAliveStream`
     /// is canceled after this (Lichess: 20 s).
     pub challenge_expiry: Duration,
+    /// Write castling on the game streams as e1g1 in standard chess (the
+    /// legacy form). Off, as lila writes it now in every variant: king
+    /// takes rook (e1h1).
+    pub legacy_castling: bool,
 }
 
 impl Default for FakeConfig {
@@ -46,6 +50,7 @@ impl Default for FakeConfig {
             correspondence_turn_events: true,
             challenge_expiry: Duration::from_secs(20),
             scopes: "bot:play,challenge:read,challenge:write".to_owned(),
+            legacy_castling: false,
         }
     }
 }

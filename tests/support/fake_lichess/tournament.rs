@@ -3,8 +3,9 @@
 //! `isStarted` and `me`), `POST /api/tournament/{id}/join` (password or
 //! entry code, the team of a team battle, `pairMeAsap` that lapses after a
 //! minute; a join also ends a pause), `POST /api/tournament/{id}/withdraw`
-//! (leave before the start, pause after) and `POST /api/team/{id}/join`.
-//! All need the token's `tournament:write` (`team:write`) scope, else 403.
+//! (leave before the start, pause after) and `POST /team/{id}/join`.
+//! The arena calls need the token's `tournament:write` or `bot:play`
+//! scope (lila takes either), the team join `team:write`; else 403.
 //!
 //! Pairings: a player on the tournament page is paired whenever free; a
 //! bot only while its `pairMeAsap` lasts. A test pairs the bot with
@@ -82,6 +83,11 @@ pub struct ArenaPlayer {
     pub team: Option<String>,
     /// Withdrawn after the start (lila's `withdraw`).
     pub paused: bool,
+    /// Its pause lasts until then: a join before is refused ("Your pause
+    /// is not over yet").
+    pub paused_until: Option<Instant>,
+    /// Its pauses so far (each longer, as lila's `Pause`).
+    pub pauses: u32,
     /// Its `pairMeAsap` lasts until then.
     pub pair_me_until: Option<Instant>,
     /// The games it was paired in.
@@ -108,6 +114,26 @@ pub(super) struct Arena {
     joins: Vec<bool>,
     withdraws: u32,
     refused: u32,
+}
+
+/// lila's `Pause`: the first pause of a player lasts 10 s, the next ones
+/// `pauses × the game's estimated seconds / 15`, between 10 and 120 s.
+fn pause_delay(spec: &ArenaSpec, pauses: u32) -> Duration {
+    if pauses <= 1 {
+        return Duration::from_secs(10);
+    }
+    let total = u64::from(spec.limit_secs) + 40 * u64::from(spec.increment_secs);
+    Duration::from_secs((u64::from(pauses) * total / 15).clamp(10, 120))
+}
+
+impl ArenaPlayer {
+    /// Paused by a withdraw or a missed pairing, for lila's delay.
+    fn pause(&mut self, spec: &ArenaSpec) {
+        self.paused = true;
+        self.pair_me_until = None;
+        self.pauses += 1;
+        self.paused_until = Some(Instant::now() + pause_delay(spec, self.pauses));
+    }
 }
 
 impl Arena {
@@ -264,15 +290,11 @@ impl World {
     /// An arena game ended: a player who did not start it is paused
     /// (lila withdraws who misses a pairing).
     pub(super) fn arena_game_over(&mut self, tournament: &str, no_start_by_bot: bool) {
-        if let Some(p) = self
-            .arenas
-            .arenas
-            .get_mut(tournament)
-            .and_then(|a| a.player.as_mut())
+        if let Some(a) = self.arenas.arenas.get_mut(tournament)
+            && let Some(p) = a.player.as_mut()
             && no_start_by_bot
         {
-            p.paused = true;
-            p.pair_me_until = None;
+            p.pause(&a.spec);
         }
     }
 
@@ -332,26 +354,32 @@ pub(super) async fn info(State(app): State<App>, Path(id): Path<String>) -> Resp
 pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Response {
     let form = parse_form(&body);
     app.with(|world, app| {
-        if !world.has_scope("tournament:write") {
+        // lila: `ScopedBody(_.Tournament.Write, _.Bot.Play, ...)`.
+        if !world.has_scope("tournament:write") && !world.has_scope("bot:play") {
             return missing_scope("tournament:write");
         }
         let teams = world.arenas.teams.clone();
         let Some(a) = world.arenas.arenas.get_mut(&id) else {
             return not_found();
         };
+        // lila's `JoinResult` errors, as `Tournament.apiJoin` answers them.
         let refuse = |a: &mut Arena, message: &str| {
             a.refused += 1;
-            error(StatusCode::BAD_REQUEST, message)
+            (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"joined": false, "error": message})),
+            )
+                .into_response()
         };
         if a.finished {
-            return refuse(a, "This tournament is finished.");
+            return refuse(a, "This tournament no longer exists");
         }
         let returning = a.player.is_some();
         if !returning
             && a.spec.password.is_some()
             && form.get("password") != a.spec.password.as_ref()
         {
-            return refuse(a, "Wrong entry code.");
+            return refuse(a, "Wrong entry code");
         }
         let team = form.get("team").cloned();
         if let Some(battle) = &a.spec.team
@@ -359,9 +387,16 @@ pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: B
         {
             match &team {
                 Some(t) if t == battle && teams.contains(t) => {}
-                Some(t) if t == battle => return refuse(a, "You are not a member of this team."),
-                _ => return refuse(a, "This team battle needs a team."),
+                // lila's `JoinResult.MissingTeam` for both.
+                _ => return refuse(a, "Missing team"),
             }
+        }
+        if a.player
+            .as_ref()
+            .and_then(|p| p.paused_until)
+            .is_some_and(|until| Instant::now() < until)
+        {
+            return refuse(a, "Your pause is not over yet");
         }
         let pair_me = form.get("pairMeAsap").is_some_and(|v| v == "true");
         a.joins.push(pair_me);
@@ -371,6 +406,7 @@ pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: B
             ..ArenaPlayer::default()
         });
         player.paused = false;
+        player.paused_until = None;
         if pair_me && started {
             player.pair_me_until = Some(Instant::now() + PAIR_ME_FOR);
         }
@@ -392,7 +428,8 @@ pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: B
 /// `POST /api/tournament/{id}/withdraw`.
 pub(super) async fn withdraw(State(app): State<App>, Path(id): Path<String>) -> Response {
     app.with(|world, _| {
-        if !world.has_scope("tournament:write") {
+        // lila: `ScopedBody(_.Tournament.Write, _.Bot.Play, ...)`.
+        if !world.has_scope("tournament:write") && !world.has_scope("bot:play") {
             return missing_scope("tournament:write");
         }
         let Some(a) = world.arenas.arenas.get_mut(&id) else {
@@ -401,8 +438,7 @@ pub(super) async fn withdraw(State(app): State<App>, Path(id): Path<String>) -> 
         a.withdraws += 1;
         if a.started() {
             if let Some(p) = &mut a.player {
-                p.paused = true;
-                p.pair_me_until = None;
+                p.pause(&a.spec);
             }
         } else {
             a.player = None;
@@ -411,7 +447,7 @@ pub(super) async fn withdraw(State(app): State<App>, Path(id): Path<String>) -> 
     })
 }
 
-/// `POST /api/team/{id}/join`.
+/// `POST /team/{id}/join`.
 pub(super) async fn join_team(State(app): State<App>, Path(id): Path<String>) -> Response {
     app.with(|world, _| {
         if !world.has_scope("team:write") {

@@ -244,6 +244,7 @@ impl World {
             pos: start.clone(),
             start,
             moves: Vec::new(),
+            streamed: Vec::new(),
             bot_color,
             opponent: spec.challenger.clone(),
             rated: spec.rated,
@@ -267,6 +268,7 @@ impl World {
             chat: Vec::new(),
             illegal: Vec::new(),
             draw_answers: Vec::new(),
+            refused_claims: 0,
             takeback_answers: Vec::new(),
             bot_draw_offers: 0,
             stream_connections: 0,
@@ -459,7 +461,9 @@ impl World {
         }
         game.last_move_at = now;
         let uci = game.uci(m);
+        let streamed = game.streamed_uci(m, self.cfg.legacy_castling);
         game.moves.push(uci);
+        game.streamed.push(streamed);
         game.pos.play_unchecked(m);
         game.keys.push(game.pos.zobrist_hash(EnPassantMode::Legal));
         // Moving declines the other side's pending offers.
