@@ -217,6 +217,29 @@ async fn a_human_gets_the_reserved_slot_while_bots_wait() {
     bot.stop().await;
 }
 
+/// An accept refused for the challenger's own daily cap (a 400 with
+/// `ratelimit`, lila's `BotLimit.OpponentLimit`) leaves the challenge
+/// open on Lichess: it is declined (`later`) and its slot freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_refused_for_the_challengers_cap_is_declined() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "[bot]\nconcurrency = 1").await;
+    fake.opponent_cap_on_accept(1);
+    let robo = fake.send_challenge(from(Opponent::bot("Robo")));
+    wait_status(&fake, &robo, "declined").await;
+    assert_eq!(
+        fake.challenge(&robo).unwrap().decline_reason.as_deref(),
+        Some("later")
+    );
+    // The one slot is free: the next challenge is played.
+    let human = fake.send_challenge(from(Opponent::human("Hugo")));
+    wait_status(&fake, &human, "accepted").await;
+    fake.opponent_resigns(&human).unwrap();
+    fake.wait_game_over(&human, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert!(log.contains("cannot play more bot games today"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daily_bot_quota_429_on_an_accept_stops_only_bot_games() {
     let fake = FakeLichess::start().await;
@@ -455,8 +478,15 @@ async fn online_block_lists_apply_both_ways_and_survive_a_dead_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list() {
     let fake = FakeLichess::start().await;
-    // Our bullet rating is 2000 (the fake's account).
-    fake.set_online_bots(vec![
+    // Our bullet rating is 2000 (the fake's account). 110 bots far away
+    // come first: the list is asked for with nb=512 (the fake, as the
+    // spec, gives 100 by default).
+    let far: Vec<String> = (0..110).map(|i| format!("Remote{i}")).collect();
+    let mut bots: Vec<OnlineBot> = far
+        .iter()
+        .map(|name| OnlineBot::new(name, 2900, Answer::Accept))
+        .collect();
+    bots.extend(vec![
         OnlineBot::new("Blocked", 2000, Answer::Accept),
         OnlineBot::new("Busy", 2005, Answer::Accept).playing(),
         OnlineBot::new("Ann", 2010, Answer::Accept),
@@ -464,6 +494,7 @@ async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list(
         OnlineBot::new("Cid", 2090, Answer::Accept),
         OnlineBot::new("Far", 2500, Answer::Accept),
     ]);
+    fake.set_online_bots(bots);
     let bot = Bot::start(
         &fake,
         "[challenge]\nblock_list = [\"blocked\"]\n\
@@ -505,6 +536,19 @@ async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list(
     }
     let log = bot.stop().await;
     assert!(log.contains("matchmaking: no bot online fits"), "{log}");
+    // Our account (our rating) is read once for all these searches (GET
+    // /api/account is limited to 30 per 5 minutes), besides the start's.
+    let requests = fake.requests();
+    let count = |path: &str| requests.iter().filter(|r| r.path == path).count();
+    assert!(count("/api/bot/online") >= 4, "{requests:?}");
+    assert!(count("/api/account") <= 2, "{requests:?}");
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.path == "/api/bot/online")
+            .all(|r| r.query.as_deref() == Some("nb=512")),
+        "{requests:?}"
+    );
 }
 
 /// Lichess's answers to a challenge that are not the opponent's word on

@@ -15,8 +15,11 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use shakmaty::variant::Variant;
 use support::bot::Bot;
-use support::fake_lichess::{ArenaSpec, ChallengeSpec, FakeConfig, FakeLichess, Opponent};
+use support::fake_lichess::{
+    ArenaSpec, ChallengeSpec, FakeConfig, FakeLichess, FakeVariant, Opponent,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 const SCOPES: &str = "bot:play,challenge:read,challenge:write,tournament:write,team:write";
@@ -198,6 +201,41 @@ async fn a_missed_pairing_pauses_the_bot_and_it_joins_again() {
     assert_eq!(over.status, "resign", "{over:?}");
     let log = bot.stop().await;
     assert!(log.contains("missed an arena pairing"), "{log}");
+}
+
+/// An arena whose games the bot cannot play (a variant no engine of its
+/// plays) is read before joining and not joined: lila would pair the bot
+/// and refuse to abort the game. An arena game in such a variant (joined
+/// elsewhere) is resigned, never aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arena_the_bot_cannot_play_is_not_joined_and_its_games_are_resigned() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    let atomic = || ArenaSpec {
+        variant: FakeVariant::Rules(Variant::Atomic),
+        ..ArenaSpec::new("arena010")
+    };
+    fake.create_arena(atomic());
+    let bot = start(&fake, &arena_entry("arena010", "")).await;
+    bot.wait_log("cannot play in the arena", WAIT).await;
+    let (_, status) = ctl(&bot, "status");
+    assert!(
+        status.contains("refused for good: its atomic bullet games cannot be played"),
+        "{status}"
+    );
+    assert!(fake.arena("arena010").unwrap().joins.is_empty());
+    bot.stop().await;
+
+    fake.create_arena(ArenaSpec {
+        id: "arena011".to_owned(),
+        ..atomic()
+    });
+    let bot = start(&fake, "").await;
+    fake.join_arena_elsewhere("arena011");
+    let game = fake.pair_arena("arena011").unwrap();
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert_eq!(over.status, "resign", "{over:?}\n{log}");
+    assert!(log.contains("a variant we do not play: resigning"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -43,7 +43,13 @@ pub const PLAYED_FILE: &str = "played.json";
 /// Games against a bot are remembered this long (Unix seconds).
 const PLAYED_WINDOW: u64 = 86_400;
 /// Bots listed by `/api/bot/online`, at most.
-const ONLINE_BOTS: u32 = 100;
+const ONLINE_BOTS: u32 = 512;
+/// `GET /api/users/status` takes this many ids at most: the candidates
+/// nearest our rating are asked about.
+const STATUS_IDS: usize = 100;
+/// Our account (for our ratings) is read again after this: `GET
+/// /api/account` is limited (30 per 5 minutes), a rating moves slowly.
+const ACCOUNT_FRESH: std::time::Duration = std::time::Duration::from_secs(600);
 /// Our rating when the account has none in the perf offered.
 const DEFAULT_RATING: u32 = 1500;
 
@@ -320,6 +326,8 @@ pub struct Matchmaker {
     allow_list: Vec<String>,
     /// The users of the online block lists.
     online_blocked: BTreeSet<String>,
+    /// Our account as last read, and when.
+    account: Option<(Account, tokio::time::Instant)>,
 }
 
 impl Matchmaker {
@@ -337,6 +345,7 @@ impl Matchmaker {
             block_list,
             allow_list,
             online_blocked: BTreeSet::new(),
+            account: None,
             config,
             stage: Stage::Idle,
             pending: None,
@@ -389,12 +398,27 @@ impl Matchmaker {
         self.offer = Some(offer);
         let client = client.clone();
         let tx = tx.clone();
+        let cached = self
+            .account
+            .as_ref()
+            .filter(|(_, at)| at.elapsed() < ACCOUNT_FRESH)
+            .map(|(a, _)| a.clone());
         tokio::spawn(async move {
             let result = async {
+                let account = match cached {
+                    Some(account) => account,
+                    None => client.account().await?,
+                };
                 let mut bots = client.online_bots(ONLINE_BOTS).await?;
                 // Who is in a game now: not challenged (a challenge would
                 // wait, or be declined). Unknown if the question fails.
-                let ids: Vec<String> = bots.iter().map(|b| b.id.clone()).collect();
+                // Asked of those nearest our rating.
+                let ours = perf_rating(&account.perfs, perf).unwrap_or(DEFAULT_RATING);
+                let mut near: Vec<&OnlineBot> = bots.iter().collect();
+                near.sort_by_key(|b| {
+                    perf_rating(&b.perfs, perf).map_or(u32::MAX, |r| r.abs_diff(ours))
+                });
+                let ids: Vec<String> = near.iter().take(STATUS_IDS).map(|b| b.id.clone()).collect();
                 match client.users_status(&ids).await {
                     Ok(status) => {
                         for bot in &mut bots {
@@ -405,7 +429,6 @@ impl Matchmaker {
                     }
                     Err(e) => tracing::debug!("matchmaking: who is playing is unknown: {e}"),
                 }
-                let account = client.account().await?;
                 Ok((bots, account))
             }
             .await;
@@ -424,6 +447,13 @@ impl Matchmaker {
         now: u64,
     ) -> Option<String> {
         self.stage = Stage::Idle;
+        if self
+            .account
+            .as_ref()
+            .is_none_or(|(a, at)| a != account || at.elapsed() >= ACCOUNT_FRESH)
+        {
+            self.account = Some((account.clone(), tokio::time::Instant::now()));
+        }
         let ours = perf_rating(&account.perfs, self.perf).unwrap_or(DEFAULT_RATING);
         let window = self.config.rating_window;
         let who = Eligibility {

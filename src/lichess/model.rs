@@ -1006,6 +1006,26 @@ impl ArenaTournament {
     pub fn running(&self) -> bool {
         !self.is_finished && (self.is_started || self.seconds_to_start.is_none_or(|s| s == 0))
     }
+
+    /// Its variant (standard when not said), None if unknown to us.
+    pub fn variant_key(&self) -> Option<VariantKey> {
+        let key = self.variant.as_deref().unwrap_or("standard");
+        serde_json::from_value(serde_json::Value::String(key.to_owned())).ok()
+    }
+
+    /// Its speed, from its clock as Lichess reckons it (the initial time
+    /// plus 40 increments); None without a clock.
+    pub fn speed(&self) -> Option<Speed> {
+        let c = self.clock.as_ref()?;
+        let total = c.limit + 40 * c.increment;
+        Some(match total {
+            t if t < 30 => Speed::UltraBullet,
+            t if t < 180 => Speed::Bullet,
+            t if t < 480 => Speed::Blitz,
+            t if t < 1500 => Speed::Rapid,
+            _ => Speed::Classical,
+        })
+    }
 }
 
 /// An arena's clock, in seconds.

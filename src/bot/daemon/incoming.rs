@@ -369,6 +369,27 @@ impl Daemon {
             self.drain_queue();
             return;
         }
+        if answer.decline.is_none() && e.refused_by_limit().is_some() {
+            // The challenger's own daily cap of bot games (lila's
+            // `BotLimit.OpponentLimit`): the accept is refused but the
+            // challenge stays open on Lichess. Declined, and the slot freed.
+            tracing::info!(challenge = %answer.id, "the challenger cannot play more bot games today: {e}");
+            if self
+                .games
+                .get(&answer.id)
+                .is_some_and(|entry| entry.task.is_none())
+            {
+                self.games.remove(&answer.id);
+            }
+            self.answers.push_back(Answer {
+                id: answer.id,
+                decline: Some(DeclineReason::Later),
+                tries: 0,
+                not_before: Instant::now(),
+            });
+            self.drain_queue();
+            return;
+        }
         let retry =
             (e.is_transient() || e.status() == Some(429)) && answer.tries < MAX_ANSWER_TRIES;
         tracing::warn!(challenge = %answer.id, tries = answer.tries, retry, "{what} failed: {e}");

@@ -8,8 +8,9 @@ use super::{Daemon, Phase};
 use crate::bot::state;
 use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena};
 use crate::config::ArenaEntry;
+use crate::config::GameKind;
 use crate::lichess::client::{Client, Error as ClientError};
-use crate::lichess::model::{GameInfo, GameStatus};
+use crate::lichess::model::{ArenaTournament, GameInfo, GameStatus};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -62,6 +63,40 @@ impl Daemon {
         });
     }
 
+    /// Why the bot cannot play the games of arena `t` (its variant, or no
+    /// engine for it at its speed), if it cannot: lila refuses to abort
+    /// an arena game, so such an arena is not joined.
+    fn arena_unplayable(&self, t: &ArenaTournament) -> Option<String> {
+        let Some(variant) = t.variant_key() else {
+            return Some(format!(
+                "its variant {} is unknown to kaissa",
+                t.variant.as_deref().unwrap_or("-")
+            ));
+        };
+        let speed = t.speed()?;
+        // Its opponents may be humans or bots: one engine for either will do.
+        let mut why = None;
+        for against_bot in [false, true] {
+            let kind = GameKind {
+                variant,
+                speed,
+                against_bot,
+                rated: t.rated,
+            };
+            match self.engines.player(kind) {
+                Ok(_) => return None,
+                Err(e) => why = Some(e),
+            }
+        }
+        why.map(|e| {
+            format!(
+                "its {} {} games cannot be played: {e}",
+                variant.as_str(),
+                speed.as_str()
+            )
+        })
+    }
+
     /// An answer came back.
     pub(super) fn on_tournament_answer(&mut self, (id, outcome): Answered) {
         if let Outcome::Withdrawn(result) = &outcome {
@@ -73,6 +108,16 @@ impl Daemon {
                 }
             }
         }
+        let outcome = match outcome {
+            Outcome::Checked(Ok(t)) => match self.arena_unplayable(&t) {
+                // Before joining (or while we are not in it): refused.
+                Some(why) if !self.tournaments.get(&id).is_some_and(|a| a.joined) => {
+                    Outcome::Checked(Err(Failure::Refused(why)))
+                }
+                _ => Outcome::Checked(Ok(t)),
+            },
+            other => other,
+        };
         for note in self.tournaments.outcome(&id, outcome, Instant::now()) {
             log(
                 &note,

@@ -768,14 +768,16 @@ impl Game {
 
     /// A game in a variant we do not play (a tournament pairing, a
     /// challenge accepted elsewhere): aborted, or resigned if it is too
-    /// late to abort, at once; the task then ends.
+    /// late to abort or an arena game (lila never aborts those), at once;
+    /// the task then ends.
     async fn refuse_variant(&self, full: &GameFull) -> Flow {
         let variant = full.variant.key.as_str();
         let ply = full.state.moves.split_whitespace().count();
         if !full.state.status.is_ongoing() {
             return Flow::Over;
         }
-        let result = if ply < 2 {
+        let arena = self.tournament.is_some() || full.tournament_id.is_some();
+        let result = if ply < 2 && !arena {
             tracing::warn!(game = %self.id, variant, "a variant we do not play: aborting");
             self.ctx.client.abort(&self.id).await
         } else {

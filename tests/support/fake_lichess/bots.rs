@@ -77,6 +77,13 @@ pub(super) async fn users_status(
 ) -> Response {
     let world = app.lock();
     let ids = query.get("ids").cloned().unwrap_or_default();
+    // The spec: "Up to 100 IDs".
+    if ids.split(',').count() > 100 {
+        return super::routes::error(
+            axum::http::StatusCode::BAD_REQUEST,
+            "Too many ids: 100 at most",
+        );
+    }
     let answer: Vec<serde_json::Value> = ids
         .split(',')
         .filter_map(|id| find(&world.online_bots, id))
@@ -92,11 +99,25 @@ pub(super) async fn users_status(
     axum::Json(answer).into_response()
 }
 
-/// `GET /api/bot/online`: one user per line.
-pub(super) async fn online(State(app): State<App>) -> Response {
+/// `GET /api/bot/online`: one user per line, `nb` of them (the spec: 1 to
+/// 512, 100 by default).
+pub(super) async fn online(
+    State(app): State<App>,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let nb = match query.get("nb").map(|n| n.parse::<usize>()) {
+        None => 100,
+        Some(Ok(n)) if (1..=512).contains(&n) => n,
+        Some(_) => {
+            return super::routes::error(
+                axum::http::StatusCode::BAD_REQUEST,
+                "nb: between 1 and 512",
+            );
+        }
+    };
     let world = app.lock();
     let mut body = String::new();
-    for bot in &world.online_bots {
+    for bot in world.online_bots.iter().take(nb) {
         let o = &bot.opponent;
         let perf = json!({"rating": o.rating, "games": 100, "rd": 60, "prog": 0, "prov": false});
         let mut perfs = serde_json::Map::new();

@@ -30,6 +30,9 @@ pub(super) struct Faults {
     pub(super) bot_vs_bot_exhausted: bool,
     /// This many accepts of challenges from bots get the daily-cap 429.
     pub(super) bot_vs_bot_accepts: u32,
+    /// This many accepts of challenges from bots get the 400 of the
+    /// challenger's own daily cap (lila's `BotLimit.OpponentLimit`).
+    pub(super) opponent_cap_accepts: u32,
     /// The `gameStart` events of this many new games are not sent.
     pub(super) drop_game_starts: u32,
     /// Accepts answered 200 without a game ever starting.
@@ -238,6 +241,14 @@ impl FakeLichess {
     pub fn bot_vs_bot_day_on_accept(&self, n: u32) {
         self.app
             .with(|world, _| world.faults.bot_vs_bot_accepts = n)
+    }
+
+    /// The next `n` accepts of challenges from bots get the 400 of the
+    /// challenger's daily cap (`ratelimit.key` `bot.vsBot.day`); the
+    /// challenge stays open, as on lila.
+    pub fn opponent_cap_on_accept(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.opponent_cap_accepts = n)
     }
 
     /// Creating a challenge gets the `bot.vsBot.day` 429 from now on.

@@ -507,6 +507,13 @@ pub(super) async fn challenge_action(
                     world.faults.bot_vs_bot_accepts -= 1;
                     return bot_vs_bot_day();
                 }
+                if world.faults.opponent_cap_accepts > 0
+                    && challenge.spec.challenger.title.as_deref() == Some("BOT")
+                {
+                    world.faults.opponent_cap_accepts -= 1;
+                    let name = challenge.spec.challenger.name.clone();
+                    return super::bots::opponent_daily_cap(&name, 3600);
+                }
                 if world.faults.accept_without_game > 0 {
                     world.faults.accept_without_game -= 1;
                     challenge.status = "accepted";

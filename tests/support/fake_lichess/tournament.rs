@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use super::FakeLichess;
 use super::routes::{error, not_found, ok, parse_form};
-use super::setup::{AutoPlay, ChallengeSpec, FakeTime, Opponent};
+use super::setup::{AutoPlay, ChallengeSpec, FakeTime, FakeVariant, Opponent};
 use super::world::{App, World};
 
 /// How long `pairMeAsap` lasts.
@@ -56,6 +56,8 @@ pub struct ArenaSpec {
     /// The opponent resigns after this many of its moves (keeps the
     /// games short).
     pub resign_after: Option<u32>,
+    /// Its variant (its games are played in it).
+    pub variant: FakeVariant,
 }
 
 impl ArenaSpec {
@@ -73,6 +75,7 @@ impl ArenaSpec {
             auto_pair: false,
             opponent: AutoPlay::default(),
             resign_after: None,
+            variant: FakeVariant::Standard,
         }
     }
 }
@@ -264,6 +267,7 @@ impl World {
             challenger: Opponent::human(&format!("arenaPlayer{n}")),
             autoplay: Some(spec.opponent),
             resign_after: spec.resign_after,
+            variant: spec.variant.clone(),
             ..ChallengeSpec::default()
         }
         .tournament(id);
@@ -319,7 +323,7 @@ pub(super) async fn info(State(app): State<App>, Path(id): Path<String>) -> Resp
         "id": spec.id, "fullName": spec.name, "rated": spec.rated,
         "clock": {"limit": spec.limit_secs, "increment": spec.increment_secs},
         "minutes": spec.minutes, "createdBy": "lichess", "system": "arena",
-        "variant": "standard", "berserkable": true,
+        "variant": spec.variant.key(), "berserkable": true,
         "nbPlayers": usize::from(a.player.is_some()) + 10,
         "isStarted": a.running(), "isFinished": a.finished,
         "verdicts": {"list": [], "accepted": true},
