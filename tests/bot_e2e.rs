@@ -539,6 +539,41 @@ async fn a_challenge_the_bot_api_cannot_play_is_declined() {
     bot.stop().await;
 }
 
+/// lila admits set-ups with more than 16 pieces or 8 pawns a side; the
+/// bot's board does not. Such a challenge is declined before it is
+/// accepted (`standard`, with the reason logged), and such a game started
+/// anyway (accepted elsewhere) is aborted at once, not left to lapse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_the_bot_cannot_play_is_declined_or_aborted() {
+    let fake = FakeLichess::start().await;
+    let bot = Bot::start(&fake, "").await;
+    // Nine white pawns.
+    let nine = FakeVariant::FromPosition {
+        fen: "rnbqkbnr/pppppppp/8/8/8/P7/PPPPPPPP/RNBQKBNR w KQkq - 0 1".to_owned(),
+    };
+    let id = fake.send_challenge(ChallengeSpec::default().variant(nine.clone()));
+    fake.wait_until("the challenge declined", WAIT, |v| {
+        v.challenge(&id).is_some_and(|c| c.status == "declined")
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    assert_eq!(
+        fake.challenge(&id).unwrap().decline_reason.as_deref(),
+        Some("standard")
+    );
+    let game = fake
+        .start_game(
+            ChallengeSpec::default().variant(nine).autoplay(None),
+            Color::White,
+        )
+        .unwrap();
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    assert_eq!(over.status, "aborted", "{log}");
+    assert!(log.contains("cannot play its position"), "{log}");
+    assert!(log.contains("cannot play this position"), "{log}");
+}
+
 /// lila writes castling king-takes-rook (e8h8) on the game stream in
 /// standard chess too, unless the legacy form (e8g8) is asked for: the
 /// bot reads both, and its board stays the server's.

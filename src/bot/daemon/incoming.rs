@@ -85,6 +85,18 @@ impl Daemon {
                 Decision::Accept if self.blocked(&challenge.challenger.id) => {
                     (DeclineReason::Generic, "block list")
                 }
+                Decision::Accept
+                    if let Some(why) = challenge
+                        .initial_fen
+                        .as_deref()
+                        .filter(|fen| *fen != "startpos")
+                        .and_then(|fen| {
+                            crate::bot::game::position_error(challenge.variant.key, Some(fen))
+                        }) =>
+                {
+                    tracing::warn!(challenge = %challenge.id, "cannot play its position: {why}");
+                    (DeclineReason::Standard, "position")
+                }
                 Decision::Accept if let Err(why) = self.engines.player(kind_of(challenge)) => {
                     tracing::warn!(challenge = %challenge.id, variant = challenge.variant.key.as_str(), "no engine can play it: {why}");
                     let reason = if challenge.variant.key == VariantKey::Standard {

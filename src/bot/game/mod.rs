@@ -371,6 +371,15 @@ fn to_model(color: chess::Color) -> Color {
     }
 }
 
+/// Why a game of `variant` from `initial_fen` (None: the start position)
+/// cannot be played, if it cannot: its position is refused by the board
+/// that would play it (lila admits more than 16 pieces or 8 pawns a side
+/// in a set-up; kaissa's board does not).
+pub fn position_error(variant: VariantKey, initial_fen: Option<&str>) -> Option<String> {
+    let fen = initial_fen.unwrap_or("startpos");
+    Record::new(variant, fen).err().map(|e| e.to_string())
+}
+
 impl Game {
     async fn new(ctx: GameContext, info: &GameInfo) -> Result<(Game, Answers), String> {
         let (player, answers, hash_file) = match &ctx.external {
@@ -642,14 +651,16 @@ impl Game {
             Player::External(_) => chess || super::variant::shakmaty_variant(variant).is_some(),
         };
         if !playable {
-            return self.refuse_variant(&full).await;
+            return self.refuse(&full, "a variant we do not play").await;
         }
         if self.record.is_none() {
             match Record::new(variant, &full.initial_fen) {
                 Ok(record) => self.record = Some(record),
+                // Never left to run out: aborted or resigned.
                 Err(e) => {
-                    tracing::error!(game = %self.id, "cannot play this game: {e}");
-                    return Flow::Over;
+                    return self
+                        .refuse(&full, &format!("cannot play this position: {e}"))
+                        .await;
                 }
             }
         }
@@ -766,11 +777,11 @@ impl Game {
         });
     }
 
-    /// A game in a variant we do not play (a tournament pairing, a
-    /// challenge accepted elsewhere): aborted, or resigned if it is too
-    /// late to abort or an arena game (lila never aborts those), at once;
-    /// the task then ends.
-    async fn refuse_variant(&self, full: &GameFull) -> Flow {
+    /// A game we cannot play (`why`: a variant we do not play, a position
+    /// our board refuses; a tournament pairing, a challenge accepted
+    /// elsewhere): aborted, or resigned if it is too late to abort or an
+    /// arena game (lila never aborts those), at once; the task then ends.
+    async fn refuse(&self, full: &GameFull, why: &str) -> Flow {
         let variant = full.variant.key.as_str();
         let ply = full.state.moves.split_whitespace().count();
         if !full.state.status.is_ongoing() {
@@ -778,10 +789,10 @@ impl Game {
         }
         let arena = self.tournament.is_some() || full.tournament_id.is_some();
         let result = if ply < 2 && !arena {
-            tracing::warn!(game = %self.id, variant, "a variant we do not play: aborting");
+            tracing::warn!(game = %self.id, variant, "{why}: aborting");
             self.ctx.client.abort(&self.id).await
         } else {
-            tracing::warn!(game = %self.id, variant, "a variant we do not play: resigning");
+            tracing::warn!(game = %self.id, variant, "{why}: resigning");
             self.ctx.client.resign(&self.id).await
         };
         if let Err(e) = result {

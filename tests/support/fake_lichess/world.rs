@@ -216,7 +216,10 @@ impl World {
             let setup = Fen::from_ascii(initial_fen.as_bytes())
                 .map_err(|e| e.to_string())?
                 .into_setup();
-            VariantPosition::from_setup(rules, setup, mode).map_err(|e| e.to_string())?
+            // lila's non-strict check admits more than 16 pieces or 8
+            // pawns a side (scalachess `Fen.read`, `strict = false`).
+            VariantPosition::from_setup(rules, setup, mode)
+                .or_else(|e| e.ignore_too_much_material().map_err(|e| e.to_string()))?
         };
         let (clock, days, times) = match spec.time {
             FakeTime::Clock {
