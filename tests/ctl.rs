@@ -22,7 +22,8 @@ async fn start(fake: &FakeLichess) -> (Bot, PathBuf) {
         format!(
             "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
              state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\nconcurrency = 2\n\
-             control_socket = \"{}\"\n[matchmaking]\nenabled = true\nidle_secs = 3600\n",
+             control_socket = \"{}\"\n[matchmaking]\nenabled = true\nidle_secs = 3600\n\
+             challenge_timeout_secs = 2\n",
             fake.url(),
             dir.join("state").display(),
             dir.join("control.sock").display()
@@ -126,6 +127,26 @@ async fn the_operator_runs_the_daemon_from_kaissa_ctl() {
         .unwrap();
     assert_eq!(sent.form.get("clock.limit").map(String::as_str), Some("60"));
     assert_eq!(sent.form.get("color").map(String::as_str), Some("white"));
+    // It holds a slot while it waits: with the other slot taken by a
+    // second one, a third is refused.
+    let (ok, text) = ctl(&socket, "challenge Another 1+0");
+    assert!(ok, "{text}");
+    let (ok, text) = ctl(&socket, "challenge Third 1+0");
+    assert!(!ok && text.contains("no free slot"), "{text}");
+    // Not answered in matchmaking.challenge_timeout_secs (2 s): withdrawn,
+    // and the slots free again.
+    wait_status(&fake, &sent.id, "canceled").await;
+    fake.wait_until("both withdrawn", WAIT, |v| {
+        v.challenges()
+            .iter()
+            .filter(|c| c.direction == "out")
+            .all(|c| c.status == "canceled")
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (ok, text) = ctl(&socket, "challenge Third 1+0");
+    assert!(ok, "{text}");
 
     // Bad commands are named, and change nothing.
     let (ok, text) = ctl(&socket, "dance");

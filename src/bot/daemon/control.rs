@@ -121,7 +121,16 @@ impl Daemon {
         self.blocked_changed();
     }
 
+    /// `kaissa ctl challenge`: holds a slot while it waits, and is
+    /// withdrawn when not answered in `matchmaking.challenge_timeout_secs`.
     fn challenge_for_operator(&mut self, order: ChallengeOrder) -> Reply {
+        let Some(slot) = self.slots.try_reserve() else {
+            return Reply::error(
+                "no free slot for a game (bot.concurrency): try again when a game ends",
+            );
+        };
+        let timeout =
+            std::time::Duration::from_secs(self.config.matchmaking.challenge_timeout_secs);
         let challenge = CreateChallenge {
             time: order.time,
             rated: order.rated,
@@ -132,12 +141,25 @@ impl Daemon {
         let client = self.client.clone();
         let user = order.user.clone();
         tokio::spawn(async move {
+            // The slot is the challenge's until it is settled (an accepted
+            // one's game then takes its own).
+            let _slot = slot;
             match client.create_challenge_kept(&user, &challenge).await {
                 Ok((created, keep_alive)) => {
                     tracing::info!(challenge = %created.id, opponent = %user, "challenge sent by the control socket");
-                    // Held open until answered (or Lichess ends it).
-                    let done = keep_alive.done().await;
-                    tracing::info!(challenge = %created.id, done = done.as_deref().unwrap_or("-"), "operator's challenge settled");
+                    // Held open until answered, Lichess ends it, or the
+                    // timeout: then withdrawn.
+                    match tokio::time::timeout(timeout, keep_alive.done()).await {
+                        Ok(done) => {
+                            tracing::info!(challenge = %created.id, done = done.as_deref().unwrap_or("-"), "operator's challenge settled")
+                        }
+                        Err(_) => {
+                            tracing::info!(challenge = %created.id, timeout_s = timeout.as_secs(), "operator's challenge not answered: withdrawn");
+                            if let Err(e) = client.cancel_challenge(&created.id).await {
+                                tracing::warn!(challenge = %created.id, "cancelling it failed: {e}");
+                            }
+                        }
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(opponent = %user, "challenge asked by the control socket failed: {e}")
