@@ -983,7 +983,13 @@ async fn game_stream_lines_and_answers() {
     let error = client.abort(&game).await.unwrap_err();
     assert_eq!(error.status(), Some(400));
 
-    // Opponent gone: the line arrives, then we claim the win.
+    // Opponent gone: the line arrives, then we claim the win. Not on
+    // our own turn (lila refuses it there): we move first.
+    client
+        .make_move(&game, "d5c4", false, deadline())
+        .await
+        .unwrap();
+    while next_state(&mut stream).await.moves.split(' ').count() < 4 {}
     fake.opponent_gone(&game, true).unwrap();
     let gone = loop {
         if let GameEvent::OpponentGone(gone) = next_game_event(&mut stream).await {
