@@ -136,6 +136,17 @@ impl Arena {
         }
     }
 
+    /// Lichess holds us off for `after` (`why`): the note to log.
+    fn hold(&mut self, why: String, after: Duration, now: Instant) -> Note {
+        self.not_before = Some(now + after);
+        self.held = Some(why.clone());
+        Note::Held {
+            id: self.entry.id.clone(),
+            why,
+            after,
+        }
+    }
+
     /// When it is tried again, if Lichess holds us off.
     pub fn retry_at(&self) -> Option<Instant> {
         self.held.as_ref().and(self.not_before)
@@ -517,23 +528,9 @@ impl Tournaments {
             Some(Failure::Paused(why)) => {
                 let after = arena.pause_retry;
                 arena.pause_retry = (after * 2).min(MAX_PAUSE_RETRY);
-                arena.not_before = Some(now + after);
-                arena.held = Some(why.clone());
-                notes.push(Note::Held {
-                    id: id.to_owned(),
-                    why,
-                    after,
-                });
+                notes.push(arena.hold(why, after, now));
             }
-            Some(Failure::Limited { why, after }) => {
-                arena.not_before = Some(now + after);
-                arena.held = Some(why.clone());
-                notes.push(Note::Held {
-                    id: id.to_owned(),
-                    why,
-                    after,
-                });
-            }
+            Some(Failure::Limited { why, after }) => notes.push(arena.hold(why, after, now)),
             Some(Failure::Transient(why)) => {
                 arena.not_before = Some(now + RETRY_AFTER);
                 notes.push(Note::Failed {

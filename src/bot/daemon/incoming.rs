@@ -347,6 +347,18 @@ impl Daemon {
         self.answers = later;
     }
 
+    /// A challenge whose accept Lichess refused is declined (`later`)
+    /// instead, and the queue goes on into the slot it leaves.
+    fn decline_later_instead(&mut self, id: String) {
+        self.answers.push_back(Answer {
+            id,
+            decline: Some(DeclineReason::Later),
+            tries: 0,
+            not_before: Instant::now(),
+        });
+        self.drain_queue();
+    }
+
     /// An accept or decline came back.
     pub(super) fn on_answered(&mut self, Answered { mut answer, result }: Answered) {
         self.answers_in_flight = self.answers_in_flight.saturating_sub(1);
@@ -372,13 +384,7 @@ impl Daemon {
                 "daily bot-game quota reached: bot challenges declined until it resets"
             );
             self.games.remove(&answer.id);
-            self.answers.push_back(Answer {
-                id: answer.id,
-                decline: Some(DeclineReason::Later),
-                tries: 0,
-                not_before: Instant::now(),
-            });
-            self.drain_queue();
+            self.decline_later_instead(answer.id);
             return;
         }
         if answer.decline.is_none() && e.refused_by_limit().is_some() {
@@ -393,13 +399,7 @@ impl Daemon {
             {
                 self.games.remove(&answer.id);
             }
-            self.answers.push_back(Answer {
-                id: answer.id,
-                decline: Some(DeclineReason::Later),
-                tries: 0,
-                not_before: Instant::now(),
-            });
-            self.drain_queue();
+            self.decline_later_instead(answer.id);
             return;
         }
         let retry =
