@@ -118,6 +118,9 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     if let Some(warning) = config.sharing_warning() {
         eprintln!("warning: {warning}");
     }
+    if let Some(warning) = config.tournaments.retired_warning() {
+        eprintln!("warning: {warning}");
+    }
     let limit = kaissa::config::cgroup_memory_max_mib();
     if let Some(warning) = config.memory_warning(limit) {
         eprintln!("warning: {warning}");
@@ -328,6 +331,9 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
         }
     }
     if let Some(warning) = config.sharing_warning() {
+        tracing::warn!("{warning}");
+    }
+    if let Some(warning) = config.tournaments.retired_warning() {
         tracing::warn!("{warning}");
     }
     // Run by hand (no cgroup limit), nothing to compare with.

@@ -536,6 +536,49 @@ async fn bot_vs_bot_daily_cap_is_recognised() {
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
+/// A 429 that says how long to wait is taken at its word, even below the
+/// configured pause; 429s in a row on one endpoint double the pause each
+/// time, and a success starts it over.
+#[tokio::test]
+async fn a_429_waits_what_it_says_and_repeated_ones_wait_longer() {
+    let fake = FakeLichess::start().await;
+    let (client, _) = slow_gate_client_and_game(&fake);
+    fake.fail_matching_with_ratelimit("/api/account/playing", 1, 1);
+    let error = client.playing().await.unwrap_err();
+    let Error::RateLimited { pause, .. } = &error else {
+        panic!("expected RateLimited, got {error:?}");
+    };
+    assert_eq!(
+        *pause,
+        Duration::from_secs(1),
+        "the answer's ratelimit.seconds"
+    );
+    let start = Instant::now();
+    client.playing().await.unwrap();
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(30),
+        "{waited:?}"
+    );
+
+    let client = self::client(&fake);
+    let pause_of = |error: Error| match error {
+        Error::RateLimited { pause, .. } => pause,
+        other => panic!("expected RateLimited, got {other:?}"),
+    };
+    fake.fail_matching_with_429("/api/account/playing", 3, None);
+    let pauses = [
+        pause_of(client.playing().await.unwrap_err()),
+        pause_of(client.playing().await.unwrap_err()),
+        pause_of(client.playing().await.unwrap_err()),
+    ];
+    let ms = |n| Duration::from_millis(n);
+    assert_eq!(pauses, [ms(300), ms(600), ms(1200)]);
+    client.playing().await.unwrap();
+    fake.fail_matching_with_429("/api/account/playing", 1, None);
+    assert_eq!(pause_of(client.playing().await.unwrap_err()), ms(300));
+}
+
 /// Lichess limits each kind of request apart: a 429 to a chat line pauses
 /// chat, not the accept of a challenge that expires in 20 s.
 #[tokio::test]

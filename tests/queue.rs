@@ -758,3 +758,126 @@ async fn the_playing_check_takes_up_correspondence_turns_and_missed_games() {
     );
     assert!(log.contains("resuming a game nobody watched"), "{log}");
 }
+
+/// Lichess counts every game between two bots against its daily cap,
+/// whoever started it: a game the bot did not accept or create (an arena
+/// pairing, a `kaissa ctl` challenge) counts too, each once; and when
+/// Lichess's 429 names a lower cap than `bot.bot_games_per_day`, the bot
+/// keeps to Lichess's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_game_between_bots_counts_and_lichess_cap_is_learned() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        bot_games_per_day: 2,
+        ..FakeConfig::default()
+    })
+    .await;
+    let mut bot = Bot::configured(&fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+             state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\ncontrol_socket = \"{}\"\n",
+            fake.url(),
+            dir.join("state").display(),
+            dir.join("control.sock").display()
+        )
+    });
+    bot.spawn();
+    *LAST_LOG.lock().unwrap() = Some(bot.log_path(1));
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let status = |bot: &Bot| support::bot::ctl(&bot.dir.path().join("control.sock"), "status").1;
+    // Started on Lichess, not by an accept of ours: a bot, then a human.
+    for (i, who) in [Opponent::bot("Arenabot"), Opponent::human("Hugo")]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = ChallengeSpec {
+            resign_after: Some(1),
+            ..ChallengeSpec::default().challenger(who).autoplay(quick())
+        };
+        let game = fake.start_game(spec, Color::White).unwrap();
+        let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+        assert_eq!(over.status, "resign", "game {i}: {over:?}");
+    }
+    let text = status(&bot);
+    assert!(
+        text.contains("bot games today: 1 of 100"),
+        "{text}\n{}",
+        last_log()
+    );
+    // One more bot game reaches Lichess's cap of 2.
+    let spec = ChallengeSpec {
+        resign_after: Some(1),
+        ..ChallengeSpec::default()
+            .challenger(Opponent::bot("Otherbot"))
+            .autoplay(quick())
+    };
+    let game = fake.start_game(spec, Color::Black).unwrap();
+    fake.wait_game_over(&game, WAIT).await.unwrap();
+    // A bot's challenge: Lichess refuses the accept, naming its cap.
+    let robo = fake.send_challenge(from(Opponent::bot("Robo")));
+    wait_status(&fake, &robo, "declined").await;
+    let text = status(&bot);
+    assert!(text.contains("bot games today: 2 of 2"), "{text}");
+    let saved = std::fs::read_to_string(bot.dir.path().join("state/bot-games.json")).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(saved["games"].as_array().unwrap().len(), 2, "{saved}");
+    assert_eq!(saved["games"][1]["id"], game.as_str(), "{saved}");
+    assert_eq!(saved["learned"][0], 2, "{saved}");
+    let log = bot.stop().await;
+    assert!(log.contains("lower than bot.bot_games_per_day"), "{log}");
+}
+
+/// lila lets an account create 25 challenge credits a minute and 200 a
+/// day (a bot costs 1, a human 5). The bot counts what it sent (kept
+/// across a restart) and sends nothing the budget cannot pay for:
+/// matchmaking waits, and `kaissa ctl challenge` says how long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn challenges_keep_within_lichess_creation_limit() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Keen", 2010, Answer::Accept)]);
+    let mut bot = Bot::configured(&fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+             state_dir = \"{}\"\n[bot]\ncontrol_socket = \"{}\"\n\
+             [matchmaking]\nenabled = true\nidle_secs = 1\ntime_controls = [\"1+1\"]\n",
+            fake.url(),
+            dir.join("state").display(),
+            dir.join("control.sock").display()
+        )
+    });
+    // A previous run spent the day's 200 credits, the last an hour ago.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let sent: Vec<(u64, u32)> = (0..40).map(|i| (now - 3600 - i * 60, 5)).collect();
+    let state = bot.dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(
+        state.join("challenges-sent.json"),
+        serde_json::json!({ "sent": sent }).to_string(),
+    )
+    .unwrap();
+    bot.spawn();
+    *LAST_LOG.lock().unwrap() = Some(bot.log_path(1));
+    fake.wait_event_stream(WAIT).await.unwrap();
+    bot.wait_log("limit on challenges we create is reached", WAIT)
+        .await;
+    let (ok, text) = support::bot::ctl(&bot.dir.path().join("control.sock"), "challenge Keen");
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("200 today") && text.contains("try again in 22h"),
+        "{text}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        requests_to(&fake, "POST", "/api/challenge/keen").is_empty()
+            && requests_to(&fake, "POST", "/api/challenge/Keen").is_empty(),
+        "a challenge was sent"
+    );
+    let (_, status) = support::bot::ctl(&bot.dir.path().join("control.sock"), "status");
+    assert!(
+        status.contains("challenges sent: 0 of 25 credits this minute, 200 of 200 today"),
+        "{status}"
+    );
+    bot.stop().await;
+}

@@ -1,9 +1,10 @@
 //! Arena tournaments end to end: the real `kaissa run` against the fake
-//! Lichess's arenas. A configured arena joined and its pairings played
-//! (never aborted), the withdraw at a stop; an arena joined before its
-//! start and asked for a pairing at the start; a missed pairing (Lichess
-//! pauses the bot) answered with a new join; an arena joined elsewhere
-//! noticed at its game and kept across a restart; a wrong password
+//! Lichess's arenas. A configured arena joined once and its pairings
+//! played (never aborted), the withdraw at a stop; an arena joined before
+//! its start and paired from the start without another join; a missed
+//! pairing (Lichess pauses the bot) answered with a new join; an arena
+//! joined elsewhere noticed at its game and kept across a restart with no
+//! join at all; a wrong password
 //! refused once and logged without the password; a waiting arena keeping
 //! its slot from challenges until `kaissa ctl tournament leave`; a team
 //! battle joined with its team.
@@ -45,8 +46,7 @@ fn configured(fake: &FakeLichess, extra: &str) -> Bot {
         format!(
             "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 3\n\
              state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\nconcurrency = 1\n\
-             control_socket = \"{}\"\n[tournaments]\npair_every_secs = 10\n\
-             check_every_secs = 10\n{extra}",
+             control_socket = \"{}\"\n[tournaments]\ncheck_every_secs = 10\n{extra}",
             fake.url(),
             dir.join("state").display(),
             dir.join("control.sock").display()
@@ -67,13 +67,12 @@ fn arena_entry(id: &str, more: &str) -> String {
     format!("[[tournaments.arenas]]\nid = \"{id}\"\n{more}")
 }
 
-/// Waits until the bot asked for a pairing in `id` (a join with
-/// `pairMeAsap`) more than `before` times.
-async fn wait_pairing_ask(fake: &FakeLichess, id: &str, before: usize) {
+/// Waits until the bot is in the waiting pool of `id`: lila would pair
+/// it now.
+async fn wait_in_pool(fake: &FakeLichess, id: &str) {
     let id = id.to_owned();
-    fake.wait_until("a pairing ask", WAIT, |v| {
-        v.arena(&id)
-            .is_some_and(|a| a.joins.iter().filter(|&&p| p).count() > before)
+    fake.wait_until("the bot in the arena's pool", WAIT, |v| {
+        v.arena(&id).is_some_and(|a| a.in_pool)
     })
     .await
     .unwrap();
@@ -123,6 +122,11 @@ async fn plays_the_pairings_of_a_configured_arena_then_withdraws_at_a_stop() {
     );
     let record = fake.arena("arena001").unwrap();
     assert_eq!(record.withdraws, 0);
+    assert_eq!(
+        record.joins,
+        [true],
+        "joined once: Lichess pairs bots by itself"
+    );
     let log = bot.stop().await;
     let record = fake.arena("arena001").unwrap();
     assert_eq!(record.withdraws, 1, "withdrawn at the stop");
@@ -133,7 +137,7 @@ async fn plays_the_pairings_of_a_configured_arena_then_withdraws_at_a_stop() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_arena_joined_before_its_start_is_asked_for_a_pairing_at_the_start() {
+async fn an_arena_joined_before_its_start_is_paired_from_the_start() {
     let fake = FakeLichess::start_with(fake_config()).await;
     fake.create_arena(ArenaSpec {
         starts_in: Duration::from_secs(4),
@@ -151,10 +155,13 @@ async fn an_arena_joined_before_its_start_is_asked_for_a_pairing_at_the_start() 
         [false],
         "no pairing asked before the start"
     );
-    wait_pairing_ask(&fake, "arena002", 0).await;
+    wait_in_pool(&fake, "arena002").await;
     let game = fake.pair_arena("arena002").unwrap();
     let over = fake.wait_game_over(&game, WAIT).await.unwrap();
     assert_eq!(over.status, "resign", "{over:?}");
+    let (_, status) = ctl(&bot, "status");
+    assert!(status.contains("(config, running)"), "{status}");
+    assert_eq!(fake.arena("arena002").unwrap().joins, [false], "one join");
     let log = bot.stop().await;
     assert!(log.contains("arena joined; it has not started"), "{log}");
 }
@@ -171,7 +178,7 @@ async fn a_missed_pairing_pauses_the_bot_and_it_joins_again() {
         ..ArenaSpec::new("arena003")
     });
     let bot = start(&fake, &arena_entry("arena003", "")).await;
-    wait_pairing_ask(&fake, "arena003", 0).await;
+    wait_in_pool(&fake, "arena003").await;
     // The pairing's gameStart is lost: the bot cannot start the game,
     // loses it (noStart) and Lichess pauses it.
     fake.drop_game_starts(1);
@@ -190,9 +197,7 @@ async fn a_missed_pairing_pauses_the_bot_and_it_joins_again() {
     let (_, status) = ctl(&bot, "status");
     assert!(status.contains("held off: paused by Lichess"), "{status}");
     fake.wait_until("back in the arena", Duration::from_secs(30), |v| {
-        v.arena("arena003")
-            .and_then(|a| a.player)
-            .is_some_and(|p| !p.paused && p.pair_me_until.is_some())
+        v.arena("arena003").is_some_and(|a| a.in_pool)
     })
     .await
     .unwrap();
@@ -251,23 +256,30 @@ async fn an_arena_joined_elsewhere_is_noticed_and_kept_across_a_restart() {
     fake.join_arena_elsewhere("arena004");
     let game = fake.pair_arena("arena004").unwrap();
     fake.wait_game_over(&game, WAIT).await.unwrap();
-    // After the game it asks for the next pairing itself.
-    wait_pairing_ask(&fake, "arena004", 0).await;
+    // After the game Lichess pairs it again by itself: still a player,
+    // in the pool, and no join was needed.
+    wait_in_pool(&fake, "arena004").await;
     let (_, status) = ctl(&bot, "status --json");
     let json: serde_json::Value = serde_json::from_str(&status).unwrap();
     assert_eq!(json["tournaments"][0]["id"], "arena004", "{json}");
     assert_eq!(json["tournaments"][0]["origin"], "noticed", "{json}");
-    // A restart keeps it: the next run asks for pairings in it.
-    let asks = fake.arena("arena004").unwrap().joins.len();
+    // A restart keeps it (the next run reads it and plays its pairings)
+    // and withdraws nothing.
     bot.signal("USR1");
     assert!(bot.wait_exit(WAIT).await.success());
     assert_eq!(fake.arena("arena004").unwrap().withdraws, 0);
     bot.spawn();
-    fake.wait_until("asked again after the restart", WAIT, |v| {
-        v.arena("arena004").is_some_and(|a| a.joins.len() > asks)
-    })
-    .await
-    .unwrap();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    let game = fake.pair_arena("arena004").unwrap();
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    assert_eq!(over.status, "resign", "{over:?}");
+    let (_, status) = ctl(&bot, "status --json");
+    let json: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(json["tournaments"][0]["id"], "arena004", "{json}");
+    assert!(
+        fake.arena("arena004").unwrap().joins.is_empty(),
+        "never joined"
+    );
     let log = bot.stop().await;
     assert!(log.contains("a game of an arena joined elsewhere"), "{log}");
 }
@@ -310,7 +322,7 @@ async fn a_waiting_arena_keeps_its_slot_until_ctl_leaves_it() {
     let bot = start(&fake, "").await;
     let (ok, text) = ctl(&bot, "tournament join arena006");
     assert!(ok, "{text}");
-    wait_pairing_ask(&fake, "arena006", 0).await;
+    wait_in_pool(&fake, "arena006").await;
     // One slot, kept for the arena: a challenge waits.
     let id = fake.send_challenge(ChallengeSpec {
         challenger: Opponent::human("Alice"),
@@ -348,7 +360,7 @@ async fn a_team_battle_is_joined_with_its_team() {
         &arena_entry("arena007", "team = \"coders\"\njoin_team = true\n"),
     )
     .await;
-    wait_pairing_ask(&fake, "arena007", 0).await;
+    wait_in_pool(&fake, "arena007").await;
     assert!(fake.teams().contains("coders"));
     let player = fake.arena("arena007").unwrap().player.unwrap();
     assert_eq!(player.team.as_deref(), Some("coders"));
@@ -367,7 +379,7 @@ async fn a_bot_token_joins_an_arena_and_a_team_needs_its_scope() {
     .await;
     fake.create_arena(ArenaSpec::new("arena008"));
     let bot = start(&fake, &arena_entry("arena008", "")).await;
-    wait_pairing_ask(&fake, "arena008", 0).await;
+    wait_in_pool(&fake, "arena008").await;
     let log = bot.stop().await;
     assert!(!log.contains("lacks"), "{log}");
     assert!(!log.contains("cannot play in the arena"), "{log}");

@@ -1,8 +1,10 @@
 //! The Lichess bot: the daemon's event loop, the challenge policy and its
 //! queue, online block lists, matchmaking, arena tournaments, the daily bot
-//! quota, one task per game, chat, and the PGN of each finished game.
+//! quota and the challenge budget, one task per game, chat, and the PGN of
+//! each finished game.
 
 pub mod blocklists;
+pub mod budget;
 pub mod challenge;
 pub mod chat;
 pub mod control;

@@ -1,29 +1,31 @@
 //! The arena tournaments the bot plays in: which arenas it is in, how
-//! each stands (not started, running, over), when to ask Lichess for a
-//! pairing, the slots they keep, and what a restart hands over. Pure
-//! state: the daemon (`daemon/tournaments.rs`) sends the requests this
-//! asks for and feeds back what came of them.
+//! each stands (not started, running, over), when to join, the slots they
+//! keep, and what a restart hands over. Pure state: the daemon
+//! (`daemon/tournaments.rs`) sends the requests this asks for and feeds
+//! back what came of them.
 //!
-//! **Pairing.** A player on the tournament page is paired whenever free;
-//! a bot is never on the page, so it joins with `pairMeAsap`, which
-//! Lichess forgets after a minute. So while the bot waits in a running
-//! arena (no game of it under way and a slot for one) it asks again every
-//! `tournaments.pair_every_secs`, at once when a game of the arena ends,
-//! and the moment an arena it registered for early starts. A player who
-//! misses a pairing (does not move in time) is paused by Lichess: the
-//! next ask (a join) brings it back, and the miss is logged.
+//! **Pairing.** lila pairs the bots of an arena that admits bots by
+//! itself: every bot that is a player (not withdrawn) and not in a game of
+//! the arena is in its waiting pool. So the bot joins once, before the
+//! start or when it finds the arena running (with `pairMeAsap`, which
+//! puts it in the pool at once), and joins again only when Lichess paused
+//! it: a missed pairing (it did not move in time) or a withdraw. A join
+//! refused for the pause is tried again after a growing wait. Joins are
+//! counted: lila allows 30 in 10 minutes per account, and kaissa keeps
+//! within that (an arena that would go over waits, and says so).
 //!
 //! **Slots.** Each arena the bot waits in keeps one of `bot.concurrency`'s
 //! slots free of challenges (an arena gives a player one game at a time);
 //! its game then takes that slot.
 //!
 //! **Where arenas come from**: `[[tournaments.arenas]]` (joined at every
-//! start), `kaissa ctl tournament join`, and arenas joined elsewhere with
-//! the bot's account, noticed at their first game. The last two are kept
-//! in `state_dir/tournaments.json` across a restart; a stop withdraws
-//! from every arena (`tournaments.leave_at_shutdown`) and forgets them.
+//! start, unless Lichess says we are a player already),
+//! `kaissa ctl tournament join`, and arenas joined elsewhere with the
+//! bot's account, noticed at their first game. The last two are kept in
+//! `state_dir/tournaments.json` across a restart; a stop withdraws from
+//! every arena (`tournaments.leave_at_shutdown`) and forgets them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +43,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(30);
 /// after these, doubling.
 const FIRST_PAUSE_RETRY: Duration = Duration::from_secs(10);
 const MAX_PAUSE_RETRY: Duration = Duration::from_secs(120);
+/// lila's limit on arena joins per account (`tournament.user.join`): 30
+/// in 10 minutes.
+pub const JOIN_LIMIT: (usize, Duration) = (30, Duration::from_secs(600));
 
 /// Where the bot learned of an arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,8 +88,6 @@ pub struct Arena {
     /// Games of it played in this run, and pairings missed.
     pub games: u32,
     pub missed: u32,
-    /// The last pairing ask.
-    last_ask: Option<Instant>,
     /// A request about it is under way.
     in_flight: bool,
     /// When its state is read next.
@@ -126,7 +129,6 @@ impl Arena {
             game: None,
             games: 0,
             missed: 0,
-            last_ask: None,
             in_flight: false,
             next_check: now,
             not_before: None,
@@ -256,7 +258,8 @@ pub enum Note {
 #[derive(Debug)]
 pub struct Tournaments {
     arenas: BTreeMap<String, Arena>,
-    pair_every: Duration,
+    /// The joins sent in the last [`JOIN_LIMIT`] window, oldest first.
+    joins: VecDeque<Instant>,
     check_every: Duration,
     /// The list a restart hands over changed since it was last saved.
     dirty: bool,
@@ -279,7 +282,7 @@ impl Tournaments {
         }
         Tournaments {
             arenas,
-            pair_every: Duration::from_secs(config.pair_every_secs),
+            joins: VecDeque::new(),
             check_every: Duration::from_secs(config.check_every_secs),
             dirty: false,
         }
@@ -351,8 +354,22 @@ impl Tournaments {
         noticed
     }
 
+    /// Joins sent in the window before `now` (lila's limit counts them).
+    pub fn joins_sent(&mut self, now: Instant) -> usize {
+        let (_, window) = JOIN_LIMIT;
+        while self
+            .joins
+            .front()
+            .is_some_and(|&at| now.duration_since(at) >= window)
+        {
+            self.joins.pop_front();
+        }
+        self.joins.len()
+    }
+
     /// A game of arena `id` ended; `missed`: we did not move in time, and
-    /// Lichess paused us. The next pairing is asked for at once.
+    /// Lichess withdrew us: we join again (Lichess pairs us again by
+    /// itself otherwise).
     pub fn game_over(&mut self, id: &str, game: &str, missed: bool) {
         let Some(arena) = self.arenas.get_mut(id) else {
             return;
@@ -366,7 +383,6 @@ impl Tournaments {
         } else {
             arena.games += 1;
         }
-        arena.last_ask = None;
     }
 
     /// The slots kept free for arenas: one for each it waits in.
@@ -377,10 +393,13 @@ impl Tournaments {
             .count()
     }
 
-    /// The requests due now. `free`: a slot is free for an arena game
-    /// (and the bot is not stopping); without one no pairing is asked.
+    /// The requests due now. `free`: a slot is free for an arena game;
+    /// without one a running arena is not joined (Lichess would pair us
+    /// at once).
     pub fn due(&mut self, now: Instant, free: bool) -> Vec<Action> {
         let mut actions = Vec::new();
+        let mut joins = self.joins_sent(now);
+        let (limit, window) = JOIN_LIMIT;
         for arena in self.arenas.values_mut() {
             if arena.in_flight
                 || arena.refused.is_some()
@@ -389,15 +408,10 @@ impl Tournaments {
                 continue;
             }
             let starting = matches!(arena.stage, Stage::Upcoming(at) if now >= at);
-            // At its start it is read (a pairing asked before the start
-            // is ignored); the answer brings the ask.
-            // A joined arena is joined again to renew the pairing ask.
-            let ask_again = free
-                && arena.waiting()
-                && arena
-                    .last_ask
-                    .is_none_or(|at| now.duration_since(at) >= self.pair_every);
+            let running = arena.stage == Stage::Running;
             let entry = &arena.entry;
+            // At its start it is read: a read finds a pause, and says
+            // whether we are a player already.
             let action = if now >= arena.next_check || arena.stage == Stage::Unknown || starting {
                 Action::Check(entry.id.clone())
             } else if !arena.team_ready {
@@ -406,22 +420,33 @@ impl Tournaments {
                     team: entry.team.clone().unwrap_or_default(),
                     password: entry.password.clone(),
                 }
-            } else if !arena.joined || ask_again {
+            } else if !arena.joined && (free || !running) {
+                if joins >= limit {
+                    // Kept within lila's limit: tried when the oldest
+                    // join leaves the window.
+                    let oldest = self.joins.front().copied().unwrap_or(now);
+                    let after = (oldest + window).saturating_duration_since(now);
+                    arena.hold(
+                        format!(
+                            "keeping within Lichess's limit of {limit} joins in {} minutes",
+                            window.as_secs() / 60
+                        ),
+                        after.max(Duration::from_secs(1)),
+                        now,
+                    );
+                    continue;
+                }
+                joins += 1;
+                self.joins.push_back(now);
                 Action::Join {
                     id: entry.id.clone(),
                     team: entry.team.clone(),
                     password: entry.password.clone(),
-                    pair_me_asap: free && arena.stage == Stage::Running,
+                    pair_me_asap: running,
                 }
             } else {
                 continue;
             };
-            if let Action::Join {
-                pair_me_asap: true, ..
-            } = action
-            {
-                arena.last_ask = Some(now);
-            }
             arena.in_flight = true;
             actions.push(action);
         }
@@ -458,7 +483,6 @@ impl Tournaments {
                 if t.running() {
                     if arena.stage != Stage::Running && arena.stage != Stage::Unknown {
                         notes.push(Note::Started(id.to_owned()));
-                        arena.last_ask = None;
                     }
                     arena.stage = Stage::Running;
                 } else if let Some(secs) = t.seconds_to_start.filter(|&s| s > 0) {
@@ -472,7 +496,9 @@ impl Tournaments {
                         arena.joined = false;
                         notes.push(Note::PausedByLichess(id.to_owned()));
                     }
-                    if !me.withdraw && arena.origin == Origin::Noticed {
+                    if !me.withdraw && !arena.joined && arena.team_ready {
+                        // A player already (joined elsewhere, or before a
+                        // restart): Lichess pairs us, no join needed.
                         arena.joined = true;
                     }
                 }
@@ -492,7 +518,7 @@ impl Tournaments {
                 pair_me_asap,
                 result: Ok(()),
             } => {
-                if !arena.joined || pair_me_asap {
+                if !arena.joined {
                     notes.push(Note::Joined {
                         id: id.to_owned(),
                         pair_me_asap,
@@ -502,10 +528,7 @@ impl Tournaments {
                 arena.pause_retry = FIRST_PAUSE_RETRY;
                 None
             }
-            Outcome::Joined { result: Err(f), .. } => {
-                arena.last_ask = None;
-                Some(f)
-            }
+            Outcome::Joined { result: Err(f), .. } => Some(f),
             Outcome::Withdrawn(_) => None,
         };
         match failure {
@@ -635,7 +658,7 @@ mod tests {
     }
 
     #[test]
-    fn an_arena_is_read_joined_then_asked_for_pairings() {
+    fn an_arena_is_read_then_joined_once() {
         let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
         let now = Instant::now();
         assert_eq!(t.due(now, true), [Action::Check("arena001".to_owned())]);
@@ -643,44 +666,44 @@ mod tests {
         let notes = read(&mut t, serde_json::json!({"isStarted": true}), now);
         assert_eq!(notes, []);
         assert_eq!(t.kept_slots(), 1, "a running arena keeps a slot");
-        // Joined with a pairing ask; then asked again every pair_every.
+        // Running and no slot free: not joined (Lichess would pair us).
+        assert_eq!(t.due(now, false), []);
         assert_eq!(t.due(now, true), [join(true)]);
         joined(&mut t, true, now);
-        assert_eq!(t.due(now + Duration::from_secs(10), true), []);
-        let later = now + Duration::from_secs(40);
-        assert_eq!(t.due(later, false), [], "no pairing without a free slot");
-        assert_eq!(t.due(later, true), [join(true)]);
-        joined(&mut t, true, later);
-        // A game: no ask while it lasts, its slot is the game's.
+        // Lichess pairs us by itself from now on: no more joins.
+        for secs in [10, 40, 100, 1000] {
+            let later = now + Duration::from_secs(secs);
+            for action in t.due(later, true) {
+                assert_eq!(action, Action::Check("arena001".to_owned()));
+                read(&mut t, serde_json::json!({"isStarted": true}), later);
+            }
+        }
+        // A game: its slot is the game's; over, still no join.
+        let later = now + Duration::from_secs(1000);
         assert!(!t.game_started("arena001", "game0001"));
         assert_eq!(t.kept_slots(), 0);
-        assert_eq!(t.due(later + Duration::from_secs(10), true), []);
-        // Over: asked again at once.
         t.game_over("arena001", "game0001", false);
-        assert_eq!(t.due(later + Duration::from_secs(11), true), [join(true)]);
+        assert_eq!(t.kept_slots(), 1);
+        assert_eq!(t.due(later, true), []);
         assert_eq!(t.get("arena001").unwrap().games, 1);
     }
 
     #[test]
-    fn an_upcoming_arena_is_joined_early_and_asked_at_its_start() {
+    fn an_upcoming_arena_is_joined_early_and_not_again_at_its_start() {
         let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
         let now = Instant::now();
         t.due(now, true);
         read(&mut t, serde_json::json!({"secondsToStart": 120}), now);
         assert_eq!(t.kept_slots(), 0, "nothing kept before the start");
-        assert_eq!(t.due(now, true), [join(false)], "registered early");
+        assert_eq!(t.due(now, false), [join(false)], "registered early");
         joined(&mut t, false, now);
         assert_eq!(t.due(now + Duration::from_secs(30), true), []);
-        // The start: read, then a pairing asked at once.
+        // The start: read, and Lichess pairs us from there.
         let start = now + Duration::from_secs(120);
-        assert_eq!(t.due(start, true), [Action::Check("arena001".to_owned())]);
-        let notes = read(&mut t, serde_json::json!({"secondsToStart": 1}), start);
-        assert_eq!(notes, [], "not quite yet");
-        let start = start + Duration::from_secs(1);
         assert_eq!(t.due(start, true), [Action::Check("arena001".to_owned())]);
         let notes = read(&mut t, serde_json::json!({"isStarted": true}), start);
         assert_eq!(notes, [Note::Started("arena001".to_owned())]);
-        assert_eq!(t.due(start, true), [join(true)]);
+        assert_eq!(t.due(start, true), []);
         assert_eq!(t.kept_slots(), 1);
     }
 
@@ -700,15 +723,69 @@ mod tests {
         // Lichess says we are paused (seen on a read): joined again.
         let check = now + Duration::from_secs(60);
         assert_eq!(t.due(check, true), [Action::Check("arena001".to_owned())]);
-        let notes = t.outcome(
-            "arena001",
-            Outcome::Checked(Ok(arena(
-                serde_json::json!({"isStarted": true, "me": {"rank": 3, "withdraw": true}}),
-            ))),
-            check,
-        );
+        let me = serde_json::json!({"isStarted": true, "me": {"rank": 3, "withdraw": true}});
+        let notes = read(&mut t, me, check);
         assert_eq!(notes, [Note::PausedByLichess("arena001".to_owned())]);
         assert_eq!(t.due(check, true), [join(true)]);
+    }
+
+    #[test]
+    fn a_player_already_is_not_joined_again() {
+        // After a restart, Lichess says we are a player: no join.
+        let mut t = Tournaments::new(&config(&["arena001"]), Vec::new());
+        let now = Instant::now();
+        t.due(now, true);
+        let me = serde_json::json!({"isStarted": true, "me": {"rank": 3, "withdraw": false}});
+        read(&mut t, me, now);
+        assert!(t.get("arena001").unwrap().joined);
+        assert_eq!(t.due(now, true), []);
+    }
+
+    #[test]
+    fn joins_keep_within_lichess_limit() {
+        let (limit, window) = JOIN_LIMIT;
+        let ids: Vec<String> = (0..limit + 2).map(|i| format!("arena{i:03}")).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut t = Tournaments::new(&config(&refs), Vec::new());
+        let now = Instant::now();
+        t.due(now, true);
+        for id in &ids {
+            t.outcome(
+                id,
+                Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+                now,
+            );
+        }
+        let joins = t.due(now, true);
+        assert_eq!(joins.len(), limit, "{joins:?}");
+        assert_eq!(t.joins_sent(now), limit);
+        let held: Vec<_> = t.iter().filter(|a| a.held.is_some()).collect();
+        assert_eq!(held.len(), 2);
+        assert!(
+            held[0]
+                .held
+                .as_deref()
+                .unwrap()
+                .contains("30 joins in 10 minutes")
+        );
+        assert_eq!(held[0].retry_at(), Some(now + window));
+        // When the window has passed (and the arenas are read again), the
+        // two are joined.
+        let later = now + window;
+        for action in t.due(later, true) {
+            let Action::Check(id) = action else {
+                panic!("{action:?}");
+            };
+            t.outcome(
+                &id,
+                Outcome::Checked(Ok(arena(serde_json::json!({"isStarted": true})))),
+                later,
+            );
+        }
+        let actions = t.due(later, true);
+        assert_eq!(actions.len(), 2, "{actions:?}");
+        assert!(actions.iter().all(|a| matches!(a, Action::Join { .. })));
+        assert_eq!(t.joins_sent(later), 2);
     }
 
     #[test]

@@ -194,8 +194,8 @@ impl Config {
             format!("arenas {}", ids.join(", "))
         };
         format!(
-            "{arenas}; pairing asked every {} s; {}; draws {}",
-            t.pair_every_secs,
+            "{arenas}; read every {} s; {}; draws {}",
+            t.check_every_secs,
             if t.leave_at_shutdown {
                 "left at a stop"
             } else {

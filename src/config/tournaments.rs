@@ -1,5 +1,5 @@
 //! `[tournaments]`: the arena tournaments the bot joins on its own (the
-//! standing entries), and how it keeps itself paired in them. Joining,
+//! standing entries), and how it plays in them. Joining,
 //! pairing and leaving are the bot's work (`bot::tournaments`); this is
 //! their description and its rules.
 
@@ -14,9 +14,11 @@ pub struct TournamentsConfig {
     /// `[[tournaments.arenas]]`: arenas joined at start (and again after
     /// a pause), until they finish.
     pub arenas: Vec<ArenaEntry>,
-    /// While the bot waits for a pairing in a running arena it asks
-    /// Lichess to pair it this often (`pairMeAsap` lasts a minute there).
-    pub pair_every_secs: u64,
+    /// Retired: Lichess pairs the bots of an arena by itself, so the bot
+    /// no longer asks again. Still read, so an old file loads; `kaissa
+    /// check` and the start say it is ignored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_every_secs: Option<u64>,
     /// How often the state of each arena is read (start, end, a pause).
     pub check_every_secs: u64,
     /// Withdraw from every arena on a stop (a restart keeps them).
@@ -30,7 +32,7 @@ impl Default for TournamentsConfig {
     fn default() -> TournamentsConfig {
         TournamentsConfig {
             arenas: Vec::new(),
-            pair_every_secs: 40,
+            pair_every_secs: None,
             check_every_secs: 60,
             leave_at_shutdown: true,
             draws: false,
@@ -65,16 +67,16 @@ impl std::fmt::Debug for ArenaEntry {
 }
 
 impl TournamentsConfig {
+    /// A warning for the retired keys that are set.
+    pub fn retired_warning(&self) -> Option<String> {
+        self.pair_every_secs.map(|_| {
+            "tournaments.pair_every_secs is ignored: Lichess pairs the bots of an arena by \
+             itself (remove the key)"
+                .to_owned()
+        })
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if !(10..=55).contains(&self.pair_every_secs) {
-            return Err(invalid(
-                "tournaments.pair_every_secs",
-                format!(
-                    "{} is out of range 10..=55 (Lichess forgets a pairing request after a minute)",
-                    self.pair_every_secs
-                ),
-            ));
-        }
         if !(10..=3600).contains(&self.check_every_secs) {
             return Err(invalid(
                 "tournaments.check_every_secs",

@@ -16,10 +16,12 @@
 //! - **Rate limits**, per [`Endpoint`]: Lichess limits each kind of
 //!   request on its own, so an HTTP 429 closes the gate of the endpoint
 //!   that got it, shared by all clones of the client: its queued requests
-//!   then wait `rate_limit_pause` (60 s by default) or the `Retry-After`
-//!   delay if longer, clamped to [`MAX_PAUSE`], while the other endpoints
-//!   go on (a 429 to a chat line or to our own challenge never holds up
-//!   the accept of a challenge that expires in 20 s). The bot-vs-bot daily
+//!   then wait what the answer asks (its `ratelimit.seconds`, else its
+//!   `Retry-After`), else `rate_limit_pause` (60 s by default), doubled
+//!   for each 429 in a row on that endpoint and clamped to [`MAX_PAUSE`],
+//!   while the other endpoints go on (a 429 to a chat line or to our own
+//!   challenge never holds up the accept of a challenge that expires in
+//!   20 s). The bot-vs-bot daily
 //!   cap (`bot.vsBot.day`) is a quota on games, not a request rate: it
 //!   closes no gate, and its ratelimit body is kept in the error, so the
 //!   caller can stop playing bots for `ratelimit.seconds`. A 400 to a
@@ -401,6 +403,18 @@ impl Error {
         )
     }
 
+    /// Lichess's message of a 4xx answer (its `error`), if any.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Error::Forbidden { message, .. }
+            | Error::NotFound { message, .. }
+            | Error::RateLimited { message, .. }
+            | Error::MoveRejected { message, .. }
+            | Error::Status { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
     /// If this is the bot-vs-bot daily cap, how long until it lifts.
     pub fn bot_vs_bot_daily_limit(&self) -> Option<Duration> {
         match self {
@@ -487,12 +501,46 @@ pub enum Endpoint {
 }
 
 /// The rate-limit gates, one per [`Endpoint`], closed after a 429 there.
+/// Repeated 429s on an endpoint with no success in between double its
+/// pause each time ([`Gates::strike`]).
 #[derive(Debug, Default)]
 struct Gates {
     paused_until: Mutex<HashMap<Endpoint, Instant>>,
+    /// 429s in a row per endpoint, since its last success.
+    strikes: Mutex<HashMap<Endpoint, u32>>,
 }
 
 impl Gates {
+    /// A 429 on `endpoint`: its gate closes for `base` (the answer's own
+    /// wait, else the configured pause), doubled for each 429 in a row
+    /// before it, clamped to [`MAX_PAUSE`]. The pause taken.
+    fn strike(&self, endpoint: Endpoint, base: Duration) -> Duration {
+        let mut strikes = self
+            .strikes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let n = strikes.entry(endpoint).or_insert(0);
+        let pause = base
+            .checked_mul(1 << (*n).min(16))
+            .unwrap_or(MAX_PAUSE)
+            .min(MAX_PAUSE);
+        *n = n.saturating_add(1);
+        drop(strikes);
+        self.pause(endpoint, pause);
+        pause
+    }
+
+    /// A request of `endpoint` went through: its next 429 starts over.
+    fn cleared(&self, endpoint: Endpoint) {
+        let mut strikes = self
+            .strikes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !strikes.is_empty() {
+            strikes.remove(&endpoint);
+        }
+    }
+
     fn until(&self, endpoint: Endpoint) -> Option<Instant> {
         self.paused_until
             .lock()
@@ -1224,6 +1272,7 @@ impl Client {
             drop(permit);
             let error = match result {
                 Ok(Ok(response)) if response.status().is_success() => {
+                    inner.gates.cleared(call.endpoint);
                     debug!(
                         method = %call.method,
                         path = %call.path,
@@ -1325,13 +1374,19 @@ impl Client {
                 // requests: everything else goes on (the caller stops
                 // playing bots until it lifts).
                 let quota = limit.as_ref().and_then(|l| l.key.as_deref()) == Some(BOT_VS_BOT_DAY);
+                // The wait the answer asks for (its `ratelimit.seconds`,
+                // else `Retry-After`), else the configured pause; doubled
+                // for each 429 in a row on this endpoint.
+                let asked = limit
+                    .as_ref()
+                    .and_then(|l| l.seconds)
+                    .map(|s| Duration::from_secs(s.clamp(1, MAX_PAUSE.as_secs())))
+                    .or(retry_after.filter(|d| !d.is_zero()));
+                let base = asked.unwrap_or(self.inner.options.rate_limit_pause);
                 let pause = if quota {
                     Duration::ZERO
                 } else {
-                    retry_after
-                        .unwrap_or_default()
-                        .max(self.inner.options.rate_limit_pause)
-                        .min(MAX_PAUSE)
+                    self.inner.gates.strike(call.endpoint, base)
                 };
                 if quota {
                     warn!(
@@ -1340,7 +1395,6 @@ impl Client {
                         "lichess daily bot-game quota reached (429 [{BOT_VS_BOT_DAY}]); other requests go on"
                     );
                 } else {
-                    self.inner.gates.pause(call.endpoint, pause);
                     warn!(
                         method = %call.method,
                         path = %call.path,

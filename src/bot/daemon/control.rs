@@ -4,6 +4,7 @@
 //! aborting or resigning a game, joining and leaving an arena.
 
 use super::Daemon;
+use crate::bot::budget;
 use crate::bot::control::{ChallengeOrder, Order, Reply, Request};
 use crate::bot::state::{self, unix_now};
 use crate::bot::tournaments::Stage;
@@ -124,6 +125,18 @@ impl Daemon {
     /// `kaissa ctl challenge`: holds a slot while it waits, and is
     /// withdrawn when not answered in `matchmaking.challenge_timeout_secs`.
     fn challenge_for_operator(&mut self, order: ChallengeOrder) -> Reply {
+        // Whether the user is a bot is not known here: a human's price.
+        let now = unix_now();
+        let wait = self.budget.wait(now, budget::HUMAN_COST);
+        if wait > 0 {
+            return Reply::error(format!(
+                "Lichess's limit on challenges we create is reached \
+                 ({} credits this minute, {} today): try again in {}",
+                self.budget.spent(now, 60),
+                self.budget.spent(now, budget::WINDOWS[1].0),
+                duration_text(wait)
+            ));
+        }
         let Some(slot) = self.slots.try_reserve() else {
             return Reply::error(
                 "no free slot for a game (bot.concurrency): try again when a game ends",
@@ -138,6 +151,7 @@ impl Daemon {
             variant: order.variant,
             fen: None,
         };
+        self.budget.spend(now, budget::HUMAN_COST);
         let client = self.client.clone();
         let user = order.user.clone();
         tokio::spawn(async move {
@@ -229,7 +243,9 @@ impl Daemon {
             "games": games,
             "queue": queue,
             "bot_games_today": self.quota.count(now),
-            "bot_games_per_day": self.config.bot.bot_games_per_day,
+            "bot_games_per_day": self.quota.per_day(now),
+            "challenge_credits": {"minute": self.budget.spent(now, 60),
+                                  "day": self.budget.spent(now, budget::WINDOWS[1].0)},
             "matchmaking": matchmaking,
             "parked": self.parked.len(),
             "tournaments": tournaments,
@@ -283,7 +299,13 @@ impl Daemon {
         text.push_str(&format!(
             "bot games today: {} of {}\n",
             self.quota.count(now),
-            self.config.bot.bot_games_per_day
+            self.quota.per_day(now)
+        ));
+        let [(_, per_minute), (day, per_day)] = budget::WINDOWS;
+        text.push_str(&format!(
+            "challenges sent: {} of {per_minute} credits this minute, {} of {per_day} today\n",
+            self.budget.spent(now, 60),
+            self.budget.spent(now, day),
         ));
         text.push_str(&format!(
             "matchmaking: {}{}\n",

@@ -17,7 +17,7 @@
 
 use super::{Daemon, GameEntry, Parked, Phase, SPARE_GAMES};
 use crate::bot::engines;
-use crate::bot::game::{self, Exit, GameCommand, GameContext, Me};
+use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Report};
 use crate::bot::hashstore;
 use crate::bot::state::unix_now;
 use crate::config::GameKind;
@@ -203,10 +203,12 @@ impl Daemon {
                 .map(|o| o.to_lowercase());
         }
         if entry.bot && (entry.accepted_at.is_some() || entry.outgoing) {
-            // A new game against a bot: it counts against the daily quota,
+            // A new game against a bot: it counts against the daily quota
+            // (the game task tells of the others, arena games and those a
+            // `kaissa ctl` challenge started, once it reads the players),
             // and matchmaking leaves that bot alone for a while.
             let now = unix_now();
-            self.quota.game_started(now);
+            self.quota.game_started(now, &id, now);
             if let Some(opponent) = &entry.opponent {
                 self.matchmaker.played.record(opponent, now);
             }
@@ -221,7 +223,7 @@ impl Daemon {
         let bot = entry.bot;
         let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
         let summary = ctx.summary.subscribe();
-        let task = game::spawn(ctx, info, self.done_tx.clone());
+        let task = game::spawn(ctx, info, self.reports_tx.clone());
         let Some(entry) = self.games.get_mut(&id) else {
             return;
         };
@@ -316,14 +318,29 @@ impl Daemon {
         let id = info.game_id.clone();
         let ctx = self.game_context(me, false, &info, false);
         let mut entry = GameEntry::new(None);
-        entry.task = Some(game::spawn(ctx, info, self.done_tx.clone()));
+        entry.task = Some(game::spawn(ctx, info, self.reports_tx.clone()));
         self.greeted.remove(&id);
         self.games.insert(id, entry);
     }
 
     /// A game task ended: the game is over, or (correspondence) parked
     /// until our turn.
-    pub(super) fn game_done(&mut self, id: &str, exit: Exit) {
+    /// What a game task tells.
+    pub(super) fn on_game_report(&mut self, id: &str, report: Report) {
+        match report {
+            Report::Opponent { bot, created_at } => {
+                if bot {
+                    // Every game between two bots counts, as on Lichess.
+                    let now = unix_now();
+                    let at = created_at.map_or(now, |ms| ms / 1000);
+                    self.quota.game_started(now, id, at);
+                }
+            }
+            Report::Done(exit) => self.game_done(id, exit),
+        }
+    }
+
+    fn game_done(&mut self, id: &str, exit: Exit) {
         if let Some(entry) = self.games.remove(id) {
             tracing::debug!(game = %id, in_use = self.slots.in_use(), ?exit, "game task ended");
             if exit == Exit::Parked && self.phase == Phase::Running {

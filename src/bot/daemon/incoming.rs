@@ -377,7 +377,8 @@ impl Daemon {
             // A quota on bot games, not a request rate: this challenge is
             // declined, the other bot challenges too; the rest goes on.
             let now = unix_now();
-            self.quota.hit(now, Some(wait.as_secs()));
+            self.quota
+                .hit(now, Some(wait.as_secs()), e.message().unwrap_or_default());
             tracing::warn!(
                 challenge = %answer.id,
                 resets_in_s = self.quota.resets_in(now),

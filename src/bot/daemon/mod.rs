@@ -43,11 +43,12 @@
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
 use super::blocklists::{self, BlockLists};
+use super::budget::ChallengeBudget;
 use super::challenge::{SlotGuard, Slots};
 use super::control::{self as ctl, Order};
 use super::engines::Engines;
 use super::game::sources::MoveSources;
-use super::game::{self, Exit, GameHandle, Me};
+use super::game::{self, GameHandle, Me, Report};
 use super::hashstore;
 use super::matchmaking::{MatchEvent, Matchmaker};
 use super::queue::ChallengeQueue;
@@ -244,8 +245,8 @@ pub struct Daemon {
     slots: Slots,
     games: HashMap<String, GameEntry>,
     scheduler: Scheduler,
-    done_tx: mpsc::UnboundedSender<(String, Exit)>,
-    done_rx: mpsc::UnboundedReceiver<(String, Exit)>,
+    reports_tx: mpsc::UnboundedSender<(String, Report)>,
+    reports_rx: mpsc::UnboundedReceiver<(String, Report)>,
     me: Option<Me>,
     notifier: Arc<Notifier>,
     /// Books, tables and online sources, shared by every game.
@@ -293,6 +294,10 @@ pub struct Daemon {
     queue: ChallengeQueue,
     queue_len: Arc<AtomicUsize>,
     quota: BotQuota,
+    /// The credits of the challenges we create (lila's limit per account).
+    budget: ChallengeBudget,
+    /// Matchmaking said it waits for the budget (said once per wait).
+    budget_said: bool,
     matchmaker: Matchmaker,
     match_tx: mpsc::UnboundedSender<MatchEvent>,
     match_rx: mpsc::UnboundedReceiver<MatchEvent>,
@@ -325,7 +330,7 @@ impl Daemon {
     pub fn new(client: Client, config: Config) -> Daemon {
         let slots = Slots::new(config.bot.concurrency as usize);
         let scheduler = Scheduler::new(config.engine.threads.max(1) as usize);
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (reports_tx, reports_rx) = mpsc::unbounded_channel();
         let (answered_tx, answered_rx) = mpsc::unbounded_channel();
         let (reconcile_tx, reconcile_rx) = mpsc::unbounded_channel();
         let (match_tx, match_rx) = mpsc::unbounded_channel();
@@ -335,6 +340,7 @@ impl Daemon {
             config.challenge.queue_size as usize,
         );
         let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);
+        let budget = ChallengeBudget::load(state_dir.as_deref());
         let mut matchmaker = Matchmaker::new(
             config.matchmaking.clone(),
             config.challenge.block_list.clone(),
@@ -365,8 +371,8 @@ impl Daemon {
             slots,
             games: HashMap::new(),
             scheduler,
-            done_tx,
-            done_rx,
+            reports_tx,
+            reports_rx,
             me: None,
             notifier: Arc::new(Notifier::disabled()),
             sources: Arc::new(MoveSources::default()),
@@ -399,6 +405,8 @@ impl Daemon {
             queue,
             queue_len: Arc::new(AtomicUsize::new(0)),
             quota,
+            budget,
+            budget_said: false,
             matchmaker,
             match_tx,
             match_rx,
@@ -538,7 +546,7 @@ impl Daemon {
                     }
                     Step::Reopen => conn = Conn::Opening(self.open_events()),
                 },
-                Some((id, exit)) = self.done_rx.recv() => self.game_done(&id, exit),
+                Some((id, report)) = self.reports_rx.recv() => self.on_game_report(&id, report),
                 Some(games) = self.reconcile_rx.recv() => {
                     self.reconcile(games);
                     if std::mem::take(&mut self.reconcile_again) {

@@ -1,9 +1,11 @@
 //! Our own challenges (matchmaking): idle long enough, the daemon
 //! challenges an online bot chosen by the [`Matchmaker`]; our pending
 //! challenge holds a slot, and is cancelled when an incoming challenge
-//! needs it or after its timeout.
+//! needs it or after its timeout. Each challenge is paid for from the
+//! [`budget`](crate::bot::budget) first.
 
 use super::{Daemon, GameEntry, Phase};
+use crate::bot::budget;
 use crate::bot::matchmaking::{self, MatchEvent};
 use crate::bot::state::unix_now;
 use crate::lichess::client::{ChallengeKeepAlive, Endpoint, Error as ClientError, is_valid_id};
@@ -55,6 +57,19 @@ impl Daemon {
         if self.quota.reached(now) || paused {
             return;
         }
+        let wait = self.budget.wait(now, budget::BOT_COST);
+        if wait > 0 {
+            if !std::mem::replace(&mut self.budget_said, true) {
+                tracing::info!(
+                    wait_s = wait,
+                    minute = self.budget.spent(now, 60),
+                    day = self.budget.spent(now, budget::WINDOWS[1].0),
+                    "matchmaking: Lichess's limit on challenges we create is reached; waiting"
+                );
+            }
+            return;
+        }
+        self.budget_said = false;
         if self.matchmaker.due(self.idle_since) {
             tracing::info!(
                 idle_s = self.idle_since.elapsed().as_secs(),
@@ -76,12 +91,16 @@ impl Daemon {
                     self.matchmaker.failed();
                     return;
                 }
-                if self
+                if self.budget.wait(now, budget::BOT_COST) > 0 {
+                    self.matchmaker.failed();
+                    return;
+                }
+                match self
                     .matchmaker
                     .found(&bots, &account, &self.client, &self.match_tx, now)
-                    .is_none()
                 {
-                    self.idle_since = Instant::now();
+                    Some(_) => self.budget.spend(now, budget::BOT_COST),
+                    None => self.idle_since = Instant::now(),
                 }
             }
             Err(e) => {
@@ -149,7 +168,8 @@ impl Daemon {
     pub(super) fn on_challenge_not_created(&mut self, opponent: &str, e: &ClientError, now: u64) {
         self.idle_since = Instant::now();
         if let Some(wait) = e.bot_vs_bot_daily_limit() {
-            self.quota.hit(now, Some(wait.as_secs()));
+            self.quota
+                .hit(now, Some(wait.as_secs()), e.message().unwrap_or_default());
             tracing::warn!(
                 resets_in_s = self.quota.resets_in(now),
                 "matchmaking: daily bot-game quota reached; stopped until it resets"

@@ -236,8 +236,10 @@ async fn run(client: &Client, action: Action) -> (String, Outcome) {
     }
 }
 
-/// A rate limit whose answer says nothing of its length lasts this long.
-const LIMITED_FOR: Duration = Duration::from_secs(60);
+/// lila's "You are joining too many tournaments" (its limit on first
+/// joins: 8 credits an hour, 30 a day, a user's arena costing 2) says
+/// nothing of its length: tried again after this.
+const TOO_MANY_TOURNAMENTS_FOR: Duration = Duration::from_secs(600);
 
 /// What a failed request means for the arena. lila answers a join it
 /// refuses with a 400 and one of `TournamentApi.JoinResult`'s errors:
@@ -275,7 +277,7 @@ fn failure(e: ClientError) -> Failure {
         }
         _ if message.contains("too many tournaments") => Failure::Limited {
             why: "joining too many tournaments".to_owned(),
-            after: LIMITED_FOR,
+            after: TOO_MANY_TOURNAMENTS_FOR,
         },
         _ if message.contains("for some reason") => Failure::Transient(e.to_string()),
         _ if e.is_transient() => Failure::Transient(e.to_string()),

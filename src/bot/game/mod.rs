@@ -174,6 +174,16 @@ pub enum Exit {
     Parked,
 }
 
+/// What a game task tells the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// The players are known (the first `gameFull`): whether the opponent
+    /// is a bot, and when the game was created (ms since the epoch).
+    Opponent { bot: bool, created_at: Option<u64> },
+    /// The task ended.
+    Done(Exit),
+}
+
 /// What the daemon can tell a running game.
 #[derive(Debug)]
 pub enum GameCommand {
@@ -210,17 +220,17 @@ impl GameHandle {
     }
 }
 
-/// Starts the task of game `info.game_id`. When it ends, it sends the
-/// game id and how it ended on `done`.
+/// Starts the task of game `info.game_id`. It sends the game id and its
+/// [`Report`]s on `reports`, the last when it ends.
 pub fn spawn(
     ctx: GameContext,
     info: GameInfo,
-    done: mpsc::UnboundedSender<(String, Exit)>,
+    reports: mpsc::UnboundedSender<(String, Report)>,
 ) -> GameHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let id = info.game_id.clone();
     let task = tokio::spawn(async move {
-        let exit = match Game::new(ctx.clone(), &info).await {
+        let exit = match Game::new(ctx.clone(), &info, reports.clone()).await {
             Ok((game, answers)) => game.run(rx, answers).await,
             Err(e) => {
                 tracing::error!(game = %id, "cannot start the engine: {e}; game not played");
@@ -228,7 +238,7 @@ pub fn spawn(
                 Exit::Ended
             }
         };
-        let _ = done.send((id, exit));
+        let _ = reports.send((id, Report::Done(exit)));
     });
     GameHandle { commands: tx, task }
 }
@@ -354,6 +364,8 @@ struct Game {
     /// The ply whose position an online source was last asked about (once
     /// per position).
     online_asked_at: Option<usize>,
+    /// To the daemon: what this game tells it.
+    reports: mpsc::UnboundedSender<(String, Report)>,
 }
 
 /// The other side's colour in the Lichess model.
@@ -381,7 +393,11 @@ pub fn position_error(variant: VariantKey, initial_fen: Option<&str>) -> Option<
 }
 
 impl Game {
-    async fn new(ctx: GameContext, info: &GameInfo) -> Result<(Game, Answers), String> {
+    async fn new(
+        ctx: GameContext,
+        info: &GameInfo,
+        reports: mpsc::UnboundedSender<(String, Report)>,
+    ) -> Result<(Game, Answers), String> {
         let (player, answers, hash_file) = match &ctx.external {
             Some(choice) => {
                 let variant = info.variant.as_ref().map(|v| v.key);
@@ -456,6 +472,7 @@ impl Game {
             moves_posted: 0,
             handed_over: false,
             online_asked_at: None,
+            reports,
         };
         Ok((game, answers))
     }
@@ -698,6 +715,18 @@ impl Game {
                 them.is_bot() || them.ai_level.is_some()
             },
         });
+        if first_time {
+            let them = if us == chess::Color::White {
+                &full.black
+            } else {
+                &full.white
+            };
+            let report = Report::Opponent {
+                bot: them.is_bot(),
+                created_at: full.created_at,
+            };
+            let _ = self.reports.send((self.id.clone(), report));
+        }
         let opponent = self.opponent_name();
         self.ctx.summary.send_modify(|s| {
             s.opponent.clone_from(&opponent);

@@ -18,6 +18,17 @@ use super::records::RequestRecord;
 use super::routes::error;
 use super::world::App;
 
+/// 429s to the requests whose path contains `part`.
+pub(super) struct Matching429 {
+    part: String,
+    /// How many more.
+    n: u32,
+    /// The `Retry-After` header.
+    retry_after: Option<u64>,
+    /// The body's `ratelimit.seconds` (lila's `Limited` answers).
+    ratelimit_secs: Option<u64>,
+}
+
 #[derive(Default)]
 pub(super) struct Faults {
     /// Answer 429 to this many requests, with this Retry-After.
@@ -50,9 +61,8 @@ pub(super) struct Faults {
     /// Refuse this move (UCI, as posted) this many times with Lichess's
     /// 400 for a move it will not play, as for a rule the bot got wrong.
     pub(super) refuse_move: Option<(String, u32)>,
-    /// Answer 429 to this many requests whose path contains the text,
-    /// with this Retry-After.
-    pub(super) fail_429_matching: Option<(String, u32, Option<u64>)>,
+    /// Answer 429 to some requests whose path contains a text.
+    pub(super) fail_429_matching: Option<Matching429>,
     /// This many game-stream opens send a `gameFull` that does not parse.
     pub(super) malformed_game_full: u32,
 }
@@ -83,19 +93,20 @@ pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: N
             }
             return Some(response);
         }
-        if let Some((part, n, retry_after)) = &mut faults.fail_429_matching
-            && *n > 0
-            && path.contains(part.as_str())
+        if let Some(m) = &mut faults.fail_429_matching
+            && m.n > 0
+            && path.contains(m.part.as_str())
         {
-            *n -= 1;
-            let mut response = error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "Too many requests. Try again later.",
-            );
-            if let Some(secs) = retry_after {
+            m.n -= 1;
+            let mut body = serde_json::json!({"error": "Too many requests. Try again later."});
+            if let Some(secs) = m.ratelimit_secs {
+                body["ratelimit"] = serde_json::json!({"key": "test.limit", "seconds": secs});
+            }
+            let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+            if let Some(secs) = m.retry_after {
                 response
                     .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(*secs));
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             return Some(response);
         }
@@ -157,7 +168,25 @@ impl FakeLichess {
     /// `Retry-After: retry_after_secs` if given.
     pub fn fail_matching_with_429(&self, part: &str, n: u32, retry_after_secs: Option<u64>) {
         self.app.with(|world, _| {
-            world.faults.fail_429_matching = Some((part.to_owned(), n, retry_after_secs))
+            world.faults.fail_429_matching = Some(Matching429 {
+                part: part.to_owned(),
+                n,
+                retry_after: retry_after_secs,
+                ratelimit_secs: None,
+            })
+        })
+    }
+
+    /// The next `n` requests whose path contains `part` get 429 with a
+    /// `ratelimit` body that says to wait `seconds` (no `Retry-After`).
+    pub fn fail_matching_with_ratelimit(&self, part: &str, n: u32, seconds: u64) {
+        self.app.with(|world, _| {
+            world.faults.fail_429_matching = Some(Matching429 {
+                part: part.to_owned(),
+                n,
+                retry_after: None,
+                ratelimit_secs: Some(seconds),
+            })
         })
     }
 

@@ -113,6 +113,7 @@ impl FakeLichess {
                 online_bots: Vec::new(),
                 online: online::OnlineAnswers::default(),
                 arenas: tournament::Arenas::default(),
+                bot_games: 0,
             }),
             changed: Notify::new(),
         });

@@ -501,11 +501,14 @@ pub(super) async fn challenge_action(
         }
         match action.as_str() {
             "accept" if challenge.direction == "in" => {
-                if world.faults.bot_vs_bot_accepts > 0
-                    && challenge.spec.challenger.title.as_deref() == Some("BOT")
-                {
+                let from_bot = challenge.spec.challenger.title.as_deref() == Some("BOT");
+                let cap = world.cfg.bot_games_per_day;
+                if from_bot && world.faults.bot_vs_bot_accepts > 0 {
                     world.faults.bot_vs_bot_accepts -= 1;
-                    return bot_vs_bot_day();
+                    return bot_vs_bot_day(cap);
+                }
+                if from_bot && world.bot_games >= cap {
+                    return bot_vs_bot_day(cap);
                 }
                 if world.faults.opponent_cap_accepts > 0
                     && challenge.spec.challenger.title.as_deref() == Some("BOT")
@@ -562,8 +565,10 @@ pub(super) async fn create_challenge(
 ) -> Response {
     let form = parse_form(&body);
     app.with(|world, app| {
-        if world.faults.bot_vs_bot_exhausted {
-            return bot_vs_bot_day();
+        let cap = world.cfg.bot_games_per_day;
+        let to_bot = super::bots::find(&world.online_bots, &username).is_some();
+        if world.faults.bot_vs_bot_exhausted || (to_bot && world.bot_games >= cap) {
+            return bot_vs_bot_day(cap);
         }
         if world.faults.refuse_challenge_form > 0 {
             world.faults.refuse_challenge_form -= 1;
@@ -717,12 +722,12 @@ pub(super) async fn token_test(State(app): State<App>, body: Bytes) -> Response 
     axum::Json(Value::Object(tokens)).into_response()
 }
 
-/// The 429 of Lichess's daily cap on bot-vs-bot games.
-pub(super) fn bot_vs_bot_day() -> Response {
+/// The 429 of Lichess's daily cap of `cap` bot-vs-bot games.
+pub(super) fn bot_vs_bot_day(cap: u32) -> Response {
     (
         StatusCode::TOO_MANY_REQUESTS,
         axum::Json(json!({
-            "error": "You played 100 games against other bots today, please wait before challenging another bot.",
+            "error": format!("You played {cap} games against other bots today, please wait before challenging another bot."),
             "ratelimit": {"key": "bot.vsBot.day", "seconds": 86398}
         })),
     )

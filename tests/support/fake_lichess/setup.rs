@@ -35,6 +35,9 @@ pub struct FakeConfig {
     /// legacy form). Off, as lila writes it now in every variant: king
     /// takes rook (e1h1).
     pub legacy_castling: bool,
+    /// lila's cap on games between bots (`BotLimit`, 100 a day): past
+    /// it, challenges to bots and accepts from them get its 429.
+    pub bot_games_per_day: u32,
 }
 
 impl Default for FakeConfig {
@@ -51,6 +54,7 @@ impl Default for FakeConfig {
             challenge_expiry: Duration::from_secs(20),
             scopes: "bot:play,challenge:read,challenge:write".to_owned(),
             legacy_castling: false,
+            bot_games_per_day: 100,
         }
     }
 }

@@ -1,21 +1,22 @@
 //! Arena tournaments as lila runs them for a bot account: `GET
 //! /api/tournament/{id}` (the spec's `ArenaTournamentFull` with lila's
 //! `isStarted` and `me`), `POST /api/tournament/{id}/join` (password or
-//! entry code, the team of a team battle, `pairMeAsap` that lapses after a
-//! minute; a join also ends a pause), `POST /api/tournament/{id}/withdraw`
-//! (leave before the start, pause after) and `POST /team/{id}/join`.
-//! The arena calls need the token's `tournament:write` or `bot:play`
-//! scope (lila takes either), the team join `team:write`; else 403.
+//! entry code, the team of a team battle, `pairMeAsap`; a join also ends
+//! a pause; 30 joins in 10 minutes per account, then a 429), `POST
+//! /api/tournament/{id}/withdraw` (leave before the start, pause after)
+//! and `POST /team/{id}/join`. The arena calls need the token's
+//! `tournament:write` or `bot:play` scope (lila takes either), the team
+//! join `team:write`; else 403.
 //!
-//! Pairings: a player on the tournament page is paired whenever free; a
-//! bot only while its `pairMeAsap` lasts. A test pairs the bot with
-//! [`FakeLichess::pair_arena`] (refused when the bot would not be paired:
-//! not a player, paused, not asking, in a game of the arena, the arena not
-//! running), or lets the arena pair it at once whenever it asks
-//! ([`ArenaSpec::auto_pair`]). A player who does not start a pairing loses
-//! it (`noStart`) and is paused, as lila does.
+//! Pairings: lila puts every bot of an arena that admits bots in its
+//! waiting pool by itself (`StartedOrganizer.fetchWaitingBots`): a player,
+//! not withdrawn (paused), not in a game of the arena, the arena running.
+//! A test pairs the bot with [`FakeLichess::pair_arena`] (refused when the
+//! bot is not in the pool), or lets the arena pair it whenever it is
+//! ([`ArenaSpec::auto_pair`], as lila's pairing waves). A player who does
+//! not start a pairing loses it (`noStart`) and is paused, as lila does.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -31,8 +32,10 @@ use super::routes::{error, not_found, ok, parse_form};
 use super::setup::{AutoPlay, ChallengeSpec, FakeTime, FakeVariant, Opponent};
 use super::world::{App, World};
 
-/// How long `pairMeAsap` lasts.
-const PAIR_ME_FOR: Duration = Duration::from_secs(60);
+/// lila's `tournament.user.join` limit: 30 joins in 10 minutes.
+const JOIN_LIMIT: (usize, Duration) = (30, Duration::from_secs(600));
+/// How often an auto-pairing arena pairs its waiting bots.
+const PAIRING_WAVE: Duration = Duration::from_millis(200);
 
 /// An arena a test creates.
 #[derive(Debug, Clone)]
@@ -49,8 +52,8 @@ pub struct ArenaSpec {
     pub password: Option<String>,
     /// A team battle: the team the bot may play for.
     pub team: Option<String>,
-    /// Pair the bot as soon as it asks (and after each game while its ask
-    /// lasts), against an opponent playing `opponent`.
+    /// Pair the bot whenever it is in the waiting pool (lila's pairing
+    /// waves), against an opponent playing `opponent`.
     pub auto_pair: bool,
     pub opponent: AutoPlay,
     /// The opponent resigns after this many of its moves (keeps the
@@ -91,8 +94,6 @@ pub struct ArenaPlayer {
     pub paused_until: Option<Instant>,
     /// Its pauses so far (each longer, as lila's `Pause`).
     pub pauses: u32,
-    /// Its `pairMeAsap` lasts until then.
-    pub pair_me_until: Option<Instant>,
     /// The games it was paired in.
     pub games: Vec<String>,
 }
@@ -105,8 +106,10 @@ pub struct ArenaRecord {
     /// Joins: whether each asked `pairMeAsap`.
     pub joins: Vec<bool>,
     pub withdraws: u32,
-    /// Joins refused (wrong password, no team...).
+    /// Joins refused (wrong password, no team...; a 429 is not counted).
     pub refused: u32,
+    /// The bot is in the waiting pool: lila would pair it now.
+    pub in_pool: bool,
 }
 
 pub(super) struct Arena {
@@ -133,7 +136,6 @@ impl ArenaPlayer {
     /// Paused by a withdraw or a missed pairing, for lila's delay.
     fn pause(&mut self, spec: &ArenaSpec) {
         self.paused = true;
-        self.pair_me_until = None;
         self.pauses += 1;
         self.paused_until = Some(Instant::now() + pause_delay(spec, self.pauses));
     }
@@ -148,13 +150,33 @@ impl Arena {
         self.started() && !self.finished
     }
 
-    fn record(&self) -> ArenaRecord {
+    fn record(&self, world: &World) -> ArenaRecord {
         ArenaRecord {
             player: self.player.clone(),
             joins: self.joins.clone(),
             withdraws: self.withdraws,
             refused: self.refused,
+            in_pool: self.waiting(world).is_ok(),
         }
+    }
+
+    /// Whether lila would pair the bot now (why not, if not).
+    fn waiting(&self, world: &World) -> Result<(), &'static str> {
+        if !self.running() {
+            return Err("the arena is not running");
+        }
+        let player = self.player.as_ref().ok_or("the bot is not a player")?;
+        if player.paused {
+            return Err("the bot is paused");
+        }
+        let playing = player
+            .games
+            .iter()
+            .any(|g| world.games.get(g).is_some_and(|g| g.started()));
+        if playing {
+            return Err("the bot is in a game of the arena");
+        }
+        Ok(())
     }
 }
 
@@ -163,11 +185,30 @@ impl Arena {
 pub(super) struct Arenas {
     arenas: HashMap<String, Arena>,
     teams: HashSet<String>,
+    /// The bot's joins in the last [`JOIN_LIMIT`] window.
+    join_times: VecDeque<Instant>,
 }
 
 impl FakeLichess {
-    /// Creates an arena.
+    /// Creates an arena (and, for an auto-pairing one, its pairing
+    /// waves, until it finishes).
     pub fn create_arena(&self, spec: ArenaSpec) {
+        if spec.auto_pair {
+            let app = self.app.clone();
+            let id = spec.id.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(PAIRING_WAVE).await;
+                    let over = app.with(|world, app| {
+                        let _ = world.pair_arena(app, &id);
+                        world.arenas.arenas.get(&id).is_none_or(|a| a.finished)
+                    });
+                    if over {
+                        break;
+                    }
+                }
+            });
+        }
         self.app.with(|world, _| {
             world.arenas.arenas.insert(
                 spec.id.clone(),
@@ -201,7 +242,8 @@ impl FakeLichess {
     }
 
     pub fn arena(&self, id: &str) -> Option<ArenaRecord> {
-        self.app.lock().arenas.arenas.get(id).map(Arena::record)
+        let world = self.app.lock();
+        world.arenas.arenas.get(id).map(|a| a.record(&world))
     }
 
     pub fn teams(&self) -> HashSet<String> {
@@ -209,21 +251,18 @@ impl FakeLichess {
     }
 
     /// The bot joins arena `id` on the website (the daemon is not told):
-    /// a player, asking for pairings for a minute.
+    /// a player, in the pool.
     pub fn join_arena_elsewhere(&self, id: &str) {
         self.app.with(|world, _| {
             if let Some(a) = world.arenas.arenas.get_mut(id) {
-                a.player = Some(ArenaPlayer {
-                    pair_me_until: Some(Instant::now() + PAIR_ME_FOR),
-                    ..ArenaPlayer::default()
-                });
+                a.player = Some(ArenaPlayer::default());
             }
         });
     }
 
     /// Pairs the bot in arena `id`, as lila's pairing would: only if it
-    /// is a player, not paused, asking (`pairMeAsap`), not in a game of
-    /// the arena, and the arena runs. The game's id.
+    /// is in the waiting pool (a player, not paused, not in a game of the
+    /// arena, the arena running). The game's id.
     pub fn pair_arena(&self, id: &str) -> Result<String, String> {
         self.app.with(|world, app| world.pair_arena(app, id))
     }
@@ -232,32 +271,16 @@ impl FakeLichess {
 impl super::records::View<'_> {
     /// An arena as [`FakeLichess::arena`] gives it.
     pub fn arena(&self, id: &str) -> Option<ArenaRecord> {
-        self.0.arenas.arenas.get(id).map(Arena::record)
+        self.0.arenas.arenas.get(id).map(|a| a.record(self.0))
     }
 }
 
 impl World {
     fn pair_arena(&mut self, app: &App, id: &str) -> Result<String, String> {
         let arena = self.arenas.arenas.get(id).ok_or("no such arena")?;
-        if !arena.running() {
-            return Err("the arena is not running".to_owned());
-        }
-        let player = arena.player.as_ref().ok_or("the bot is not a player")?;
-        if player.paused {
-            return Err("the bot is paused".to_owned());
-        }
-        if player.pair_me_until.is_none_or(|t| Instant::now() >= t) {
-            return Err("the bot is not asking for a pairing".to_owned());
-        }
-        if player
-            .games
-            .iter()
-            .any(|g| self.games.get(g).is_some_and(|g| g.started()))
-        {
-            return Err("the bot is in a game of the arena".to_owned());
-        }
+        arena.waiting(self)?;
         let spec = &arena.spec;
-        let n = player.games.len();
+        let n = arena.player.as_ref().map_or(0, |p| p.games.len());
         let challenge = ChallengeSpec {
             time: FakeTime::Clock {
                 limit_secs: spec.limit_secs,
@@ -277,7 +300,6 @@ impl World {
             Color::Black
         };
         let game = self.new_id();
-        // The pairing uses up the ask, as in lila.
         if let Some(p) = self
             .arenas
             .arenas
@@ -285,7 +307,6 @@ impl World {
             .and_then(|a| a.player.as_mut())
         {
             p.games.push(game.clone());
-            p.pair_me_until = None;
         }
         self.create_game(app, game.clone(), &challenge, color)?;
         Ok(game)
@@ -357,11 +378,22 @@ pub(super) async fn info(State(app): State<App>, Path(id): Path<String>) -> Resp
 /// `POST /api/tournament/{id}/join`.
 pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: Bytes) -> Response {
     let form = parse_form(&body);
-    app.with(|world, app| {
+    app.with(|world, _| {
         // lila: `ScopedBody(_.Tournament.Write, _.Bot.Play, ...)`.
         if !world.has_scope("tournament:write") && !world.has_scope("bot:play") {
             return missing_scope("tournament:write");
         }
+        // lila's `JoinLimitPerUser`, before anything else.
+        let (limit, window) = JOIN_LIMIT;
+        let times = &mut world.arenas.join_times;
+        times.retain(|at| at.elapsed() < window);
+        if times.len() >= limit {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests. Try again later.",
+            );
+        }
+        times.push_back(Instant::now());
         let teams = world.arenas.teams.clone();
         let Some(a) = world.arenas.arenas.get_mut(&id) else {
             return not_found();
@@ -402,29 +434,14 @@ pub(super) async fn join(State(app): State<App>, Path(id): Path<String>, body: B
         {
             return refuse(a, "Your pause is not over yet");
         }
-        let pair_me = form.get("pairMeAsap").is_some_and(|v| v == "true");
-        a.joins.push(pair_me);
-        let started = a.started();
+        a.joins
+            .push(form.get("pairMeAsap").is_some_and(|v| v == "true"));
         let player = a.player.get_or_insert_with(|| ArenaPlayer {
             team,
             ..ArenaPlayer::default()
         });
         player.paused = false;
         player.paused_until = None;
-        if pair_me && started {
-            player.pair_me_until = Some(Instant::now() + PAIR_ME_FOR);
-        }
-        if a.spec.auto_pair && pair_me && started {
-            let app = app.clone();
-            let id = id.clone();
-            // After the answer, as lila's pairing wave.
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                app.with(|world, app| {
-                    let _ = world.pair_arena(app, &id);
-                });
-            });
-        }
         ok()
     })
 }

@@ -43,6 +43,9 @@ pub(super) struct World {
     pub(super) online_bots: Vec<OnlineBot>,
     pub(super) online: super::online::OnlineAnswers,
     pub(super) arenas: super::tournament::Arenas,
+    /// Games started between the bot and another bot (lila's `BotLimit`
+    /// counts them, whoever started them).
+    pub(super) bot_games: u32,
 }
 
 pub(super) struct Shared {
@@ -221,6 +224,9 @@ impl World {
             VariantPosition::from_setup(rules, setup, mode)
                 .or_else(|e| e.ignore_too_much_material().map_err(|e| e.to_string()))?
         };
+        if self.is_bot && spec.challenger.title.as_deref() == Some("BOT") {
+            self.bot_games += 1;
+        }
         let (clock, days, times) = match spec.time {
             FakeTime::Clock {
                 limit_secs,
