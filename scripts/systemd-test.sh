@@ -22,9 +22,9 @@
 #   KAISSA_RUNROOT  the booted copy, rebuilt every run
 #                   (default /var/tmp/kaissa-debroot-run)
 #   DEBIAN_MIRROR   default http://deb.debian.org/debian
-#   KAISSA_BUILT    set: target/release/kaissa and
-#                   target/release/examples/fake_lichess are already built
-#                   (the cargo test sets it: cargo holds the build lock)
+#   KAISSA_BUILT    a directory where kaissa and examples/fake_lichess
+#                   are built already (the cargo test sets it: cargo holds
+#                   the build lock); unset: built here with --release
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -105,10 +105,11 @@ rm -rf "$root"
 cp -a --reflink=auto "$base" "$root"
 
 step "Build (as a user would, on the host)"
-bin=$repo/target/release/kaissa
-fake_bin=$repo/target/release/examples/fake_lichess
+built=${KAISSA_BUILT:-$repo/target/release}
+bin=$built/kaissa
+fake_bin=$built/examples/fake_lichess
 if [[ -n ${KAISSA_BUILT:-} ]]; then
-    say "built by the caller (KAISSA_BUILT)"
+    say "built by the caller (KAISSA_BUILT=$built)"
 else
     (cd "$repo" && cargo build --release --bin kaissa --example fake_lichess 2>&1 | tail -1)
 fi

@@ -4,8 +4,7 @@
 //! weights, the choice follows the weights, the book keys follow
 //! Polyglot's en-passant rule, and `kaissa uci` plays from a book.
 
-#[path = "support/uci.rs"]
-mod uci_driver;
+use crate::support::uci as uci_driver;
 
 use kaissa::chess::{Move, Position};
 use kaissa::engine::book::{self, Book, Books, Selection};

@@ -6,7 +6,7 @@
 //! own modules) and checks that the token never appears in it; set
 //! `KAISSA_E2E_SHOW_LOG=1` to see the logs.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -24,28 +24,26 @@ const GAME: Duration = Duration::from_secs(90);
 /// This file's settings: depth 4, an 8 MiB hash, PGNs in the bot's
 /// directory, and many games per opponent allowed (the tests send their
 /// challenges from one fake user; the cap is tested in tests/queue.rs).
-impl Bot {
-    /// Starts the daemon against `fake` with the base settings of these
-    /// tests plus `extra` (TOML lines, as `[section]\nkey = value`).
-    async fn start(fake: &FakeLichess, extra: &str) -> Bot {
-        Bot::start_with(fake, extra, "info,kaissa=debug").await
-    }
+/// Starts the daemon against `fake` with the base settings of these
+/// tests plus `extra` (TOML lines, as `[section]\nkey = value`).
+async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+    start_with(fake, extra, "info,kaissa=debug").await
+}
 
-    async fn start_with(fake: &FakeLichess, extra: &str, log: &str) -> Bot {
-        let mut bot = Bot::configured(fake, |dir| {
-            format!(
-                "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
-                 [challenge]\nmax_games_per_opponent = 100\n\
-                 [bot]\npgn_dir = \"{}\"\n{extra}\n",
-                fake.url(),
-                dir.join("pgn").display()
-            )
-        });
-        bot.log_filter = log.to_owned();
-        bot.spawn();
-        fake.wait_event_stream(WAIT).await.unwrap();
-        bot
-    }
+async fn start_with(fake: &FakeLichess, extra: &str, log: &str) -> Bot {
+    let mut bot = Bot::configured(fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+             [challenge]\nmax_games_per_opponent = 100\n\
+             [bot]\npgn_dir = \"{}\"\n{extra}\n",
+            fake.url(),
+            dir.join("pgn").display()
+        )
+    });
+    bot.log_filter = log.to_owned();
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    bot
 }
 
 fn quick_opponent() -> AutoPlay {
@@ -120,7 +118,7 @@ async fn pgn_written(bot: &Bot, id: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plays_whole_games_as_white_and_black() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 2").await;
     let as_white = fake.send_challenge(
         ChallengeSpec::default()
             .clock(60, 1)
@@ -163,7 +161,7 @@ async fn plays_whole_games_as_white_and_black() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plays_chess960_from_position_and_correspondence() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 3\n[challenge]\ncorrespondence = true",
     )
@@ -215,7 +213,7 @@ async fn plays_chess960_from_position_and_correspondence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn castles_king_takes_rook_in_from_position_games_set_up_like_chess960() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 2").await;
     // King d1, castling rook a1: the only mate is O-O-O (d1a1), and the
     // two-step form (d1c1) is an ordinary king move that does not mate.
     let mate = "2rkr3/2p1p2p/8/8/8/8/PP3PPP/R2K4 w A - 0 1";
@@ -261,7 +259,7 @@ async fn castles_king_takes_rook_in_from_position_games_set_up_like_chess960() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_move_is_replaced_by_another_legal_move() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     // Ra8# is the only mate; the server refuses it once.
     fake.refuse_move("a1a8", 1);
     let fen = "6k1/5ppp/8/8/8/2N5/5PPP/R5K1 w - - 0 1";
@@ -299,7 +297,7 @@ async fn a_refused_move_is_replaced_by_another_legal_move() {
 async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
     let fake = FakeLichess::start().await;
     // No queue: beyond the slots, declined (the queue: tests/queue.rs).
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2\n[challenge]\nqueue_size = 0").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 2\n[challenge]\nqueue_size = 0").await;
     let ids: Vec<String> = (0..20)
         .map(|i| {
             fake.send_challenge(
@@ -346,7 +344,7 @@ async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn greets_answers_chat_commands_and_says_goodbye() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = bot_white_by_hand(
         &fake,
         ChallengeSpec::default().challenger(Opponent::human("Carol")),
@@ -417,7 +415,7 @@ async fn draws_takebacks_abort_and_claims_follow_the_policy() {
         ..FakeConfig::default()
     })
     .await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 3\nabort_time_secs = 1\naccept_draw = true\noffer_draw = false\n\
          draw_moves = 1\ndraw_score_cp = 100000",
@@ -496,7 +494,7 @@ async fn an_arena_game_is_never_aborted() {
         ..FakeConfig::default()
     })
     .await;
-    let bot = Bot::start(&fake, "[bot]\nabort_time_secs = 1").await;
+    let bot = start(&fake, "[bot]\nabort_time_secs = 1").await;
     let id = fake
         .start_game(
             ChallengeSpec::default()
@@ -525,7 +523,7 @@ async fn an_arena_game_is_never_aborted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_challenge_the_bot_api_cannot_play_is_declined() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = fake.send_challenge(ChallengeSpec::default().bot_compatible(false));
     fake.wait_until("the decline", WAIT, |v| {
         v.challenge(&id).is_some_and(|c| c.status == "declined")
@@ -546,7 +544,7 @@ async fn a_challenge_the_bot_api_cannot_play_is_declined() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_position_the_bot_cannot_play_is_declined_or_aborted() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     // Nine white pawns.
     let nine = FakeVariant::FromPosition {
         fen: "rnbqkbnr/pppppppp/8/8/8/P7/PPPPPPPP/RNBQKBNR w KQkq - 0 1".to_owned(),
@@ -585,7 +583,7 @@ async fn castling_arrives_in_either_form() {
             ..FakeConfig::default()
         })
         .await;
-        let bot = Bot::start(&fake, "").await;
+        let bot = start(&fake, "").await;
         let id = bot_white_by_hand(
             &fake,
             ChallengeSpec::default().variant(FakeVariant::FromPosition {
@@ -625,7 +623,7 @@ async fn a_claim_waits_for_the_opponents_turn() {
     .await;
     // A full search (about a second on a 60 s clock), so the opponent
     // leaves while the bot thinks.
-    let bot = Bot::start(&fake, "[engine]\nmax_depth = 0\nponder = false").await;
+    let bot = start(&fake, "[engine]\nmax_depth = 0\nponder = false").await;
     let id = bot_white_by_hand(&fake, ChallengeSpec::default().clock(60, 0)).await;
     fake.opponent_move(&id, "e7e5").unwrap();
     fake.opponent_gone(&id, true).unwrap();
@@ -649,7 +647,7 @@ async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logg
         ..FakeConfig::default()
     })
     .await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     // A lone white king (the bot) against king and rook.
     let id = bot_white_by_hand(
         &fake,
@@ -684,7 +682,7 @@ async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logg
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = bot_white_by_hand(&fake, ChallengeSpec::default()).await;
     // Default policy: ten equal moves are needed; one is not enough.
     fake.opponent_offers_draw(&id).unwrap();
@@ -704,7 +702,7 @@ async fn draw_offers_are_declined_unless_the_game_is_dead_equal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offers_draws_and_resigns_by_the_thresholds() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\noffer_draw = true\ndraw_moves = 1\ndraw_score_cp = 100000\n\
          resign_enabled = true\nresign_moves = 1\nresign_score_cp = 1000\ndraw_resign_min_moves = 0",
@@ -747,7 +745,7 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_extends_the_first_move_wait() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nabort_time_secs = 2").await;
+    let bot = start(&fake, "[bot]\nabort_time_secs = 2").await;
     let id = fake.send_challenge(
         ChallengeSpec::default()
             .challenger_color(Side::White)
@@ -797,7 +795,7 @@ async fn wait_extends_the_first_move_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn never_resigns_while_an_opponent_without_increment_may_flag() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\nresign_enabled = true\nresign_moves = 1\n\
          draw_resign_min_moves = 0\nopponent_low_time_secs = 60",
@@ -851,7 +849,7 @@ async fn never_resigns_while_an_opponent_without_increment_may_flag() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_and_unknown_lines_and_failed_posts_do_not_stop_the_daemon() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     fake.inject_malformed_event_line().unwrap();
     fake.inject_unknown_event().unwrap();
     let id = fake.send_challenge(
@@ -917,13 +915,13 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 /// the engine's thinking and any wait for a search permit) over at least
 /// 500 moves, and its memory idle and with 4 games in progress.
 ///
-/// `cargo test --release --test bot_e2e -- --ignored --nocapture measure`
+/// `cargo test --profile tests --test integration -- --ignored --nocapture bot_e2e::measure`
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement; run by hand"]
 async fn measure_move_overhead_and_memory() {
     let fake = FakeLichess::start().await;
     // 64 MiB of hash in all: 16 MiB per game.
-    let bot = Bot::start_with(
+    let bot = start_with(
         &fake,
         "[engine]\nhash_mb = 64\n[bot]\nconcurrency = 4\noffer_draw = false\nresign_enabled = false",
         "info",
@@ -1017,7 +1015,8 @@ async fn measure_move_overhead_and_memory() {
 /// - `d`: 2 threads, 64 correspondence games parked and four 3+2 ones;
 /// - a number N: 2 threads, N 3+2 games (the daemon's cost per game).
 ///
-/// `KAISSA_MIX=a cargo test --release --test bot_e2e -- --ignored --nocapture measure_load`
+/// `KAISSA_MIX=a cargo test --profile tests --test integration -- --ignored --nocapture
+/// bot_e2e::measure_load`
 /// (`KAISSA_BIN=path/to/kaissa` measures another build of the daemon,
 /// `KAISSA_LOG_OUT=file` keeps its log).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1243,7 +1242,7 @@ fn sum_field(log: &str, key: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bullet_game_never_waits_behind_a_long_search() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\noffer_draw = false\nresign_enabled = false\n\
          [engine]\nthreads = 1\nmax_depth = 0\nponder = false",
@@ -1283,7 +1282,7 @@ async fn ponders_on_the_opponents_time() {
     let fake = FakeLichess::start().await;
     // Two games on one search thread: a ponder search must give its
     // permit to the other game's real search.
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\n[engine]\nponder = true\nthreads = 1",
     )
@@ -1347,7 +1346,7 @@ async fn ponders_on_the_opponents_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takebacks_are_accepted_up_to_max_takebacks() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nmax_takebacks = 1").await;
+    let bot = start(&fake, "[bot]\nmax_takebacks = 1").await;
     let id = bot_white_by_hand(&fake, ChallengeSpec::default()).await;
     fake.opponent_move(&id, "g8f6").unwrap();
     fake.wait_until("the bot's second move", WAIT, |v| {

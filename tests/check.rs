@@ -1,6 +1,6 @@
 //! `kaissa check` against the fake Lichess server, running the real binary.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

@@ -5,7 +5,7 @@
 //!
 //! `KAISSA_E2E_SHOW_LOG=1` prints the daemon's log.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;

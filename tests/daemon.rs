@@ -1,7 +1,7 @@
 //! The daemon's challenge handling against the fake Lichess server: each
 //! challenge is accepted or declined with the right reason.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ use shakmaty::fen::Fen;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position as _};
 
-mod support;
+use crate::support;
 
 use support::rng::Rng;
 

@@ -4,7 +4,7 @@
 //! implementation (python-chess 1.11's variant boards gave each line's
 //! outcome) and against lila's statuses and FEN forms.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! 127.0.0.1: every event type, stream faults, rate limits, retries, moves,
 //! and the token staying secret.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -78,7 +78,7 @@
 //! [`KNOWN_FAKE_DIVERGENCES`]; any other fails the test, and so does a
 //! listed one that no longer happens.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;

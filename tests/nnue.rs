@@ -14,7 +14,7 @@ use kaissa::engine::nnue::{
 use kaissa::tools::packed::{GameResult, PackedBoard, read_records};
 use kaissa::tools::train::{Data, TrainConfig, Trainer};
 
-mod support;
+use crate::support;
 
 use support::rng::Rng;
 

@@ -5,7 +5,7 @@
 
 use kaissa::chess::{CastlingNotation, Position};
 
-mod support;
+use crate::support;
 
 use support::rng::Rng;
 

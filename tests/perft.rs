@@ -1,6 +1,6 @@
 //! Perft suites from tests/data: exact leaf counts for standard chess (to
 //! depth 5) and Chess960 (to depth 4). Deeper runs are `#[ignore]`d; run
-//! them with `cargo test --release -- --ignored`.
+//! them with `cargo test --profile tests --test integration -- --ignored perft::`.
 
 use kaissa::chess::{Position, perft};
 use std::path::PathBuf;

@@ -7,7 +7,7 @@
 //!
 //! `KAISSA_E2E_SHOW_LOG=1` prints each daemon's log.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -20,23 +20,21 @@ use support::fake_lichess::{
 
 const WAIT: Duration = Duration::from_secs(20);
 
-impl Bot {
-    /// Starts the daemon against `fake`: depth 4, an 8 MiB hash, its state
-    /// in the bot's directory, plus `extra` (TOML lines).
-    async fn start(fake: &FakeLichess, extra: &str) -> Bot {
-        let mut bot = Bot::configured(fake, |dir| {
-            format!(
-                "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
-                 state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\n{extra}\n",
-                fake.url(),
-                dir.join("state").display()
-            )
-        });
-        bot.spawn();
-        *LAST_LOG.lock().unwrap() = Some(bot.log_path(1));
-        fake.wait_event_stream(WAIT).await.unwrap();
-        bot
-    }
+/// Starts the daemon against `fake`: depth 4, an 8 MiB hash, its state
+/// in the bot's directory, plus `extra` (TOML lines).
+async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+    let mut bot = Bot::configured(fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
+             state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\n{extra}\n",
+            fake.url(),
+            dir.join("state").display()
+        )
+    });
+    bot.spawn();
+    *LAST_LOG.lock().unwrap() = Some(bot.log_path(1));
+    fake.wait_event_stream(WAIT).await.unwrap();
+    bot
 }
 
 fn quick() -> Option<AutoPlay> {
@@ -98,7 +96,7 @@ fn requests_to(fake: &FakeLichess, method: &str, path: &str) -> Vec<RequestRecor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_challenges_at_concurrency_one_give_two_games_in_turn() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 1").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 1").await;
     let first = fake.send_challenge(from(Opponent::human("Ann")).autoplay(None));
     let second = fake.send_challenge(from(Opponent::human("Ben")));
     let third = fake.send_challenge(from(Opponent::human("Cid")));
@@ -158,7 +156,7 @@ async fn three_challenges_at_concurrency_one_give_two_games_in_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_opponent_gets_one_game_at_a_time() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 3").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 3").await;
     let ann = Opponent::human("Ann");
     let first = fake.send_challenge(from(ann.clone()).autoplay(None));
     wait_status(&fake, &first, "accepted").await;
@@ -189,7 +187,7 @@ async fn one_opponent_gets_one_game_at_a_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_human_gets_the_reserved_slot_while_bots_wait() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\n[challenge]\nreserved_for_humans = 1",
     )
@@ -223,7 +221,7 @@ async fn a_human_gets_the_reserved_slot_while_bots_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_accept_refused_for_the_challengers_cap_is_declined() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 1").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 1").await;
     fake.opponent_cap_on_accept(1);
     let robo = fake.send_challenge(from(Opponent::bot("Robo")));
     wait_status(&fake, &robo, "declined").await;
@@ -243,7 +241,7 @@ async fn an_accept_refused_for_the_challengers_cap_is_declined() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daily_bot_quota_429_on_an_accept_stops_only_bot_games() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "[bot]\nconcurrency = 2").await;
+    let bot = start(&fake, "[bot]\nconcurrency = 2").await;
     fake.bot_vs_bot_day_on_accept(1);
     let robo = fake.send_challenge(from(Opponent::bot("Robo")));
     wait_status(&fake, &robo, "declined").await;
@@ -294,7 +292,7 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
         OnlineBot::new("Keen", 2080, Answer::Accept),
         OnlineBot::new("KaissaBot", 2000, Answer::Accept),
     ]);
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
          time_controls = [\"1+1\"]\nchallenge_timeout_secs = 10\nselection = \"nearest\"\n\
@@ -364,7 +362,7 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bots_rematch_loop_and_daily_games_are_capped() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[challenge]\nmax_bot_rematches = 1\nmax_games_per_bot_per_day = 3",
     )
@@ -415,7 +413,7 @@ async fn online_block_lists_apply_both_ways_and_survive_a_dead_host() {
         OnlineBot::new("BadBot", 2000, Answer::Accept),
         OnlineBot::new("Fine", 2050, Answer::Accept),
     ]);
-    let mut bot = Bot::start(
+    let mut bot = start(
         &fake,
         &format!(
             "[challenge]\nonline_block_lists = [\"{}/test/block-list\"]\n\
@@ -495,7 +493,7 @@ async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list(
         OnlineBot::new("Far", 2500, Answer::Accept),
     ]);
     fake.set_online_bots(bots);
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[challenge]\nblock_list = [\"blocked\"]\n\
          [matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
@@ -569,7 +567,7 @@ async fn matchmaking_blames_no_one_for_its_own_clock_waits_out_a_capped_bot_and_
         OnlineBot::new("Late", 2050, Answer::Ignore),
     ]);
     fake.refuse_challenge_form(1);
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
          time_controls = [\"1+1\"]\nchallenge_timeout_secs = 60\nselection = \"nearest\"",
@@ -625,7 +623,7 @@ async fn matchmaking_blames_no_one_for_its_own_clock_waits_out_a_capped_bot_and_
 async fn an_incoming_challenge_takes_the_slot_of_our_pending_one() {
     let fake = FakeLichess::start().await;
     fake.set_online_bots(vec![OnlineBot::new("Sleepy", 2000, Answer::Ignore)]);
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[matchmaking]\nenabled = true\nidle_secs = 1\ntime_controls = [\"1+1\"]\n\
          challenge_timeout_secs = 60",
@@ -670,7 +668,7 @@ fn reply(fake: &FakeLichess, id: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_correspondence_game_holds_no_slot_while_waiting() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 1\ncorrespondence_move_secs = 1\n\
          [challenge]\ncorrespondence = true",
@@ -716,7 +714,7 @@ async fn the_playing_check_takes_up_correspondence_turns_and_missed_games() {
         ..FakeConfig::default()
     })
     .await;
-    let bot = Bot::start(
+    let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\ncorrespondence_move_secs = 1\nplaying_check_secs = 1\n\
          [challenge]\ncorrespondence = true",

@@ -9,7 +9,7 @@
 //! takes seconds. The soak test at the end is `#[ignore]`d: it is run by
 //! hand (see README.md).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -25,34 +25,32 @@ const GAME: Duration = Duration::from_secs(120);
 
 /// This file's settings: depth 3, an 8 MiB hash, a 2 s stream watchdog, a
 /// 1 s 429 pause, state and PGNs in the bot's directory.
-impl Bot {
-    /// A bot with these settings plus `extra`, not started.
-    fn new(fake: &FakeLichess, extra: &str) -> Bot {
-        Bot::new_at(&fake.url(), fake, extra)
-    }
+/// A bot with these settings plus `extra`, not started.
+fn configured(fake: &FakeLichess, extra: &str) -> Bot {
+    configured_at(&fake.url(), fake, extra)
+}
 
-    /// The same, talking to the fake at `url` (a proxy).
-    fn new_at(url: &str, fake: &FakeLichess, extra: &str) -> Bot {
-        Bot::configured(fake, |dir| {
-            format!(
-                "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
-                 [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
-                 [challenge]\nmax_games_per_opponent = 100\n\
-                 [bot]\npgn_dir = \"{}\"\n{extra}\n",
-                url,
-                dir.join("state").display(),
-                dir.join("pgn").display()
-            )
-        })
-    }
+/// The same, talking to the fake at `url` (a proxy).
+fn configured_at(url: &str, fake: &FakeLichess, extra: &str) -> Bot {
+    Bot::configured(fake, |dir| {
+        format!(
+            "[lichess]\nurl = \"{}\"\nstream_timeout_secs = 2\nrate_limit_pause_secs = 1\n\
+             [engine]\nhash_mb = 8\nmax_depth = 3\nstate_dir = \"{}\"\n\
+             [challenge]\nmax_games_per_opponent = 100\n\
+             [bot]\npgn_dir = \"{}\"\n{extra}\n",
+            url,
+            dir.join("state").display(),
+            dir.join("pgn").display()
+        )
+    })
+}
 
-    /// Starts a daemon and waits for its event stream.
-    async fn start(fake: &FakeLichess, extra: &str) -> Bot {
-        let mut bot = Bot::new(fake, extra);
-        bot.spawn();
-        fake.wait_event_stream(WAIT).await.unwrap();
-        bot
-    }
+/// Starts a daemon and waits for its event stream.
+async fn start(fake: &FakeLichess, extra: &str) -> Bot {
+    let mut bot = configured(fake, extra);
+    bot.spawn();
+    fake.wait_event_stream(WAIT).await.unwrap();
+    bot
 }
 
 fn opponent(think_ms: u64) -> AutoPlay {
@@ -131,7 +129,7 @@ fn requests_to(fake: &FakeLichess, path: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_and_game_streams_cut_mid_game() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 6).await;
     // Without the replay on reconnect, only /api/account/playing tells.
@@ -159,7 +157,7 @@ async fn event_and_game_streams_cut_mid_game() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_streams_are_reopened_and_the_game_is_not_lost_on_time() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 6).await;
     let streams = game_streams(&fake, &id);
@@ -185,7 +183,7 @@ async fn rate_limited_requests_wait_then_the_bot_plays() {
     let fake = FakeLichess::start().await;
     // The first requests (account, event stream...) all get 429.
     fake.fail_requests_with_429(4, Some(1));
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
@@ -197,7 +195,7 @@ async fn rate_limited_requests_wait_then_the_bot_plays() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn move_posts_answered_5xx_are_retried() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 4).await;
     fake.fail_moves_with_5xx(3);
@@ -213,7 +211,7 @@ async fn move_posts_answered_5xx_are_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_your_turn_resyncs_from_the_game_stream() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 4).await;
     let streams = game_streams(&fake, &id);
@@ -231,7 +229,7 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
     let fake = FakeLichess::start().await;
     // Only /api/account/playing tells the new daemon about the game.
     fake.replay_games_on_connect(false);
-    let mut bot = Bot::start(&fake, "").await;
+    let mut bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 6).await;
     // The table is saved every few moves of ours: kill once it has been.
@@ -274,7 +272,7 @@ async fn killed_mid_game_then_restarted_resumes_the_game() {
 async fn a_restart_before_both_moved_does_not_greet_again() {
     let fake = FakeLichess::start().await;
     fake.replay_games_on_connect(false);
-    let mut bot = Bot::start(&fake, "").await;
+    let mut bot = start(&fake, "").await;
     // The bot is Black and White waits: no move before the restart.
     let id = fake.send_challenge(
         ChallengeSpec::default()
@@ -324,7 +322,7 @@ async fn a_restart_hands_the_game_over_to_the_next_run() {
     let fake = FakeLichess::start().await;
     // Only /api/account/playing tells the new daemon about the game.
     fake.replay_games_on_connect(false);
-    let mut bot = Bot::start(&fake, "").await;
+    let mut bot = start(&fake, "").await;
     // A slow opponent: the game cannot end during the hand-over.
     let id = challenge(&fake, 300);
     wait_moves(&fake, &id, 6).await;
@@ -360,7 +358,7 @@ async fn a_restart_hands_the_game_over_to_the_next_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_game_lets_it_finish_then_exits_cleanly() {
     let fake = FakeLichess::start().await;
-    let mut bot = Bot::start(&fake, "").await;
+    let mut bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 4).await;
     bot.signal("TERM");
@@ -388,7 +386,7 @@ async fn sigterm_mid_game_lets_it_finish_then_exits_cleanly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_signal_resigns_the_remaining_games() {
     let fake = FakeLichess::start().await;
-    let mut bot = Bot::start(&fake, "").await;
+    let mut bot = start(&fake, "").await;
     // A slow opponent: the game cannot end on its own during the test.
     let id = challenge(&fake, 400);
     wait_moves(&fake, &id, 4).await;
@@ -408,7 +406,7 @@ async fn second_signal_resigns_the_remaining_games() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_deadline_resigns_what_is_left() {
     let fake = FakeLichess::start().await;
-    let mut bot = Bot::start(&fake, "[bot]\nshutdown_deadline_secs = 1").await;
+    let mut bot = start(&fake, "[bot]\nshutdown_deadline_secs = 1").await;
     let id = challenge(&fake, 400);
     wait_moves(&fake, &id, 4).await;
     bot.signal("TERM");
@@ -422,7 +420,7 @@ async fn shutdown_deadline_resigns_what_is_left() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_lines_on_both_streams_are_ignored() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = challenge(&fake, 20);
     wait_moves(&fake, &id, 4).await;
     fake.inject_malformed_event_line().unwrap();
@@ -454,7 +452,7 @@ async fn garbage_lines_on_both_streams_are_ignored() {
 async fn tells_systemd_ready_watchdog_status_and_stopping() {
     use std::os::unix::fs::PermissionsExt;
     let fake = FakeLichess::start().await;
-    let mut bot = Bot::new(&fake, "");
+    let mut bot = configured(&fake, "");
     std::fs::set_permissions(&bot.config, std::fs::Permissions::from_mode(0o644)).unwrap();
     let socket_path = bot.dir.path().join("notify");
     let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
@@ -505,7 +503,8 @@ async fn tells_systemd_ready_watchdog_status_and_stopping() {
 /// The soak test: `SOAK_GAMES` (200) bullet games, 4 at a time, against
 /// the fake server with random faults (cut and silent streams, 429s, 5xx
 /// move posts, refused moves, SIGKILL and restart). Run by hand:
-/// `SOAK_GAMES=200 nice -n 10 cargo test --release --test resilience -- --ignored --nocapture soak`.
+/// `SOAK_GAMES=200 nice -n 10 cargo test --profile tests --test integration -- --ignored
+/// --nocapture resilience::soak`.
 /// A 1+0 game against the greedy opponent.
 fn bullet(fake: &FakeLichess) -> String {
     fake.send_challenge(
@@ -552,7 +551,7 @@ fn requests_containing(fake: &FakeLichess, part: &str, status: Option<u16>) -> u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_on_a_decline_does_not_delay_reopening_a_bullet_game() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = bullet(&fake);
     wait_moves(&fake, &id, 6).await;
     decline_rate_limited(&fake, 60, 1).await;
@@ -581,7 +580,7 @@ async fn a_429_on_a_decline_does_not_delay_reopening_the_event_stream() {
     let fake = FakeLichess::start().await;
     // Only the reopened event stream tells the bot about the new game
     // (account/playing waits at the gate).
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     decline_rate_limited(&fake, 60, 1).await;
     let connections = fake.view(|v| v.event_stream_connections());
     let cut = Instant::now();
@@ -605,7 +604,7 @@ async fn a_429_on_a_decline_does_not_delay_reopening_the_event_stream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_challenges_while_paused_then_a_game_start_is_handled_at_once() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     decline_rate_limited(&fake, 60, 50).await;
     let start = Instant::now();
     let id = bullet_started_by_the_server(&fake);
@@ -653,7 +652,7 @@ async fn finish_then_stop(fake: &FakeLichess, bot: Bot, id: &str) {
 async fn a_proxy_that_stops_forwarding_mid_game_is_detected() {
     let fake = FakeLichess::start().await;
     let proxy = Proxy::start(fake.addr()).await;
-    let mut bot = Bot::new_at(&proxy.url(), &fake, "");
+    let mut bot = configured_at(&proxy.url(), &fake, "");
     bot.spawn();
     fake.wait_event_stream(WAIT).await.unwrap();
     let id = bullet(&fake);
@@ -697,7 +696,7 @@ fn threads(pid: u32) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let pid = bot_pid(&bot);
     let (rss_before, threads_before) = (rss_kib(pid).unwrap(), threads(pid).unwrap());
     let sampler = tokio::spawn(async move {
@@ -734,7 +733,7 @@ async fn ten_thousand_game_starts_for_unknown_games_stay_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_game_full_is_read_again() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     fake.malformed_game_full(1);
     let id = challenge(&fake, 20);
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
@@ -749,7 +748,7 @@ async fn a_malformed_game_full_is_read_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_retry_after_is_clamped() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     decline_rate_limited(&fake, 99_999_999_999_999, 1).await;
     let id = fake
         .start_game(
@@ -771,7 +770,7 @@ async fn a_huge_retry_after_is_clamped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_challenge_event_is_decided_once() {
     let fake = FakeLichess::start().await;
-    let bot = Bot::start(&fake, "").await;
+    let bot = start(&fake, "").await;
     let id = declinable(&fake);
     fake.wait_until("the decline", WAIT, |v| {
         v.requests().iter().any(|r| r.path.contains("/decline"))
@@ -801,7 +800,7 @@ async fn soak() {
     let fake = FakeLichess::start().await;
     // Through a proxy that can stop forwarding on its open connections.
     let proxy = Proxy::start(fake.addr()).await;
-    let mut bot = Bot::new_at(&proxy.url(), &fake, "[bot]\nconcurrency = 4");
+    let mut bot = configured_at(&proxy.url(), &fake, "[bot]\nconcurrency = 4");
     bot.spawn();
     fake.wait_event_stream(WAIT).await.unwrap();
     let mut unknown = 0;

@@ -6,7 +6,7 @@
 //! time. With local tables (see `support::syzygy`), the bot mates from a
 //! won ending on table moves alone and never asks the online tablebase.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

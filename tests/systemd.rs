@@ -75,21 +75,21 @@ fn kaissa_template_is_valid_and_hardened() {
 }
 
 /// `scripts/systemd-test.sh`, with the binaries cargo built:
-/// `cargo test --release --example fake_lichess --test systemd -- --ignored`
-/// (as root).
+/// `cargo test --profile tests --example fake_lichess --test integration --
+/// --ignored systemd::` (as root).
 #[test]
 #[ignore = "boots a Debian container: needs root, debootstrap and systemd-nspawn"]
 fn real_systemd() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = repo.join("target/release/kaissa");
-    let fake = repo.join("target/release/examples/fake_lichess");
+    let bin = Path::new(env!("CARGO_BIN_EXE_kaissa"));
+    let built = bin.parent().expect("the binary's directory");
     assert!(
-        bin.exists() && fake.exists(),
-        "build with --release and --example fake_lichess"
+        built.join("examples/fake_lichess").exists(),
+        "build with --example fake_lichess"
     );
     let status = Command::new("bash")
         .arg(repo.join("scripts/systemd-test.sh"))
-        .env("KAISSA_BUILT", "1")
+        .env("KAISSA_BUILT", built)
         .status()
         .expect("run scripts/systemd-test.sh");
     assert!(status.success(), "scripts/systemd-test.sh failed: {status}");

@@ -10,10 +10,8 @@
 //! set (CI sets it) a missing table directory fails the tests instead of
 //! skipping them.
 
-#[path = "support/syzygy.rs"]
-mod syzygy;
-#[path = "support/uci.rs"]
-mod uci_driver;
+use crate::support::syzygy;
+use crate::support::uci as uci_driver;
 
 use kaissa::chess::{Outcome, Position};
 use kaissa::engine::sources::{Source, Sources};

@@ -11,7 +11,7 @@
 //!
 //! `KAISSA_E2E_SHOW_LOG=1` prints the daemon's log.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -397,4 +397,31 @@ async fn a_bot_token_joins_an_arena_and_a_team_needs_its_scope() {
     let log = bot.stop().await;
     assert!(log.contains("the token lacks team:write"), "{log}");
     assert!(log.contains("Missing scope: team:write"), "{log}");
+}
+
+/// An arena that ends is read as over and forgotten: its slot goes back
+/// to the challenges, and nothing is withdrawn from it at the stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_arena_that_ends_is_forgotten_and_its_slot_freed() {
+    let fake = FakeLichess::start_with(fake_config()).await;
+    fake.create_arena(ArenaSpec::new("arena012"));
+    let bot = start(&fake, &arena_entry("arena012", "")).await;
+    wait_in_pool(&fake, "arena012").await;
+    let id = fake.send_challenge(ChallengeSpec {
+        challenger: Opponent::human("Alice"),
+        resign_after: Some(1),
+        ..ChallengeSpec::default()
+    });
+    fake.finish_arena("arena012");
+    // Read again within check_every_secs (10 s here).
+    fake.wait_until("the challenge accepted", WAIT, |v| {
+        v.challenge(&id).is_some_and(|c| c.status == "accepted")
+    })
+    .await
+    .unwrap();
+    let (_, status) = ctl(&bot, "status");
+    assert!(status.contains("tournaments: 0"), "{status}");
+    let log = bot.stop().await;
+    assert!(log.contains("arena over"), "{log}");
+    assert_eq!(fake.arena("arena012").unwrap().withdraws, 0);
 }

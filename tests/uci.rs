@@ -1,8 +1,7 @@
 //! UCI transcripts against the real binary: handshake, searches, stop,
 //! bad input, no legal moves, end of input.
 
-#[path = "support/uci.rs"]
-mod uci_driver;
+use crate::support::uci as uci_driver;
 
 use std::time::Duration;
 use uci_driver::Uci;

@@ -10,13 +10,13 @@
 //! skipped without it unless `KAISSA_FAIRY_STOCKFISH` names it, as CI
 //! does). Set `KAISSA_E2E_SHOW_LOG=1` to see the daemon's logs.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;
 
 use shakmaty::Color;
-use support::bot::{Bot, bullet_beside_a_long_search, check_log};
+use support::bot::{Bot, bullet_beside_a_long_search, check_log, log_field};
 use support::fake_lichess::{AutoPlay, ChallengeSpec, FakeLichess, GameRecord, Policy, Side};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -196,6 +196,22 @@ async fn plays_a_whole_game_in_every_variant_with_fairy_stockfish() {
         !log.contains("playing a legal move"),
         "the engine answered every move"
     );
+    // Each move line names the overhead of the engine that played it
+    // ([engines.fairy]'s 100 ms, not [engine]'s 200), as it stands
+    // before the lag is measured.
+    let first_moves: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" move ") && l.contains(" move_overhead_ms="))
+        .filter(|l| !l.contains(" lag_ms="))
+        .collect();
+    assert!(!first_moves.is_empty(), "{log}");
+    for line in first_moves {
+        assert_eq!(
+            log_field::<u64>(line, "move_overhead_ms"),
+            Some(100),
+            "{line}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 //! killed and restarted on the same configuration, and stopped with a
 //! check of its exit and log (no token, no panic).
 //!
-//! Each test binary writes its own settings and `start` (an `impl Bot` in
+//! Each test module writes its own settings and `start` (an `impl Bot` in
 //! the test file) on top of [`Bot::configured`] and [`Bot::spawn`].
 
 use std::path::{Path, PathBuf};
@@ -222,7 +222,6 @@ pub fn merge_sections(text: &str) -> String {
 /// What [`bullet_beside_a_long_search`] saw.
 pub struct SharedThread {
     pub slow: String,
-    pub bullet: String,
     /// The bullet game's waits for a search thread on the clock (from
     /// ply 2: Lichess starts the clocks once both sides have moved), µs.
     pub queued: Vec<u64>,
@@ -303,7 +302,6 @@ pub async fn bullet_beside_a_long_search(
         .collect();
     SharedThread {
         slow,
-        bullet,
         queued: waits.iter().filter(|w| w.0 >= 2).map(|w| w.1).collect(),
         first_queued: waits
             .iter()

@@ -2,11 +2,8 @@
 //! ([`fake_lichess`]), the `kaissa run` process harness ([`bot`]), a TCP
 //! [`proxy`] that can go silent, a deterministic RNG ([`rng`]) and the
 //! Syzygy tables' and Fairy-Stockfish's whereabouts ([`syzygy`],
-//! [`engines`]).
-//!
-//! Each test binary includes this with `mod support;` and uses a part of
-//! it, hence the `dead_code` allowance.
-#![allow(dead_code)]
+//! [`engines`]), and a UCI process driver ([`uci`]). examples/fake_lichess.rs
+//! includes a part of it too, hence the `dead_code` allowance.
 
 pub mod bot;
 pub mod engines;
@@ -14,3 +11,4 @@ pub mod fake_lichess;
 pub mod proxy;
 pub mod rng;
 pub mod syzygy;
+pub mod uci;

@@ -1,7 +1,5 @@
 //! A UCI engine driven over its standard input and output, for the
-//! tests that talk to `kaissa uci` (and to Stockfish). Each test binary
-//! includes it with `#[path]` and uses a part of it.
-#![allow(dead_code)]
+//! tests that talk to `kaissa uci` (and to Stockfish).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -17,7 +17,7 @@
 
 use super::{Daemon, GameEntry, Parked, Phase, SPARE_GAMES};
 use crate::bot::engines;
-use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Report};
+use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Notice};
 use crate::bot::hashstore;
 use crate::bot::state::unix_now;
 use crate::config::GameKind;
@@ -223,7 +223,7 @@ impl Daemon {
         let bot = entry.bot;
         let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
         let summary = ctx.summary.subscribe();
-        let task = game::spawn(ctx, info, self.reports_tx.clone());
+        let task = game::spawn(ctx, info, self.notices_tx.clone());
         let Some(entry) = self.games.get_mut(&id) else {
             return;
         };
@@ -318,17 +318,15 @@ impl Daemon {
         let id = info.game_id.clone();
         let ctx = self.game_context(me, false, &info, false);
         let mut entry = GameEntry::new(None);
-        entry.task = Some(game::spawn(ctx, info, self.reports_tx.clone()));
+        entry.task = Some(game::spawn(ctx, info, self.notices_tx.clone()));
         self.greeted.remove(&id);
         self.games.insert(id, entry);
     }
 
-    /// A game task ended: the game is over, or (correspondence) parked
-    /// until our turn.
     /// What a game task tells.
-    pub(super) fn on_game_report(&mut self, id: &str, report: Report) {
-        match report {
-            Report::Opponent { bot, created_at } => {
+    pub(super) fn on_game_notice(&mut self, id: &str, notice: Notice) {
+        match notice {
+            Notice::Opponent { bot, created_at } => {
                 if bot {
                     // Every game between two bots counts, as on Lichess.
                     let now = unix_now();
@@ -336,10 +334,12 @@ impl Daemon {
                     self.quota.game_started(now, id, at);
                 }
             }
-            Report::Done(exit) => self.game_done(id, exit),
+            Notice::Done(exit) => self.game_done(id, exit),
         }
     }
 
+    /// A game task ended: the game is over, or (correspondence) parked
+    /// until our turn.
     fn game_done(&mut self, id: &str, exit: Exit) {
         if let Some(entry) = self.games.remove(id) {
             tracing::debug!(game = %id, in_use = self.slots.in_use(), ?exit, "game task ended");

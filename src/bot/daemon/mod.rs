@@ -48,7 +48,7 @@ use super::challenge::{SlotGuard, Slots};
 use super::control::{self as ctl, Order};
 use super::engines::Engines;
 use super::game::sources::MoveSources;
-use super::game::{self, GameHandle, Me, Report};
+use super::game::{self, GameHandle, Me, Notice};
 use super::hashstore;
 use super::matchmaking::{MatchEvent, Matchmaker};
 use super::queue::ChallengeQueue;
@@ -245,8 +245,8 @@ pub struct Daemon {
     slots: Slots,
     games: HashMap<String, GameEntry>,
     scheduler: Scheduler,
-    reports_tx: mpsc::UnboundedSender<(String, Report)>,
-    reports_rx: mpsc::UnboundedReceiver<(String, Report)>,
+    notices_tx: mpsc::UnboundedSender<(String, Notice)>,
+    notices_rx: mpsc::UnboundedReceiver<(String, Notice)>,
     me: Option<Me>,
     notifier: Arc<Notifier>,
     /// Books, tables and online sources, shared by every game.
@@ -330,7 +330,7 @@ impl Daemon {
     pub fn new(client: Client, config: Config) -> Daemon {
         let slots = Slots::new(config.bot.concurrency as usize);
         let scheduler = Scheduler::new(config.engine.threads.max(1) as usize);
-        let (reports_tx, reports_rx) = mpsc::unbounded_channel();
+        let (notices_tx, notices_rx) = mpsc::unbounded_channel();
         let (answered_tx, answered_rx) = mpsc::unbounded_channel();
         let (reconcile_tx, reconcile_rx) = mpsc::unbounded_channel();
         let (match_tx, match_rx) = mpsc::unbounded_channel();
@@ -371,8 +371,8 @@ impl Daemon {
             slots,
             games: HashMap::new(),
             scheduler,
-            reports_tx,
-            reports_rx,
+            notices_tx,
+            notices_rx,
             me: None,
             notifier: Arc::new(Notifier::disabled()),
             sources: Arc::new(MoveSources::default()),
@@ -546,7 +546,7 @@ impl Daemon {
                     }
                     Step::Reopen => conn = Conn::Opening(self.open_events()),
                 },
-                Some((id, report)) = self.reports_rx.recv() => self.on_game_report(&id, report),
+                Some((id, notice)) = self.notices_rx.recv() => self.on_game_notice(&id, notice),
                 Some(games) = self.reconcile_rx.recv() => {
                     self.reconcile(games);
                     if std::mem::take(&mut self.reconcile_again) {

@@ -176,7 +176,7 @@ pub enum Exit {
 
 /// What a game task tells the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Report {
+pub enum Notice {
     /// The players are known (the first `gameFull`): whether the opponent
     /// is a bot, and when the game was created (ms since the epoch).
     Opponent { bot: bool, created_at: Option<u64> },
@@ -221,16 +221,16 @@ impl GameHandle {
 }
 
 /// Starts the task of game `info.game_id`. It sends the game id and its
-/// [`Report`]s on `reports`, the last when it ends.
+/// [`Notice`]s on `notices`, the last when it ends.
 pub fn spawn(
     ctx: GameContext,
     info: GameInfo,
-    reports: mpsc::UnboundedSender<(String, Report)>,
+    notices: mpsc::UnboundedSender<(String, Notice)>,
 ) -> GameHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let id = info.game_id.clone();
     let task = tokio::spawn(async move {
-        let exit = match Game::new(ctx.clone(), &info, reports.clone()).await {
+        let exit = match Game::new(ctx.clone(), &info, notices.clone()).await {
             Ok((game, answers)) => game.run(rx, answers).await,
             Err(e) => {
                 tracing::error!(game = %id, "cannot start the engine: {e}; game not played");
@@ -238,7 +238,7 @@ pub fn spawn(
                 Exit::Ended
             }
         };
-        let _ = reports.send((id, Report::Done(exit)));
+        let _ = notices.send((id, Notice::Done(exit)));
     });
     GameHandle { commands: tx, task }
 }
@@ -365,7 +365,7 @@ struct Game {
     /// per position).
     online_asked_at: Option<usize>,
     /// To the daemon: what this game tells it.
-    reports: mpsc::UnboundedSender<(String, Report)>,
+    notices: mpsc::UnboundedSender<(String, Notice)>,
 }
 
 /// The other side's colour in the Lichess model.
@@ -396,7 +396,7 @@ impl Game {
     async fn new(
         ctx: GameContext,
         info: &GameInfo,
-        reports: mpsc::UnboundedSender<(String, Report)>,
+        notices: mpsc::UnboundedSender<(String, Notice)>,
     ) -> Result<(Game, Answers), String> {
         let (player, answers, hash_file) = match &ctx.external {
             Some(choice) => {
@@ -472,7 +472,7 @@ impl Game {
             moves_posted: 0,
             handed_over: false,
             online_asked_at: None,
-            reports,
+            notices,
         };
         Ok((game, answers))
     }
@@ -721,11 +721,11 @@ impl Game {
             } else {
                 &full.white
             };
-            let report = Report::Opponent {
+            let notice = Notice::Opponent {
                 bot: them.is_bot(),
                 created_at: full.created_at,
             };
-            let _ = self.reports.send((self.id.clone(), report));
+            let _ = self.notices.send((self.id.clone(), notice));
         }
         let opponent = self.opponent_name();
         self.ctx.summary.send_modify(|s| {
@@ -770,14 +770,17 @@ impl Game {
         let opponent = self.opponent_name();
         let me = self.ctx.me.name.clone();
         let chat = &self.ctx.config.chat;
+        // The spectators' line first: the players' room is the one we can
+        // read back, so a greeting found there after a restart means both
+        // were sent.
         let lines = [
-            (
-                ChatRoom::Player,
-                chat::fill_template(&chat.greeting, &me, &opponent),
-            ),
             (
                 ChatRoom::Spectator,
                 chat::fill_template(&chat.greeting_spectator, &me, &opponent),
+            ),
+            (
+                ChatRoom::Player,
+                chat::fill_template(&chat.greeting, &me, &opponent),
             ),
         ];
         if lines.iter().all(|(_, text)| text.trim().is_empty()) {

@@ -553,7 +553,7 @@ impl Game {
                 clock_ms = clock.map(|c| c.as_millis() as u64),
                 overhead_us = overhead.as_micros() as u64,
                 lag_ms = self.lag.last().map(|l| l.as_millis() as u64),
-                move_overhead_ms = self.lag.overhead(self.ctx.config.engine.move_overhead()).as_millis() as u64,
+                move_overhead_ms = self.lag.overhead(self.configured_overhead()).as_millis() as u64,
                 queued_us = queued.as_micros() as u64,
                 share,
                 post_us = posting.elapsed().as_micros() as u64,

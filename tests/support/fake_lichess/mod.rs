@@ -43,7 +43,7 @@ mod stream;
 mod tournament;
 mod world;
 
-// The test-facing API: each test binary uses a part of it.
+// The test-facing API: the tests and examples/fake_lichess.rs use parts.
 #[allow(unused_imports)]
 pub use bots::{Answer, OnlineBot};
 #[allow(unused_imports)]
@@ -151,10 +151,6 @@ impl FakeLichess {
 
     pub fn game(&self, id: &str) -> Option<GameRecord> {
         self.view(|v| v.game(id))
-    }
-
-    pub fn games(&self) -> Vec<GameRecord> {
-        self.view(|v| v.games())
     }
 
     /// The current position of game `id` (shakmaty, the game's variant).

@@ -140,15 +140,6 @@ impl View<'_> {
             .map(|g| g.pos.legal_moves().iter().map(|m| g.uci(*m)).collect())
     }
 
-    /// All games, oldest first.
-    pub fn games(&self) -> Vec<GameRecord> {
-        self.0
-            .game_order
-            .iter()
-            .filter_map(|id| self.game(id))
-            .collect()
-    }
-
     pub fn challenge(&self, id: &str) -> Option<ChallengeRecord> {
         self.0.challenges.get(id).map(|c| c.record())
     }

@@ -234,13 +234,6 @@ impl FakeLichess {
         });
     }
 
-    /// The bot is a member of `team` (as if it had joined on the site).
-    pub fn add_team(&self, team: &str) {
-        self.app.with(|world, _| {
-            world.arenas.teams.insert(team.to_owned());
-        });
-    }
-
     pub fn arena(&self, id: &str) -> Option<ArenaRecord> {
         let world = self.app.lock();
         world.arenas.arenas.get(id).map(|a| a.record(&world))
