@@ -96,10 +96,9 @@ pub enum Command {
         #[arg(long)]
         yes_i_understand: bool,
     },
-    /// Talk to the running daemon through its control socket: status
-    /// [--json], challenge USER [MINUTES+SECONDS] [white|black|random]
-    /// [rated|casual] [VARIANT], matchmaking on|off, block USER, unblock
-    /// USER, abort GAME, resign GAME.
+    /// Talk to the running daemon through its control socket (the
+    /// commands below).
+    #[command(after_help = format!("Commands:\n{}", crate::bot::control::USAGE))]
     Ctl {
         /// The socket (default: /run/kaissa/control.sock, the service's;
         /// /run/kaissa/NAME/control.sock for the instance NAME of
@@ -431,4 +430,67 @@ pub fn parse_ply_range(s: &str) -> Result<(usize, usize), String> {
         return Err(bad());
     }
     Ok((a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    const README: &str = include_str!("../README.md");
+    const MAN: &str = include_str!("../debian/kaissa.1");
+
+    /// `word` set in bold in the man page (`.B word` or `\fBword`).
+    fn in_man(word: &str) -> bool {
+        MAN.lines().any(|l| {
+            l.strip_prefix(".B ")
+                .is_some_and(|rest| rest.starts_with(word))
+                || l.contains(&format!("\\fB{word}"))
+        })
+    }
+
+    /// The README's section that starts with `heading`, up to the next.
+    fn readme_section(heading: &str) -> &'static str {
+        let start = README.find(heading).expect(heading);
+        let rest = &README[start + heading.len()..];
+        &rest[..rest.find("\n#").unwrap_or(rest.len())]
+    }
+
+    #[test]
+    fn every_command_is_in_the_readme_table_and_the_man_page() {
+        let table = readme_section("## Commands");
+        for command in Cli::command().get_subcommands() {
+            let name = command.get_name();
+            assert!(
+                table.contains(&format!("`kaissa {name}")),
+                "README's command table lacks kaissa {name}"
+            );
+            assert!(in_man(name), "the man page lacks {name}");
+        }
+    }
+
+    #[test]
+    fn every_ctl_command_is_in_the_man_page_and_the_readme() {
+        let section = readme_section("### Control at run time");
+        for line in crate::bot::control::USAGE.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let verb = match words[..] {
+                ["tournament", sub, ..] => format!("tournament {sub}"),
+                [first, ..] => first.to_owned(),
+                [] => continue,
+            };
+            assert!(in_man(&verb), "the man page lacks ctl {verb}");
+            assert!(section.contains(&verb), "README's ctl section lacks {verb}");
+        }
+    }
+
+    #[test]
+    fn the_ctl_help_lists_the_commands() {
+        let help = Cli::command()
+            .find_subcommand_mut("ctl")
+            .expect("ctl")
+            .render_help()
+            .to_string();
+        assert!(help.contains(crate::bot::control::USAGE), "{help}");
+    }
 }

@@ -69,6 +69,17 @@
 //! - **An offline tool** (data generation, tuning, clock tests): a module
 //!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in
 //!   the dispatch of `src/main.rs`.
+//! - **What the bot checks before it plays** (the configuration's
+//!   summary and warnings, the sources, the external engines, the token's
+//!   scopes): `src/bot/preflight.rs`, printed by `kaissa check` and
+//!   logged by `kaissa run` (`src/main.rs`).
+//! - **How long a move may take**: `src/engine/timeman.rs` turns a clock
+//!   into soft and hard limits (the overhead kept for the moves to come,
+//!   the share of a thread when games share them); the bot's side, what
+//!   it tells the engine, in `limits` of `src/bot/game/mover.rs` (the
+//!   measured lag, the first move, correspondence) and the share in
+//!   `src/bot/scheduler.rs`; an external engine is told its share in
+//!   `src/bot/game/extern_search.rs`.
 //! - **What a signal does**: `src/shutdown.rs` turns SIGTERM/SIGINT/SIGUSR1
 //!   into a `Stop` request; the daemon (`src/bot/daemon/stop.rs`)
 //!   carries it out. `systemctl restart` sends SIGUSR1 from the unit's `ExecStop=`.

@@ -7,7 +7,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use kaissa::bot::daemon::Daemon;
-use kaissa::bot::game::sources::MoveSources;
+use kaissa::bot::preflight::{self, Caller, Finding, Level};
 use kaissa::chess::{self, Position};
 use kaissa::cli::{ChunkCommand, Cli, Command};
 use kaissa::config::Config;
@@ -107,116 +107,68 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// `kaissa check`: configuration, external engines, token, account. The token is never
-/// printed (`Token` only ever displays as `***`).
+/// `kaissa check`: the preflight (configuration, sources, external
+/// engines), the account and the token's scopes, printed. The token is
+/// never printed (`Token` only ever displays as `***`).
 fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     let config = Config::load(config_path).context("configuration")?;
-    println!("configuration: ok");
-    for line in config.summary() {
-        println!("  {line}");
-    }
-    if let Some(warning) = config.sharing_warning() {
-        eprintln!("warning: {warning}");
-    }
-    if let Some(warning) = config.tournaments.retired_warning() {
-        eprintln!("warning: {warning}");
-    }
-    let limit = kaissa::config::cgroup_memory_max_mib();
-    if let Some(warning) = config.memory_warning(limit) {
-        eprintln!("warning: {warning}");
-    }
-    let sources = open_sources(&config).context("configuration")?;
-    for line in describe_sources(&sources) {
-        println!("{line}");
-    }
+    let (found, _) = preflight::local(&config, Caller::Check).context("configuration")?;
+    found.iter().for_each(Finding::print);
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
     let url = config.lichess.url.clone();
     let runtime = runtime()?;
-    // The external engines: each started once, named, with what it plays.
-    // One that cannot start fails the check (its games would be declined).
-    let mut engines_ok = true;
+    // The external engines: each started once. One that cannot start
+    // fails the check (its games would be declined).
+    let mut failed = false;
     if !config.engines.is_empty() {
-        let engines = kaissa::bot::engines::Engines::new(&config);
-        for line in runtime.block_on(engines.describe()) {
-            println!("{line}");
-        }
-        engines_ok = !engines.any_broken();
+        let engines = std::sync::Arc::new(kaissa::bot::engines::Engines::new(&config));
+        let found = runtime.block_on(preflight::engines(&engines));
+        found.iter().for_each(Finding::print);
+        failed = found.iter().any(|f| f.level == Level::Error);
     }
-    let account = runtime.block_on(client.account());
-    match account {
-        Ok(account) => {
-            let name = if account.username.is_empty() {
-                &account.id
-            } else {
-                &account.username
-            };
-            println!("account: {name} ({url})");
-            if account.is_bot() {
-                println!("bot account: yes");
-            } else {
-                eprintln!(
-                    "warning: {name} is not a BOT account; upgrade it (irreversible) before \
-                     running the bot"
-                );
-            }
-            let status = check_scopes(&runtime, &client, &config)?;
-            if !engines_ok && status == ExitCode::SUCCESS {
-                eprintln!("error: an external engine cannot be used; see above");
-                return Ok(Status::Config.into());
-            }
-            Ok(status)
-        }
+    let account = match runtime.block_on(client.account()) {
+        Ok(account) => account,
         Err(e @ LichessError::Unauthorized { .. }) => {
             eprintln!(
                 "error: Lichess rejected the token ({e}); create a new token with the \
                  bot:play scope"
             );
-            Ok(Status::TokenRejected.into())
+            return Ok(Status::TokenRejected.into());
         }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("GET {url}/api/account"))),
-    }
-}
-
-/// The token's scopes against what the configuration needs: a missing
-/// `bot:play` fails the check (exit 77), another missing scope is a
-/// warning naming the feature.
-fn check_scopes(
-    runtime: &tokio::runtime::Runtime,
-    client: &Client,
-    config: &Config,
-) -> Result<ExitCode> {
-    let info = match runtime.block_on(client.token_info()) {
-        Ok(Some(info)) => info,
-        Ok(None) => {
-            eprintln!("warning: Lichess does not know the token's scopes");
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(e) => {
-            eprintln!("warning: cannot read the token's scopes: {e}");
-            return Ok(ExitCode::SUCCESS);
-        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("GET {url}/api/account"))),
     };
-    println!("token scopes: {}", info.scopes.as_deref().unwrap_or("none"));
-    let mut status = ExitCode::SUCCESS;
-    for need in kaissa::bot::scopes::missing(&info, config) {
-        if need.required {
-            eprintln!(
-                "error: the token lacks the {} scope, needed for {}; create a token with it",
-                need.names(),
-                need.purpose
-            );
-            status = Status::TokenRejected.into();
-        } else {
-            eprintln!(
-                "warning: the token lacks the {} scope, needed for {}",
-                need.names(),
-                need.purpose
-            );
-        }
+    let name = if account.username.is_empty() {
+        &account.id
+    } else {
+        &account.username
+    };
+    println!("account: {name} ({url})");
+    if account.is_bot() {
+        println!("bot account: yes");
+    } else {
+        eprintln!(
+            "warning: {name} is not a BOT account; upgrade it (irreversible) before \
+             running the bot"
+        );
     }
-    Ok(status)
+    match runtime.block_on(client.token_info()) {
+        Ok(Some(info)) => {
+            let found = preflight::scopes(&info, &config);
+            found.iter().for_each(Finding::print);
+            if found.iter().any(|f| f.level == Level::Error) {
+                return Ok(Status::TokenRejected.into());
+            }
+        }
+        Ok(None) => eprintln!("warning: Lichess does not know the token's scopes"),
+        Err(e) => eprintln!("warning: cannot read the token's scopes: {e}"),
+    }
+    Ok(if failed {
+        Status::Config.into()
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `kaissa upgrade`: turns the account into a BOT account, only with the
@@ -330,21 +282,8 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
             tracing::error!("engine.eval_file: {e}; playing with the embedded net")
         }
     }
-    if let Some(warning) = config.sharing_warning() {
-        tracing::warn!("{warning}");
-    }
-    if let Some(warning) = config.tournaments.retired_warning() {
-        tracing::warn!("{warning}");
-    }
-    // Run by hand (no cgroup limit), nothing to compare with.
-    let limit = kaissa::config::cgroup_memory_max_mib();
-    if let Some(warning) = limit.and_then(|l| config.memory_warning(Some(l))) {
-        tracing::warn!("{warning}");
-    }
-    let sources = open_sources(&config).context("configuration")?;
-    for line in describe_sources(&sources) {
-        tracing::info!("{line}");
-    }
+    let (found, sources) = preflight::local(&config, Caller::Run).context("configuration")?;
+    found.iter().for_each(Finding::log);
     let token = config.token().context("token")?;
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
@@ -361,68 +300,6 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
             .context("the daemon stopped")?;
         Ok(ExitCode::SUCCESS)
     })
-}
-
-/// Opens the books and tables of `[sources]` and its online client.
-fn open_sources(config: &Config) -> Result<MoveSources, kaissa::config::ConfigError> {
-    let sources = MoveSources {
-        local: config.sources.open()?,
-        online: config.sources.online(&config.lichess.url)?,
-    };
-    Ok(sources)
-}
-
-/// One line per move source: what `kaissa check` prints and the daemon logs.
-fn describe_sources(sources: &MoveSources) -> Vec<String> {
-    let mut lines = Vec::new();
-    match &sources.local.books {
-        Some(b) => lines.push(format!(
-            "book: {} ({} entries, {:?} selection, first {} moves)",
-            b.books
-                .iter()
-                .map(|b| b.path().display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            b.books.iter().map(|b| b.len()).sum::<usize>(),
-            b.selection,
-            b.max_plies / 2
-        )),
-        None => lines.push("book: none".to_owned()),
-    }
-    match &sources.local.tablebases {
-        Some(t) => lines.push(format!(
-            "tablebases: {} files, up to {} pieces",
-            t.files(),
-            t.max_pieces()
-        )),
-        None => lines.push("tablebases: none".to_owned()),
-    }
-    if let Some(o) = &sources.online {
-        let o = &o.options;
-        let mut on = Vec::new();
-        if let Some(url) = &o.tablebase_url {
-            on.push(format!(
-                "tablebase {url} (up to {} pieces)",
-                o.tablebase_pieces
-            ));
-        }
-        if o.cloud_eval_url.is_some() {
-            on.push(format!(
-                "cloud eval (first {} moves, depth >= {})",
-                o.cloud_eval_plies / 2,
-                o.cloud_eval_min_depth
-            ));
-        }
-        lines.push(format!(
-            "online sources: {} (timeout {} ms, with >= {} s on the clock)",
-            on.join(", "),
-            o.timeout.as_millis(),
-            o.min_clock.as_secs()
-        ));
-    } else {
-        lines.push("online sources: off".to_owned());
-    }
-    lines
 }
 
 /// Warns when others than the owner can read `path` (the configuration

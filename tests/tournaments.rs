@@ -395,7 +395,10 @@ async fn a_bot_token_joins_an_arena_and_a_team_needs_its_scope() {
     .await;
     bot.wait_log("cannot play in the arena", WAIT).await;
     let log = bot.stop().await;
-    assert!(log.contains("the token lacks team:write"), "{log}");
+    assert!(
+        log.contains("the token lacks the team:write scope"),
+        "{log}"
+    );
     assert!(log.contains("Missing scope: team:write"), "{log}");
 }
 

@@ -15,6 +15,7 @@ pub mod game;
 pub mod hashstore;
 pub mod matchmaking;
 pub mod pgn;
+pub mod preflight;
 pub mod queue;
 pub mod quota;
 pub mod record;

@@ -51,10 +51,10 @@ use super::game::sources::MoveSources;
 use super::game::{self, GameHandle, Me, Notice};
 use super::hashstore;
 use super::matchmaking::{MatchEvent, Matchmaker};
+use super::preflight::{self, Finding, Level};
 use super::queue::ChallengeQueue;
 use super::quota::BotQuota;
 use super::scheduler::Scheduler;
-use super::scopes;
 use super::state::unix_now;
 use super::tournaments::Tournaments;
 use crate::config::Config;
@@ -483,7 +483,12 @@ impl Daemon {
         });
         self.check_scopes().await?;
         // Before the first challenge: which external engines can play.
-        self.engines.probe_all().await;
+        if !self.config.engines.is_empty() {
+            preflight::engines(&self.engines)
+                .await
+                .iter()
+                .for_each(Finding::log);
+        }
         let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -737,9 +742,10 @@ impl Daemon {
         }
     }
 
-    /// Logs the token's scopes and what the configuration needs of them;
-    /// a token that cannot play is fatal. If Lichess cannot say (a network
-    /// error), the bot goes on: the endpoints will tell.
+    /// Logs the token's scopes and what the configuration needs of them
+    /// ([`preflight::scopes`]); a token that cannot play is fatal. If
+    /// Lichess cannot say (a network error), the bot goes on: the
+    /// endpoints will tell.
     async fn check_scopes(&self) -> Result<(), ClientError> {
         let info = match self.client.token_info().await {
             Ok(Some(info)) => info,
@@ -752,28 +758,15 @@ impl Daemon {
                 return Ok(());
             }
         };
-        tracing::info!(scopes = info.scopes.as_deref().unwrap_or(""), "token");
-        for need in scopes::missing(&info, &self.config) {
-            if need.required {
-                tracing::error!(
-                    scope = %need.names(),
-                    "the token lacks {}, needed for {}: create a token with it",
-                    need.names(),
-                    need.purpose
-                );
-                return Err(ClientError::Forbidden {
-                    path: "/api/token/test".to_owned(),
-                    message: format!("the token lacks the {} scope", need.names()),
-                });
-            }
-            tracing::warn!(
-                scope = %need.names(),
-                "the token lacks {}, needed for {}",
-                need.names(),
-                need.purpose
-            );
+        let found = preflight::scopes(&info, &self.config);
+        found.iter().for_each(Finding::log);
+        match found.iter().find(|f| f.level == Level::Error) {
+            Some(fatal) => Err(ClientError::Forbidden {
+                path: "/api/token/test".to_owned(),
+                message: fatal.text.clone(),
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn handle(&mut self, event: Event) {
