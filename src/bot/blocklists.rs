@@ -93,7 +93,10 @@ pub fn parse(text: &str) -> Vec<String> {
 }
 
 /// Fetches every list in the background; each result comes back on `tx`.
-pub fn spawn_fetch(urls: Vec<String>, tx: mpsc::UnboundedSender<Fetched>) {
+pub fn spawn_fetch<M: From<Fetched> + Send + 'static>(
+    urls: Vec<String>,
+    tx: mpsc::UnboundedSender<M>,
+) {
     tokio::spawn(async move {
         let client = match reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
@@ -103,14 +106,14 @@ pub fn spawn_fetch(urls: Vec<String>, tx: mpsc::UnboundedSender<Fetched>) {
             Ok(client) => client,
             Err(e) => {
                 for url in urls {
-                    let _ = tx.send((url, Err(e.to_string())));
+                    let _ = tx.send(M::from((url, Err(e.to_string()))));
                 }
                 return;
             }
         };
         for url in urls {
             let result = fetch(&client, &url).await;
-            if tx.send((url, result)).is_err() {
+            if tx.send(M::from((url, result))).is_err() {
                 return;
             }
         }

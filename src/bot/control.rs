@@ -224,7 +224,10 @@ pub fn socket_path(configured: &str) -> Option<PathBuf> {
 
 /// Opens the socket at `path` (replacing a stale one) and answers its
 /// clients in a task: each command goes to the daemon on `orders`.
-pub fn listen(path: &Path, orders: mpsc::UnboundedSender<Order>) -> std::io::Result<()> {
+pub fn listen<M: From<Order> + Send + 'static>(
+    path: &Path,
+    orders: mpsc::UnboundedSender<M>,
+) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -248,7 +251,7 @@ pub fn listen(path: &Path, orders: mpsc::UnboundedSender<Order>) -> std::io::Res
     Ok(())
 }
 
-async fn serve(stream: UnixStream, orders: mpsc::UnboundedSender<Order>) {
+async fn serve<M: From<Order>>(stream: UnixStream, orders: mpsc::UnboundedSender<M>) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = BufReader::new(read.take(MAX_LINE));
@@ -257,7 +260,7 @@ async fn serve(stream: UnixStream, orders: mpsc::UnboundedSender<Order>) {
             Ok(request) => {
                 tracing::info!(command = %line.trim(), "control socket");
                 let (tx, rx) = oneshot::channel();
-                if orders.send(Order { request, reply: tx }).is_err() {
+                if orders.send(M::from(Order { request, reply: tx })).is_err() {
                     Reply::error("the daemon is stopping")
                 } else {
                     match tokio::time::timeout(TIMEOUT, rx).await {

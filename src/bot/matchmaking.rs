@@ -388,7 +388,11 @@ impl Matchmaker {
     }
 
     /// Starts looking: asks for the bots online and our account.
-    pub fn search(&mut self, client: &Client, tx: &mpsc::UnboundedSender<MatchEvent>) {
+    pub fn search<M: From<MatchEvent> + Send + 'static>(
+        &mut self,
+        client: &Client,
+        tx: &mpsc::UnboundedSender<M>,
+    ) {
         let Some((offer, perf)) = offer(&self.config, self.attempts) else {
             return;
         };
@@ -432,18 +436,18 @@ impl Matchmaker {
                 Ok((bots, account))
             }
             .await;
-            let _ = tx.send(MatchEvent::Found(Box::new(result)));
+            let _ = tx.send(M::from(MatchEvent::Found(Box::new(result))));
         });
     }
 
     /// The bots online came: challenge one, if one fits. Returns the
     /// opponent challenged.
-    pub fn found(
+    pub fn found<M: From<MatchEvent> + Send + 'static>(
         &mut self,
         bots: &[OnlineBot],
         account: &Account,
         client: &Client,
-        tx: &mpsc::UnboundedSender<MatchEvent>,
+        tx: &mpsc::UnboundedSender<M>,
         now: u64,
     ) -> Option<String> {
         self.stage = Stage::Idle;
@@ -505,10 +509,10 @@ impl Matchmaker {
         let who = opponent.clone();
         tokio::spawn(async move {
             let result = Box::new(client.create_challenge_kept(&who, &offer).await);
-            let _ = tx.send(MatchEvent::Created {
+            let _ = tx.send(M::from(MatchEvent::Created {
                 opponent: who,
                 result,
-            });
+            }));
         });
         Some(opponent)
     }

@@ -15,7 +15,7 @@
 //! `/api/account/playing` check, takes it up again. The same check starts
 //! a task for any other ongoing game that has none.
 
-use super::{Daemon, GameEntry, Parked, Phase, SPARE_GAMES};
+use super::{Daemon, GameEntry, Inbox, Parked, Phase, SPARE_GAMES};
 use crate::bot::engines;
 use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Notice};
 use crate::bot::hashstore;
@@ -41,7 +41,7 @@ impl Daemon {
         }
         self.reconciling = true;
         let client = self.client.clone();
-        let tx = self.reconcile_tx.clone();
+        let tx = self.inbox_tx.clone();
         tokio::spawn(async move {
             let games = match client.playing().await {
                 Ok(playing) => Some(playing.now_playing),
@@ -50,7 +50,7 @@ impl Daemon {
                     None
                 }
             };
-            let _ = tx.send(games);
+            let _ = tx.send(Inbox::Playing(games));
         });
     }
 
@@ -223,7 +223,7 @@ impl Daemon {
         let bot = entry.bot;
         let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
         let summary = ctx.summary.subscribe();
-        let task = game::spawn(ctx, info, self.notices_tx.clone());
+        let task = game::spawn(ctx, info, self.inbox_tx.clone());
         let Some(entry) = self.games.get_mut(&id) else {
             return;
         };
@@ -318,7 +318,7 @@ impl Daemon {
         let id = info.game_id.clone();
         let ctx = self.game_context(me, false, &info, false);
         let mut entry = GameEntry::new(None);
-        entry.task = Some(game::spawn(ctx, info, self.notices_tx.clone()));
+        entry.task = Some(game::spawn(ctx, info, self.inbox_tx.clone()));
         self.greeted.remove(&id);
         self.games.insert(id, entry);
     }

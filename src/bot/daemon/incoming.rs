@@ -15,8 +15,8 @@
 //! resets; everything else goes on.
 
 use super::{
-    ANSWER_RETRY, Answer, Answered, Daemon, GameEntry, MAX_ANSWER_TRIES, MAX_ANSWERS_IN_FLIGHT,
-    MAX_DECIDED, MAX_REMATCH_CHAINS, Phase,
+    ANSWER_RETRY, Answer, Answered, Daemon, GameEntry, Inbox, MAX_ANSWER_TRIES,
+    MAX_ANSWERS_IN_FLIGHT, MAX_DECIDED, MAX_REMATCH_CHAINS, Phase,
 };
 use crate::bot::challenge::{Decision, Fair, Load, decide, fair, may_take_slot};
 use crate::bot::queue::Pushed;
@@ -334,13 +334,13 @@ impl Daemon {
             answer.tries += 1;
             self.answers_in_flight += 1;
             let client = self.client.clone();
-            let tx = self.answered_tx.clone();
+            let tx = self.inbox_tx.clone();
             tokio::spawn(async move {
                 let result = match answer.decline {
                     None => client.accept_challenge(&answer.id).await,
                     Some(reason) => client.decline_challenge(&answer.id, reason).await,
                 };
-                let _ = tx.send(Answered { answer, result });
+                let _ = tx.send(Inbox::Answered(Answered { answer, result }));
             });
         }
         later.append(&mut self.answers);

@@ -238,6 +238,48 @@ struct Answered {
     result: Result<(), ClientError>,
 }
 
+/// What comes back to the loop from the tasks it spawned, on one channel.
+enum Inbox {
+    /// A game task's notice.
+    Game(String, Notice),
+    /// `/api/account/playing`'s games (`None`: the call failed).
+    Playing(Option<Vec<GameInfo>>),
+    /// Matchmaking's requests.
+    Match(MatchEvent),
+    /// An online block list.
+    BlockList(blocklists::Fetched),
+    /// A command from the control socket.
+    Control(Order),
+    /// An answer about an arena.
+    Tournament(tournaments::Answered),
+    /// An accept or decline sent.
+    Answered(Answered),
+}
+
+impl From<(String, Notice)> for Inbox {
+    fn from((id, notice): (String, Notice)) -> Inbox {
+        Inbox::Game(id, notice)
+    }
+}
+
+impl From<MatchEvent> for Inbox {
+    fn from(event: MatchEvent) -> Inbox {
+        Inbox::Match(event)
+    }
+}
+
+impl From<blocklists::Fetched> for Inbox {
+    fn from(fetched: blocklists::Fetched) -> Inbox {
+        Inbox::BlockList(fetched)
+    }
+}
+
+impl From<Order> for Inbox {
+    fn from(order: Order) -> Inbox {
+        Inbox::Control(order)
+    }
+}
+
 /// The event loop's state.
 pub struct Daemon {
     client: Client,
@@ -245,8 +287,9 @@ pub struct Daemon {
     slots: Slots,
     games: HashMap<String, GameEntry>,
     scheduler: Scheduler,
-    notices_tx: mpsc::UnboundedSender<(String, Notice)>,
-    notices_rx: mpsc::UnboundedReceiver<(String, Notice)>,
+    /// What the tasks the loop spawned send back, one channel for all.
+    inbox_tx: mpsc::UnboundedSender<Inbox>,
+    inbox_rx: mpsc::UnboundedReceiver<Inbox>,
     me: Option<Me>,
     notifier: Arc<Notifier>,
     /// Books, tables and online sources, shared by every game.
@@ -264,8 +307,6 @@ pub struct Daemon {
     /// Answers waiting to be sent, and how many are being sent.
     answers: VecDeque<Answer>,
     answers_in_flight: usize,
-    answered_tx: mpsc::UnboundedSender<Answered>,
-    answered_rx: mpsc::UnboundedReceiver<Answered>,
     /// Challenge ids already decided, and when.
     decided: HashMap<String, Instant>,
     /// Games that were rematches, with the rematches in a row they made.
@@ -273,21 +314,14 @@ pub struct Daemon {
     /// The online block lists, and when they were last asked for.
     block_lists: BlockLists,
     block_lists_asked: Option<Instant>,
-    block_tx: mpsc::UnboundedSender<blocklists::Fetched>,
-    block_rx: mpsc::UnboundedReceiver<blocklists::Fetched>,
     /// Users blocked with `kaissa ctl block`, and where they are kept.
     ctl_blocked: std::collections::BTreeSet<String>,
     ctl_blocked_file: Option<std::path::PathBuf>,
-    /// The control socket's commands.
-    control_tx: mpsc::UnboundedSender<Order>,
-    control_rx: mpsc::UnboundedReceiver<Order>,
     /// When the daemon started (for the status's uptime).
     started: Instant,
     /// A `/api/account/playing` call is under way; another was asked.
     reconciling: bool,
     reconcile_again: bool,
-    reconcile_tx: mpsc::UnboundedSender<Option<Vec<GameInfo>>>,
-    reconcile_rx: mpsc::UnboundedReceiver<Option<Vec<GameInfo>>>,
     /// When `/api/account/playing` was last asked.
     last_playing_check: Instant,
     /// Challenges waiting for a slot, and their count for `!queue`.
@@ -299,8 +333,6 @@ pub struct Daemon {
     /// Matchmaking said it waits for the budget (said once per wait).
     budget_said: bool,
     matchmaker: Matchmaker,
-    match_tx: mpsc::UnboundedSender<MatchEvent>,
-    match_rx: mpsc::UnboundedReceiver<MatchEvent>,
     /// Since when nothing was under way (no game, nothing queued).
     idle_since: Instant,
     /// Correspondence games waiting for the opponent.
@@ -313,8 +345,6 @@ pub struct Daemon {
     /// The arena tournaments, the answers about them, where the run-time
     /// ones are kept, and withdraws under way (a stop waits for them).
     tournaments: Tournaments,
-    tournament_tx: mpsc::UnboundedSender<tournaments::Answered>,
-    tournament_rx: mpsc::UnboundedReceiver<tournaments::Answered>,
     tournaments_file: Option<std::path::PathBuf>,
     withdrawing: usize,
 }
@@ -330,10 +360,7 @@ impl Daemon {
     pub fn new(client: Client, config: Config) -> Daemon {
         let slots = Slots::new(config.bot.concurrency as usize);
         let scheduler = Scheduler::new(config.engine.threads.max(1) as usize);
-        let (notices_tx, notices_rx) = mpsc::unbounded_channel();
-        let (answered_tx, answered_rx) = mpsc::unbounded_channel();
-        let (reconcile_tx, reconcile_rx) = mpsc::unbounded_channel();
-        let (match_tx, match_rx) = mpsc::unbounded_channel();
+        let (inbox_tx, inbox_rx) = mpsc::unbounded_channel();
         let state_dir = config.engine.state_dir.clone();
         let queue = ChallengeQueue::new(
             config.challenge.queue_order,
@@ -349,7 +376,6 @@ impl Daemon {
         );
         let block_lists =
             BlockLists::load(&config.challenge.online_block_lists, state_dir.as_deref());
-        let (block_tx, block_rx) = mpsc::unbounded_channel();
         let ctl_blocked_file = super::state::path(state_dir.as_deref(), control::BLOCKED_FILE);
         let ctl_blocked: std::collections::BTreeSet<String> = ctl_blocked_file
             .as_deref()
@@ -358,21 +384,19 @@ impl Daemon {
         let online_and_ctl: std::collections::BTreeSet<String> =
             block_lists.users().union(&ctl_blocked).cloned().collect();
         matchmaker.set_online_blocked(&online_and_ctl);
-        let (control_tx, control_rx) = mpsc::unbounded_channel();
         let engines = Engines::new(&config);
         let tournaments_file =
             super::state::path(state_dir.as_deref(), super::tournaments::STATE_FILE);
         let tournaments =
             Tournaments::new(&config.tournaments, tournaments::load(state_dir.as_deref()));
-        let (tournament_tx, tournament_rx) = mpsc::unbounded_channel();
         Daemon {
             client,
             config: Arc::new(config),
             slots,
             games: HashMap::new(),
             scheduler,
-            notices_tx,
-            notices_rx,
+            inbox_tx,
+            inbox_rx,
             me: None,
             notifier: Arc::new(Notifier::disabled()),
             sources: Arc::new(MoveSources::default()),
@@ -384,23 +408,15 @@ impl Daemon {
             last_status: String::new(),
             answers: VecDeque::new(),
             answers_in_flight: 0,
-            answered_tx,
-            answered_rx,
             decided: HashMap::new(),
             rematches: HashMap::new(),
             block_lists,
             block_lists_asked: None,
-            block_tx,
-            block_rx,
             ctl_blocked,
             ctl_blocked_file,
-            control_tx,
-            control_rx,
             started: Instant::now(),
             reconciling: false,
             reconcile_again: false,
-            reconcile_tx,
-            reconcile_rx,
             last_playing_check: Instant::now(),
             queue,
             queue_len: Arc::new(AtomicUsize::new(0)),
@@ -408,16 +424,12 @@ impl Daemon {
             budget,
             budget_said: false,
             matchmaker,
-            match_tx,
-            match_rx,
             idle_since: Instant::now(),
             parked: HashMap::new(),
             greeted: HashSet::new(),
             flood_logged: None,
             last_sweep: Instant::now(),
             tournaments,
-            tournament_tx,
-            tournament_rx,
             tournaments_file,
             withdrawing: 0,
         }
@@ -449,7 +461,7 @@ impl Daemon {
     pub async fn run(mut self, mut signals: Signals) -> Result<(), ClientError> {
         let socket = ctl::socket_path(&self.config.bot.control_socket);
         if let Some(path) = &socket {
-            match ctl::listen(path, self.control_tx.clone()) {
+            match ctl::listen(path, self.inbox_tx.clone()) {
                 Ok(()) => {
                     tracing::info!(path = %path.display(), "control socket open (kaissa ctl)")
                 }
@@ -551,21 +563,7 @@ impl Daemon {
                     }
                     Step::Reopen => conn = Conn::Opening(self.open_events()),
                 },
-                Some((id, notice)) = self.notices_rx.recv() => self.on_game_notice(&id, notice),
-                Some(games) = self.reconcile_rx.recv() => {
-                    self.reconcile(games);
-                    if std::mem::take(&mut self.reconcile_again) {
-                        self.reconcile_later();
-                    }
-                }
-                Some(event) = self.match_rx.recv() => self.on_match_event(event),
-                Some(fetched) = self.block_rx.recv() => {
-                    self.block_lists.update(fetched);
-                    self.block_lists_changed();
-                }
-                Some(order) = self.control_rx.recv() => self.on_control(order),
-                Some(answer) = self.tournament_rx.recv() => self.on_tournament_answer(answer),
-                Some(answered) = self.answered_rx.recv() => self.on_answered(answered),
+                Some(message) = self.inbox_rx.recv() => self.on_inbox(message),
                 _ = housekeeping.tick() => {
                     if matches!(conn, Conn::Open(_)) {
                         self.mark_open();
@@ -584,6 +582,27 @@ impl Daemon {
             }
             self.send_answers();
             self.health().loop_turned = Some(Instant::now());
+        }
+    }
+
+    /// A message from a task the loop spawned.
+    fn on_inbox(&mut self, message: Inbox) {
+        match message {
+            Inbox::Game(id, notice) => self.on_game_notice(&id, notice),
+            Inbox::Playing(games) => {
+                self.reconcile(games);
+                if std::mem::take(&mut self.reconcile_again) {
+                    self.reconcile_later();
+                }
+            }
+            Inbox::Match(event) => self.on_match_event(event),
+            Inbox::BlockList(fetched) => {
+                self.block_lists.update(fetched);
+                self.block_lists_changed();
+            }
+            Inbox::Control(order) => self.on_control(order),
+            Inbox::Tournament(answer) => self.on_tournament_answer(answer),
+            Inbox::Answered(answered) => self.on_answered(answered),
         }
     }
 
@@ -685,7 +704,7 @@ impl Daemon {
             return;
         }
         self.block_lists_asked = Some(Instant::now());
-        blocklists::spawn_fetch(urls.clone(), self.block_tx.clone());
+        blocklists::spawn_fetch(urls.clone(), self.inbox_tx.clone());
     }
 
     fn update_status(&mut self) {

@@ -75,7 +75,7 @@ impl Daemon {
                 idle_s = self.idle_since.elapsed().as_secs(),
                 "matchmaking: idle; looking for a bot online"
             );
-            self.matchmaker.search(&self.client, &self.match_tx);
+            self.matchmaker.search(&self.client, &self.inbox_tx);
         }
     }
 
@@ -97,7 +97,7 @@ impl Daemon {
                 }
                 match self
                     .matchmaker
-                    .found(&bots, &account, &self.client, &self.match_tx, now)
+                    .found(&bots, &account, &self.client, &self.inbox_tx, now)
                 {
                     Some(_) => self.budget.spend(now, budget::BOT_COST),
                     None => self.idle_since = Instant::now(),

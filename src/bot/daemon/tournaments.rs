@@ -4,7 +4,7 @@
 //! slots free of challenges, notices arena games, withdraws at a stop and
 //! keeps the run-time arenas for a restart.
 
-use super::{Daemon, Phase};
+use super::{Daemon, Inbox, Phase};
 use crate::bot::state;
 use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena};
 use crate::config::ArenaEntry;
@@ -53,13 +53,13 @@ impl Daemon {
 
     fn send_tournament(&mut self, action: Action) {
         let client = self.client.clone();
-        let tx = self.tournament_tx.clone();
+        let tx = self.inbox_tx.clone();
         if matches!(action, Action::Withdraw(_)) {
             self.withdrawing += 1;
         }
         tokio::spawn(async move {
             let (id, outcome) = run(&client, action).await;
-            let _ = tx.send((id, outcome));
+            let _ = tx.send(Inbox::Tournament((id, outcome)));
         });
     }
 

@@ -184,6 +184,10 @@ pub enum Notice {
     Done(Exit),
 }
 
+/// Where a game task's notices go (the daemon's channel, whatever its
+/// message type).
+type Notices = Arc<dyn Fn(String, Notice) + Send + Sync>;
+
 /// What the daemon can tell a running game.
 #[derive(Debug)]
 pub enum GameCommand {
@@ -222,11 +226,14 @@ impl GameHandle {
 
 /// Starts the task of game `info.game_id`. It sends the game id and its
 /// [`Notice`]s on `notices`, the last when it ends.
-pub fn spawn(
+pub fn spawn<M: From<(String, Notice)> + Send + 'static>(
     ctx: GameContext,
     info: GameInfo,
-    notices: mpsc::UnboundedSender<(String, Notice)>,
+    notices: mpsc::UnboundedSender<M>,
 ) -> GameHandle {
+    let notices: Notices = Arc::new(move |id, notice| {
+        let _ = notices.send(M::from((id, notice)));
+    });
     let (tx, rx) = mpsc::unbounded_channel();
     let id = info.game_id.clone();
     let task = tokio::spawn(async move {
@@ -238,7 +245,7 @@ pub fn spawn(
                 Exit::Ended
             }
         };
-        let _ = notices.send((id, Notice::Done(exit)));
+        notices(id, Notice::Done(exit));
     });
     GameHandle { commands: tx, task }
 }
@@ -365,7 +372,7 @@ struct Game {
     /// per position).
     online_asked_at: Option<usize>,
     /// To the daemon: what this game tells it.
-    notices: mpsc::UnboundedSender<(String, Notice)>,
+    notices: Notices,
 }
 
 /// The other side's colour in the Lichess model.
@@ -396,7 +403,7 @@ impl Game {
     async fn new(
         ctx: GameContext,
         info: &GameInfo,
-        notices: mpsc::UnboundedSender<(String, Notice)>,
+        notices: Notices,
     ) -> Result<(Game, Answers), String> {
         let (player, answers, hash_file) = match &ctx.external {
             Some(choice) => {
@@ -725,7 +732,7 @@ impl Game {
                 bot: them.is_bot(),
                 created_at: full.created_at,
             };
-            let _ = self.notices.send((self.id.clone(), notice));
+            (self.notices)(self.id.clone(), notice);
         }
         let opponent = self.opponent_name();
         self.ctx.summary.send_modify(|s| {
