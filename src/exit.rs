@@ -3,7 +3,7 @@
 //! `RestartPreventExitStatus=`: restarting cannot fix them.
 
 use crate::config::ConfigError;
-use crate::lichess::client::Error as ClientError;
+use crate::lichess::Error as ClientError;
 use std::process::ExitCode;
 
 /// Why the process ended.

@@ -60,8 +60,9 @@
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in
 //!   `src/config/env.rs`, a rule across values in
 //!   `src/config/validate.rs`.
-//! - **A Lichess endpoint**: `src/lichess/client.rs` (the call, and the
-//!   `Endpoint` whose rate-limit gate it waits at) and
+//! - **A Lichess endpoint**: `src/lichess/client.rs` (the call), the
+//!   `Endpoint` whose rate-limit gate it waits at (`src/lichess/gates.rs`),
+//!   and
 //!   `src/lichess/model.rs` (its types, with a fixture from the API
 //!   specification under `tests/data/lichess/` and a test in
 //!   `tests/lichess_spec.rs`); the token scope a feature needs in

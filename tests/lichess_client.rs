@@ -7,7 +7,8 @@ use crate::support;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kaissa::lichess::client::{BOT_VS_BOT_DAY, Endpoint};
+use kaissa::lichess::Endpoint;
+use kaissa::lichess::client::BOT_VS_BOT_DAY;
 use kaissa::lichess::model::{ChatRoom, Direction, GameStatus};
 use kaissa::lichess::{
     ChallengeColor, ChallengeTime, Client, ClientOptions, CreateChallenge, DeclineReason, Error,

@@ -24,9 +24,8 @@
 
 use super::state;
 use crate::config::{MatchmakingConfig, PlayableVariant, Selection};
-use crate::lichess::client::{
-    ChallengeKeepAlive, ChallengeTime, Client, CreateChallenge, Error as ClientError,
-};
+use crate::lichess::Error as ClientError;
+use crate::lichess::client::{ChallengeKeepAlive, ChallengeTime, Client, CreateChallenge};
 use crate::lichess::model::{Account, Challenge, ChallengeColor, OnlineBot, perf_rating};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 //! prints it and `kaissa run` logs it, so the two cannot drift.
 //! [`local`]: the configuration's summary and warnings, and the move
 //! sources opened (no network). [`engines`]: each external engine started
-//! once, and what it plays. [`scopes`]: the token's scopes against the
+//! once, and what it plays. [`scopes()`]: the token's scopes against the
 //! features configured. An error fails `kaissa check`; `kaissa run` stops
 //! only for a token that cannot play at all (the rest is logged, and an
 //! engine that cannot start has its games declined).

@@ -1,4 +1,6 @@
-//! The one HTTP client for every Lichess request, and the secret [`Token`].
+//! The one HTTP client for every Lichess request: its transport, lanes
+//! and retries, and every endpoint call ([`Token`] in `token.rs`, the
+//! [`Error`]s in `error.rs`, the rate-limit gates in `gates.rs`).
 //!
 //! Every request goes through [`Client`], so these rules hold everywhere:
 //! - **Auth**: each request carries `Authorization: Bearer <token>`, marked
@@ -44,25 +46,27 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER};
 use reqwest::{Method, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use super::error::{Error, chain, is_form_error, limit_key};
+use super::gates::{Endpoint, Gates};
 use super::model::{
     Account, ArenaTournament, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason,
-    ErrorBody, Event, GameEvent, NowPlaying, OnlineBot, RateLimitInfo, TokenInfo, UserStatus,
-    VariantKey,
+    ErrorBody, Event, GameEvent, NowPlaying, OnlineBot, TokenInfo, UserStatus, VariantKey,
 };
 use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream, StreamEvent};
+use super::token::Token;
 
 /// The ratelimit key of the daily cap on bot-vs-bot games.
 pub const BOT_VS_BOT_DAY: &str = "bot.vsBot.day";
@@ -96,68 +100,6 @@ pub const MAX_PAUSE: Duration = Duration::from_secs(15 * 60);
 pub const H2_PING_INTERVAL: Duration = Duration::from_secs(5);
 /// ...and a connection whose ping is not answered in this long is dead.
 pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A Lichess API token. It never shows: `Debug` and `Display` print
-/// `Token(***)`.
-///
-/// ```
-/// use kaissa::lichess::Token;
-/// let token = Token::new("lip_secret").unwrap();
-/// assert_eq!(format!("{token} {token:?}"), "Token(***) Token(***)");
-/// ```
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
-
-/// Why a string is not a usable token. Never contains the token.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TokenError {
-    #[error("the token is empty")]
-    Empty,
-    #[error("the token contains characters that cannot appear in an HTTP header")]
-    InvalidCharacters,
-}
-
-impl Token {
-    /// Wraps a token, trimming surrounding whitespace (a token file usually
-    /// ends with a newline). It must be non-empty printable ASCII.
-    pub fn new(raw: impl Into<String>) -> Result<Token, TokenError> {
-        let raw = raw.into();
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            return Err(TokenError::Empty);
-        }
-        if !trimmed.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(TokenError::InvalidCharacters);
-        }
-        Ok(Token(trimmed.to_owned()))
-    }
-
-    /// The secret itself, for the `Authorization` header only.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-
-    fn header(&self) -> HeaderValue {
-        // Token::new admits printable ASCII only, which is always a valid
-        // header value; fall back to an empty (rejected) header regardless.
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", self.expose()))
-            .unwrap_or_else(|_| HeaderValue::from_static(""));
-        value.set_sensitive(true);
-        value
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token(***)")
-    }
-}
-
-impl fmt::Display for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token(***)")
-    }
-}
 
 /// How to retry a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,197 +187,6 @@ impl Default for ClientOptions {
     }
 }
 
-/// Everything that can go wrong with a request. No variant contains the
-/// token.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The options do not make a client (bad base URL...).
-    #[error("invalid client options: {0}")]
-    InvalidOptions(String),
-    /// An id or move that cannot be part of a request path.
-    #[error("invalid {what}: {value:?}")]
-    InvalidArgument { what: &'static str, value: String },
-    /// 401: the token is wrong or revoked.
-    #[error("{path}: unauthorized (HTTP 401): the token is invalid or revoked")]
-    Unauthorized { path: String },
-    /// 403: e.g. a missing scope, or a bot endpoint with a non-bot account.
-    #[error("{path}: forbidden (HTTP 403): {message}")]
-    Forbidden { path: String, message: String },
-    /// 404: unknown game or challenge (it may just have ended).
-    #[error("{path}: not found (HTTP 404): {message}")]
-    NotFound { path: String, message: String },
-    /// HTTP 429: the gate is closed for `pause` for all non-urgent
-    /// requests; the daily bot-game quota closes nothing (`pause` is 0).
-    #[error("{path}: rate limited (HTTP 429){}; requests paused for {pause:?}: {message}", limit_key(.limit))]
-    RateLimited {
-        path: String,
-        message: String,
-        /// The `ratelimit` body, if any (e.g. `bot.vsBot.day`).
-        limit: Option<RateLimitInfo>,
-        /// The `Retry-After` header, if any.
-        retry_after: Option<Duration>,
-        /// How long the gate closed.
-        pause: Duration,
-    },
-    /// 400 to a move post: not our turn, illegal move, game over.
-    #[error("move {uci} rejected in game {game_id}: {message}")]
-    MoveRejected {
-        game_id: String,
-        uci: String,
-        message: String,
-        /// The post was retried after a transport error, so an earlier
-        /// attempt may have gone through (then "Not your turn" is no
-        /// surprise); the game stream tells.
-        after_retry: bool,
-    },
-    /// Any other 4xx answer.
-    #[error("{path}: HTTP {status}: {message}{}", limit_key(.limit))]
-    Status {
-        path: String,
-        status: u16,
-        message: String,
-        /// The `ratelimit` body, if any (a 400 to a challenge: the
-        /// opponent's daily cap).
-        limit: Option<RateLimitInfo>,
-        /// The body names the request's own fields (`{"error": {"field":
-        /// [...]}}` or the field map alone): Lichess's form errors.
-        form: bool,
-    },
-    /// A 5xx answer, after the retries.
-    #[error("{path}: server error (HTTP {status})")]
-    Server { path: String, status: u16 },
-    /// The connection failed, after the retries.
-    #[error("{path}: transport error: {}", chain(.source))]
-    Transport {
-        path: String,
-        #[source]
-        source: reqwest::Error,
-    },
-    /// No answer in time, after the retries.
-    #[error("{path}: no response within {after:?}")]
-    Timeout { path: String, after: Duration },
-    /// The answer was not the expected JSON.
-    #[error("{path}: unexpected response body: {message}")]
-    Decode { path: String, message: String },
-    /// An urgent request ran out of time; `last` is the last failure.
-    #[error("{path}: deadline passed; last error: {last}")]
-    DeadlineExceeded { path: String, last: Box<Error> },
-}
-
-fn limit_key(limit: &Option<RateLimitInfo>) -> String {
-    match limit.as_ref().and_then(|l| l.key.as_deref()) {
-        Some(key) => format!(" [{key}]"),
-        None => String::new(),
-    }
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-impl Error {
-    /// Whether a later attempt may succeed: transport errors, timeouts, 5xx.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            Error::Transport { .. } | Error::Timeout { .. } | Error::Server { .. } => true,
-            Error::DeadlineExceeded { last, .. } => last.is_transient(),
-            _ => false,
-        }
-    }
-
-    /// The HTTP status of the answer, if there was one.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            Error::Unauthorized { .. } => Some(401),
-            Error::Forbidden { .. } => Some(403),
-            Error::NotFound { .. } => Some(404),
-            Error::RateLimited { .. } => Some(429),
-            Error::MoveRejected { .. } => Some(400),
-            Error::Status { status, .. } | Error::Server { status, .. } => Some(*status),
-            Error::DeadlineExceeded { last, .. } => last.status(),
-            _ => None,
-        }
-    }
-
-    /// The ratelimit key of the answer's body, e.g. [`BOT_VS_BOT_DAY`].
-    pub fn rate_limit_key(&self) -> Option<&str> {
-        match self {
-            Error::RateLimited { limit, .. } | Error::Status { limit, .. } => {
-                limit.as_ref()?.key.as_deref()
-            }
-            _ => None,
-        }
-    }
-
-    /// A 400 (not a 429) with a `ratelimit` body: the other side's limit
-    /// (a bot that played its games for the day), with how long it lasts
-    /// if the body says.
-    pub fn refused_by_limit(&self) -> Option<&RateLimitInfo> {
-        match self {
-            Error::Status {
-                status: 400,
-                limit: Some(limit),
-                ..
-            } => Some(limit),
-            _ => None,
-        }
-    }
-
-    /// A 400 that names the request's own fields (`{"error": {"field":
-    /// [...]}}`, Lichess's form errors): the request was wrong, not the
-    /// other side's answer.
-    pub fn is_form_error(&self) -> bool {
-        matches!(
-            self,
-            Error::Status {
-                status: 400,
-                form: true,
-                ..
-            }
-        )
-    }
-
-    /// Lichess's message of a 4xx answer (its `error`), if any.
-    pub fn message(&self) -> Option<&str> {
-        match self {
-            Error::Forbidden { message, .. }
-            | Error::NotFound { message, .. }
-            | Error::RateLimited { message, .. }
-            | Error::MoveRejected { message, .. }
-            | Error::Status { message, .. } => Some(message),
-            _ => None,
-        }
-    }
-
-    /// If this is the bot-vs-bot daily cap, how long until it lifts.
-    pub fn bot_vs_bot_daily_limit(&self) -> Option<Duration> {
-        match self {
-            Error::RateLimited {
-                limit: Some(limit),
-                retry_after,
-                pause,
-                ..
-            } if limit.key.as_deref() == Some(BOT_VS_BOT_DAY) => Some(
-                limit
-                    .seconds
-                    .map(Duration::from_secs)
-                    .or(*retry_after)
-                    .unwrap_or(*pause)
-                    .min(BOT_QUOTA_MAX),
-            ),
-            _ => None,
-        }
-    }
-}
-
 /// The raw bytes of a Lichess stream.
 pub type ByteStream = BoxStream<'static, Result<Bytes, reqwest::Error>>;
 /// `/api/stream/event`.
@@ -466,135 +217,6 @@ pub struct CreateChallenge {
     pub variant: VariantKey,
     /// Starting position of a `fromPosition` game.
     pub fen: Option<String>,
-}
-
-/// The kinds of request Lichess rate-limits apart: a 429 closes the gate
-/// of one of them only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Endpoint {
-    /// `GET /api/account`, `POST /api/bot/account/upgrade`.
-    Account,
-    /// `POST /api/token/test`.
-    TokenTest,
-    /// `GET /api/account/playing`.
-    Playing,
-    /// `GET /api/bot/online`.
-    OnlineBots,
-    /// The event stream's open.
-    Events,
-    /// Game-stream opens, moves, resign, abort, claims (the game lane:
-    /// they skip the gates; a 429 there is retried quickly).
-    Game,
-    /// Chat lines and the chat history.
-    Chat,
-    /// Draw and takeback answers.
-    Offers,
-    /// Accepting and declining challenges.
-    ChallengeAnswer,
-    /// Creating a challenge.
-    ChallengeCreate,
-    /// Cancelling our challenge.
-    ChallengeCancel,
-    /// Arena tournaments: their state, joining, withdrawing; joining a
-    /// team.
-    Tournament,
-}
-
-/// The rate-limit gates, one per [`Endpoint`], closed after a 429 there.
-/// Repeated 429s on an endpoint with no success in between double its
-/// pause each time ([`Gates::strike`]).
-#[derive(Debug, Default)]
-struct Gates {
-    paused_until: Mutex<HashMap<Endpoint, Instant>>,
-    /// 429s in a row per endpoint, since its last success.
-    strikes: Mutex<HashMap<Endpoint, u32>>,
-}
-
-impl Gates {
-    /// A 429 on `endpoint`: its gate closes for `base` (the answer's own
-    /// wait, else the configured pause), doubled for each 429 in a row
-    /// before it, clamped to [`MAX_PAUSE`]. The pause taken.
-    fn strike(&self, endpoint: Endpoint, base: Duration) -> Duration {
-        let mut strikes = self
-            .strikes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let n = strikes.entry(endpoint).or_insert(0);
-        let pause = base
-            .checked_mul(1 << (*n).min(16))
-            .unwrap_or(MAX_PAUSE)
-            .min(MAX_PAUSE);
-        *n = n.saturating_add(1);
-        drop(strikes);
-        self.pause(endpoint, pause);
-        pause
-    }
-
-    /// A request of `endpoint` went through: its next 429 starts over.
-    fn cleared(&self, endpoint: Endpoint) {
-        let mut strikes = self
-            .strikes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !strikes.is_empty() {
-            strikes.remove(&endpoint);
-        }
-    }
-
-    fn until(&self, endpoint: Endpoint) -> Option<Instant> {
-        self.paused_until
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(&endpoint)
-            .copied()
-    }
-
-    fn pause(&self, endpoint: Endpoint, pause: Duration) {
-        let now = Instant::now();
-        let until = now
-            .checked_add(pause.min(MAX_PAUSE))
-            .unwrap_or(now + MAX_PAUSE);
-        let mut paused = self
-            .paused_until
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        paused.retain(|_, at| *at > now);
-        let at = paused.entry(endpoint).or_insert(until);
-        *at = (*at).max(until);
-    }
-
-    /// Waits until `endpoint`'s gate is open; it may close again while we
-    /// sleep.
-    async fn wait(&self, endpoint: Endpoint) {
-        while let Some(until) = self.until(endpoint) {
-            if until <= Instant::now() {
-                return;
-            }
-            tokio::time::sleep_until(until).await;
-        }
-    }
-
-    fn remaining(&self, endpoint: Endpoint) -> Option<Duration> {
-        let until = self.until(endpoint)?;
-        let left = until.saturating_duration_since(Instant::now());
-        (!left.is_zero()).then_some(left)
-    }
-
-    /// The endpoints closed now, with their time left.
-    fn closed(&self) -> Vec<(Endpoint, Duration)> {
-        let now = Instant::now();
-        let paused = self
-            .paused_until
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut closed: Vec<_> = paused
-            .iter()
-            .filter(|(_, at)| **at > now)
-            .map(|(e, at)| (*e, at.saturating_duration_since(now)))
-            .collect();
-        closed.sort();
-        closed
-    }
 }
 
 /// Which path a request takes (see the module doc).
@@ -1436,23 +1058,6 @@ impl Client {
     }
 }
 
-/// Whether an error body is a form error: the request's fields with what
-/// is wrong with each, under `error` or at the top level.
-fn is_form_error(body: &[u8]) -> bool {
-    use serde_json::Value;
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) => match map.get("error") {
-            Some(error) => error.is_object(),
-            None => {
-                !map.is_empty()
-                    && !map.contains_key("ratelimit")
-                    && map.values().all(Value::is_array)
-            }
-        },
-        _ => false,
-    }
-}
-
 /// The request that creates a challenge to `username`.
 fn challenge_call(
     username: &str,
@@ -1546,19 +1151,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn token_is_trimmed_and_hidden() {
-        let token = Token::new("  lip_abc123\n").unwrap();
-        assert_eq!(token.expose(), "lip_abc123");
-        assert_eq!(format!("{token}"), "Token(***)");
-        assert_eq!(format!("{token:?}"), "Token(***)");
-        assert_eq!(format!("{:#?}", Some(&token)), "Some(\n    Token(***),\n)");
-        assert_eq!(Token::new(" \n"), Err(TokenError::Empty));
-        assert_eq!(Token::new("a b"), Err(TokenError::InvalidCharacters));
-        assert_eq!(Token::new("tök"), Err(TokenError::InvalidCharacters));
-        assert!(token.header().is_sensitive());
-    }
-
-    #[test]
     fn client_debug_hides_token() {
         let token = Token::new("lip_supersecret").unwrap();
         let client = Client::new(token, ClientOptions::default()).unwrap();
@@ -1635,68 +1227,5 @@ mod tests {
             assert!(third >= Duration::from_millis(200) && third <= Duration::from_millis(400));
             assert!(policy.backoff(40) <= Duration::from_secs(1));
         }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_gate_keeps_the_longest_pause_of_its_endpoint_only() {
-        let gates = Gates::default();
-        let chat = Endpoint::Chat;
-        assert_eq!(gates.remaining(chat), None);
-        gates.pause(chat, Duration::from_secs(60));
-        gates.pause(chat, Duration::from_secs(10));
-        let left = gates.remaining(chat).unwrap();
-        assert!(left > Duration::from_secs(59));
-        assert_eq!(gates.remaining(Endpoint::ChallengeAnswer), None);
-        assert_eq!(gates.closed(), [(chat, left)]);
-        let start = Instant::now();
-        gates.wait(Endpoint::ChallengeAnswer).await;
-        assert_eq!(start.elapsed(), Duration::ZERO);
-        gates.wait(chat).await;
-        assert!(start.elapsed() >= Duration::from_secs(59));
-        assert_eq!(gates.remaining(chat), None);
-        assert!(gates.closed().is_empty());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_huge_pause_is_clamped() {
-        let gates = Gates::default();
-        gates.pause(Endpoint::Account, Duration::from_secs(99_999_999_999_999));
-        gates.pause(Endpoint::Account, Duration::MAX);
-        let left = gates.remaining(Endpoint::Account).unwrap();
-        assert!(left <= MAX_PAUSE && left > MAX_PAUSE - Duration::from_secs(1));
-    }
-
-    #[test]
-    fn form_errors_are_told_apart() {
-        assert!(is_form_error(
-            br#"{"error":{"clock.limit":["Invalid value"]}}"#
-        ));
-        assert!(is_form_error(
-            br#"{"clock.limit":["Invalid value"],"error":{"clock.limit":["Invalid value"]}}"#
-        ));
-        assert!(is_form_error(br#"{"clock.limit":["Invalid value"]}"#));
-        assert!(!is_form_error(br#"{"error":"Not your turn"}"#));
-        assert!(!is_form_error(
-            br#"{"error":"bob played 100 games","ratelimit":{"key":"bot.vsBot.day","seconds":9}}"#
-        ));
-        assert!(!is_form_error(b"not json"));
-    }
-
-    #[test]
-    fn error_messages() {
-        let e = Error::RateLimited {
-            path: "/api/challenge/bob".into(),
-            message: "You played 100 games".into(),
-            limit: Some(RateLimitInfo {
-                key: Some(BOT_VS_BOT_DAY.into()),
-                seconds: Some(3600),
-            }),
-            retry_after: None,
-            pause: Duration::from_secs(60),
-        };
-        assert_eq!(e.bot_vs_bot_daily_limit(), Some(Duration::from_secs(3600)));
-        assert_eq!(e.rate_limit_key(), Some(BOT_VS_BOT_DAY));
-        assert_eq!(e.status(), Some(429));
-        assert!(e.to_string().contains("[bot.vsBot.day]"), "{e}");
     }
 }

@@ -4,7 +4,7 @@
 //! opening (a line of the book, if given, then 8-9 random legal plies),
 //! then moves searched to a soft node limit (whole iterations, about
 //! 5,000 nodes), until mate, a draw by the rules, or adjudication. Every
-//! game is stored whole in a [chunk](super::chunk): its start, every move
+//! game is stored whole in a chunk ([`super::chunk`]): its start, every move
 //! and the score of every searched position; `kaissa train` chooses the
 //! positions to learn from when it loads them.
 //!

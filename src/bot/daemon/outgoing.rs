@@ -8,8 +8,9 @@ use super::{Daemon, GameEntry, Phase};
 use crate::bot::budget;
 use crate::bot::matchmaking::{self, MatchEvent};
 use crate::bot::state::unix_now;
-use crate::lichess::client::{ChallengeKeepAlive, Endpoint, Error as ClientError, is_valid_id};
+use crate::lichess::client::{ChallengeKeepAlive, is_valid_id};
 use crate::lichess::model::{Account, Challenge, OnlineBot};
+use crate::lichess::{Endpoint, Error as ClientError};
 use tokio::time::Instant;
 
 impl Daemon {

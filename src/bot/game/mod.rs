@@ -20,7 +20,7 @@
 //! late plays its best move so far.
 //!
 //! With `engine.ponder`, the game thinks on the opponent's time too: see
-//! [`Pondering`] for the hit/miss flow and how a ponder search shares the
+//! `Pondering` for the hit/miss flow and how a ponder search shares the
 //! permits.
 //!
 //! The daemon talks to a running game through [`GameHandle`]: it tells it
@@ -32,11 +32,11 @@
 //! slot, engine and stream; the daemon starts a new task when Lichess says
 //! it is our turn again.
 
-//! The game is split by concern: [`reader`] keeps the game stream open
-//! and stamps each line with its arrival; [`mover`] is the one place that
+//! The game is split by concern: `reader` keeps the game stream open
+//! and stamps each line with its arrival; `mover` is the one place that
 //! chooses and posts our move, asking [`sources`] (books, tables,
-//! online) before the engine; [`rules`] holds the pure draw/resign rules;
-//! [`end`] stops the engine, says goodbye and writes the PGN. This module keeps the
+//! online) before the engine; `rules` holds the pure draw/resign rules;
+//! `end` stops the engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
 mod board;
@@ -56,7 +56,8 @@ use super::scheduler::{Permit, Scheduler};
 use crate::chess;
 use crate::config::Config;
 use crate::engine::{self, Engine, EngineOptions, hashfile};
-use crate::lichess::client::{Client, Error as ClientError};
+use crate::lichess::Error as ClientError;
+use crate::lichess::client::Client;
 use crate::lichess::model::{
     ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
     VariantKey,

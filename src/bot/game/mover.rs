@@ -17,7 +17,7 @@ use crate::chess::{self, Move, Position};
 use crate::engine::sources::Source;
 use crate::engine::tablebase::Outcome;
 use crate::engine::{self, GoRequest, Limits, Score, SearchId, SearchInfo};
-use crate::lichess::client::Error as ClientError;
+use crate::lichess::Error as ClientError;
 use crate::lichess::model::GameState;
 use std::sync::Arc;
 use std::time::Duration;

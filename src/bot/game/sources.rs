@@ -6,7 +6,7 @@
 //! no local table covers the position, or early in a standard game) and
 //! the clock allows. An online question runs in its own task with a short
 //! timeout while the game goes on reading its stream; its answer comes
-//! back as an [`Asking`] the game task waits on, and a stale or useless
+//! back as an `Asking` the game task waits on, and a stale or useless
 //! answer sends the game to the search.
 
 use super::board::Record;
