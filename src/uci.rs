@@ -24,9 +24,78 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const NAME: &str = "kaissa";
-const DEFAULT_OVERHEAD_MS: u64 = 30;
-/// `BookDepth`'s default, in moves.
-const DEFAULT_BOOK_DEPTH: u32 = 20;
+
+/// A spin option: its line in the answer to `uci` and the range
+/// `setoption` accepts both come from here.
+struct Spin {
+    name: &'static str,
+    default: u64,
+    min: u64,
+    max: u64,
+    /// What the value counts, for the error message.
+    unit: &'static str,
+}
+
+impl Spin {
+    fn line(&self) -> String {
+        format!(
+            "option name {} type spin default {} min {} max {}",
+            self.name, self.default, self.min, self.max
+        )
+    }
+
+    /// The value of a `setoption` for it, or what it expects.
+    fn parse(&self, value: Option<&str>) -> Result<u64, String> {
+        value
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| (self.min..=self.max).contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "{}: expected {}..{}{}",
+                    self.name, self.min, self.max, self.unit
+                )
+            })
+    }
+}
+
+/// The engine's table, all searches together (`EngineOptions`' default).
+const HASH: Spin = Spin {
+    name: "Hash",
+    default: 16,
+    min: 1,
+    max: 65536,
+    unit: " (MiB)",
+};
+const THREADS: Spin = Spin {
+    name: "Threads",
+    default: 1,
+    min: 1,
+    max: 1024,
+    unit: "",
+};
+const MULTIPV: Spin = Spin {
+    name: "MultiPV",
+    default: 1,
+    min: 1,
+    max: 256,
+    unit: "",
+};
+/// Kept back per move for the GUI's lag (the bot has its own,
+/// `engine.move_overhead_ms`, with the measured lag on top).
+const MOVE_OVERHEAD: Spin = Spin {
+    name: "Move Overhead",
+    default: 30,
+    min: 0,
+    max: 5000,
+    unit: " (ms)",
+};
+const BOOK_DEPTH: Spin = Spin {
+    name: "BookDepth",
+    default: 20,
+    min: 0,
+    max: 1000,
+    unit: " (moves)",
+};
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
@@ -134,7 +203,7 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
         chess960,
         position: Position::startpos(),
         history: Vec::new(),
-        move_overhead: Duration::from_millis(DEFAULT_OVERHEAD_MS),
+        move_overhead: Duration::from_millis(MOVE_OVERHEAD.default),
         hash_file: None,
         net: Some(nnue::embedded()),
         last_move: None,
@@ -142,7 +211,7 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
         book: BookOptions {
             own_book: false,
             files: book::DEFAULT_BOOK.to_owned(),
-            depth: DEFAULT_BOOK_DEPTH,
+            depth: BOOK_DEPTH.default as u32,
             selection: Selection::Weighted,
         },
     };
@@ -181,11 +250,10 @@ impl Session {
                     &format!("id name {NAME} {}", env!("CARGO_PKG_VERSION")),
                 );
                 say(&self.out, "id author the kaissa authors");
+                for spin in [HASH, THREADS, MULTIPV, MOVE_OVERHEAD] {
+                    say(&self.out, &spin.line());
+                }
                 for opt in [
-                    "option name Hash type spin default 16 min 1 max 65536",
-                    "option name Threads type spin default 1 min 1 max 1024",
-                    "option name MultiPV type spin default 1 min 1 max 256",
-                    "option name Move Overhead type spin default 30 min 0 max 5000",
                     "option name Ponder type check default false",
                     "option name UCI_Chess960 type check default false",
                     "option name Clear Hash type button",
@@ -195,7 +263,7 @@ impl Session {
                     "option name Load Hash type button",
                     "option name EvalFile type string default <embedded>",
                     "option name OwnBook type check default false",
-                    "option name BookDepth type spin default 20 min 0 max 1000",
+                    &BOOK_DEPTH.line(),
                     "option name BookSelection type combo default weighted var weighted var best",
                     "option name SyzygyPath type string default <empty>",
                 ] {
@@ -431,28 +499,27 @@ impl Session {
             .join(" ")
             .to_lowercase();
         let value = value_at.map(|i| args[i + 1..].join(" "));
-        let int = |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse::<u64>().ok());
         let boolean = |v: &Option<String>| match v.as_deref().map(str::trim) {
             Some("true") => Some(true),
             Some("false") => Some(false),
             _ => None,
         };
         match name.as_str() {
-            "hash" => match int(&value) {
-                Some(mb) if (1..=65536).contains(&mb) => self.engine.set_hash(mb as usize),
-                _ => self.error("Hash: expected 1..65536 (MiB)"),
+            "hash" => match HASH.parse(value.as_deref()) {
+                Ok(mb) => self.engine.set_hash(mb as usize),
+                Err(e) => self.error(&e),
             },
-            "threads" => match int(&value) {
-                Some(n) if (1..=1024).contains(&n) => self.engine.set_threads(n as usize),
-                _ => self.error("Threads: expected 1..1024"),
+            "threads" => match THREADS.parse(value.as_deref()) {
+                Ok(n) => self.engine.set_threads(n as usize),
+                Err(e) => self.error(&e),
             },
-            "multipv" => match int(&value) {
-                Some(n) if (1..=256).contains(&n) => self.engine.set_multipv(n as usize),
-                _ => self.error("MultiPV: expected 1..256"),
+            "multipv" => match MULTIPV.parse(value.as_deref()) {
+                Ok(n) => self.engine.set_multipv(n as usize),
+                Err(e) => self.error(&e),
             },
-            "move overhead" => match int(&value) {
-                Some(n) if n <= 5000 => self.move_overhead = Duration::from_millis(n),
-                _ => self.error("Move Overhead: expected 0..5000 (ms)"),
+            "move overhead" => match MOVE_OVERHEAD.parse(value.as_deref()) {
+                Ok(ms) => self.move_overhead = Duration::from_millis(ms),
+                Err(e) => self.error(&e),
             },
             "uci_chess960" => match boolean(&value) {
                 Some(b) => self.chess960.store(b, Ordering::Relaxed),
@@ -526,12 +593,12 @@ impl Session {
                 self.book.files = value.unwrap_or_default().trim().to_owned();
                 self.load_books();
             }
-            "bookdepth" => match int(&value) {
-                Some(n) if n <= 1000 => {
+            "bookdepth" => match BOOK_DEPTH.parse(value.as_deref()) {
+                Ok(n) => {
                     self.book.depth = n as u32;
                     self.load_books();
                 }
-                _ => self.error("BookDepth: expected 0..1000 (moves)"),
+                Err(e) => self.error(&e),
             },
             "bookselection" => match value.as_deref().map(str::trim).and_then(Selection::parse) {
                 Some(sel) => {
@@ -615,5 +682,29 @@ impl Session {
             selection: self.book.selection,
             max_plies: 2 * self.book.depth,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spin_defaults_are_the_engines_and_their_ranges_are_checked() {
+        let engine = EngineOptions::default();
+        assert_eq!(HASH.default as usize, engine.hash_mb);
+        assert_eq!(THREADS.default as usize, engine.threads);
+        assert_eq!(MULTIPV.default as usize, engine.multipv);
+        assert_eq!(
+            HASH.line(),
+            "option name Hash type spin default 16 min 1 max 65536"
+        );
+        assert_eq!(MOVE_OVERHEAD.parse(Some(" 0 ")), Ok(0));
+        assert_eq!(
+            MOVE_OVERHEAD.parse(Some("5001")),
+            Err("Move Overhead: expected 0..5000 (ms)".to_owned())
+        );
+        assert!(THREADS.parse(Some("0")).is_err());
+        assert!(BOOK_DEPTH.parse(None).is_err());
     }
 }
