@@ -124,7 +124,7 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     // fails the check (its games would be declined).
     let mut failed = false;
     if !config.engines.is_empty() {
-        let engines = std::sync::Arc::new(kaissa::bot::engines::Engines::new(&config));
+        let engines = kaissa::bot::engines::Engines::new(&config);
         let found = runtime.block_on(preflight::engines(&engines));
         found.iter().for_each(Finding::print);
         failed = found.iter().any(|f| f.level == Level::Error);

@@ -50,6 +50,8 @@ struct Probed {
 #[derive(Debug, Default)]
 pub struct Engines {
     config: BTreeMap<String, ExternalEngineConfig>,
+    /// `engine.move_overhead_ms`: an engine's own when it sets none.
+    overhead: Duration,
     probed: Mutex<HashMap<String, Probed>>,
 }
 
@@ -69,10 +71,10 @@ pub fn spec(name: &str, config: &ExternalEngineConfig) -> EngineSpec {
     }
 }
 
-fn choice(name: &str, config: &ExternalEngineConfig) -> ExternalChoice {
+fn choice(name: &str, config: &ExternalEngineConfig, overhead: Duration) -> ExternalChoice {
     ExternalChoice {
         spec: spec(name, config),
-        move_overhead: config.move_overhead(),
+        move_overhead: config.move_overhead(overhead),
         max_depth: config.max_depth,
         max_nodes: config.max_nodes,
     }
@@ -92,6 +94,7 @@ impl Engines {
     pub fn new(config: &Config) -> Arc<Engines> {
         Arc::new(Engines {
             config: config.engines.clone(),
+            overhead: config.engine.move_overhead(),
             probed: Mutex::new(HashMap::new()),
         })
     }
@@ -191,7 +194,7 @@ impl Engines {
             }
             verdict
         };
-        verdict.map(|()| Player::External(Arc::new(choice(name, config))))
+        verdict.map(|()| Player::External(Arc::new(choice(name, config, self.overhead))))
     }
 
     /// One line per engine for `kaissa check`: its name, what it says it

@@ -31,9 +31,9 @@ pub struct ExternalEngineConfig {
     pub options: BTreeMap<String, UciValue>,
     /// Think on the opponent's time (`go ponder`/`ponderhit`).
     pub ponder: bool,
-    /// Subtracted from our clock for each move (network and lag), as
-    /// `engine.move_overhead_ms` for the built-in engine.
-    pub move_overhead_ms: u64,
+    /// Subtracted from our clock for each move (network and lag); unset:
+    /// `engine.move_overhead_ms`, the built-in engine's.
+    pub move_overhead_ms: Option<u64>,
     /// The variants it plays.
     pub variants: Vec<PlayableVariant>,
     /// The speeds it plays; empty: every speed.
@@ -57,7 +57,7 @@ impl Default for ExternalEngineConfig {
             working_dir: None,
             options: BTreeMap::new(),
             ponder: false,
-            move_overhead_ms: 300,
+            move_overhead_ms: None,
             variants: Vec::new(),
             speeds: Vec::new(),
             max_depth: 0,
@@ -127,9 +127,10 @@ pub struct GameKind {
 }
 
 impl ExternalEngineConfig {
-    /// `move_overhead_ms` as a duration.
-    pub fn move_overhead(&self) -> Duration {
-        Duration::from_millis(self.move_overhead_ms)
+    /// `move_overhead_ms` as a duration, else `default` (the built-in
+    /// engine's).
+    pub fn move_overhead(&self, default: Duration) -> Duration {
+        self.move_overhead_ms.map_or(default, Duration::from_millis)
     }
 
     /// Whether this section claims games of `kind`.
@@ -198,10 +199,12 @@ pub(super) fn validate(
                 "is empty: the engine would play nothing",
             ));
         }
-        if e.move_overhead_ms > 10_000 {
+        if let Some(ms) = e.move_overhead_ms
+            && ms > super::MOVE_OVERHEAD_MAX_MS
+        {
             return Err(invalid(
                 &key("move_overhead_ms"),
-                format!("{} is out of range 0..=10000", e.move_overhead_ms),
+                format!("{ms} is out of range 0..={}", super::MOVE_OVERHEAD_MAX_MS),
             ));
         }
         if e.working_dir

@@ -53,6 +53,10 @@ pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
 pub use tournaments::{ArenaEntry, TournamentsConfig, is_tournament_id};
 pub use validate::is_user_id;
 
+/// The most a move overhead may be, `[engine]`'s or an external
+/// engine's, in ms.
+pub const MOVE_OVERHEAD_MAX_MS: u64 = 10_000;
+
 use std::path::Path;
 
 use env::{process_env, split_env};

@@ -349,7 +349,10 @@ rated = "casual"
             ("UCI_AnalyseMode".to_owned(), "false".to_owned()),
         ]
     );
-    assert_eq!(fairy.move_overhead(), Duration::from_millis(300));
+    // No overhead of its own: the built-in engine's.
+    assert_eq!(fairy.move_overhead_ms, None);
+    let builtin = config.engine.move_overhead();
+    assert_eq!(fairy.move_overhead(builtin), Duration::from_millis(200));
     let kind = |variant, speed, against_bot, rated| GameKind {
         variant,
         speed,

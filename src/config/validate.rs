@@ -47,7 +47,12 @@ impl Config {
             ));
         }
 
-        check_range("engine.move_overhead_ms", e.move_overhead_ms, 0, 10_000)?;
+        check_range(
+            "engine.move_overhead_ms",
+            e.move_overhead_ms,
+            0,
+            super::MOVE_OVERHEAD_MAX_MS,
+        )?;
 
         let c = &self.challenge;
         check_order(
