@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use shakmaty::Color;
-use support::bot::{Bot, bullet_beside_a_long_search, log_field};
+use support::bot::{Bot, bullet_beside_a_long_search, game_span, log_field};
 use support::fake_lichess::{
     AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, GameRecord, Opponent,
     Policy, Side,
@@ -1167,7 +1167,7 @@ async fn measure_load() {
         }
         let lines: Vec<&str> = log
             .lines()
-            .filter(|l| mine.iter().any(|id| l.contains(&format!("game={id} "))))
+            .filter(|l| mine.iter().any(|id| l.contains(&game_span(id))))
             .filter(|l| l.contains(" queued_us="))
             .collect();
         // The first two plies are off the clock (Lichess starts it once

@@ -294,7 +294,11 @@ async fn a_restart_before_both_moved_does_not_greet_again() {
     })
     .await
     .unwrap();
-    bot.wait_log(&format!("game start game={id}"), WAIT).await;
+    let start = format!(
+        "{}: kaissa::bot::game: game start",
+        support::bot::game_span(&id)
+    );
+    bot.wait_log(&start, WAIT).await;
     // White moves: the game goes on with the second run.
     fake.opponent_move(&id, "e2e4").unwrap();
     fake.wait_until("the bot's answer", WAIT, |v| {

@@ -251,6 +251,11 @@ impl SharedThread {
     }
 }
 
+/// What the lines of game `id`'s task carry: its span, `game{id=ID}`.
+pub fn game_span(id: &str) -> String {
+    format!("game{{id={id}}}")
+}
+
 /// The value of `key=` in a log line, parsed (a number, a bool...).
 pub fn log_field<T: std::str::FromStr>(line: &str, key: &str) -> Option<T> {
     let start = line.find(&format!(" {key}="))? + key.len() + 2;
@@ -294,7 +299,7 @@ pub async fn bullet_beside_a_long_search(
     bot.signal("TERM");
     bot.wait_log("shutting down", WAIT).await;
     let log = bot.stop().await;
-    let key = format!("game={bullet} ");
+    let key = game_span(&bullet);
     let waits: Vec<(u64, u64)> = log
         .lines()
         .filter(|l| l.contains(&key))

@@ -79,11 +79,11 @@ impl Game {
                 let reply = engine.save_hash(path.clone());
                 match tokio::time::timeout(Duration::from_secs(10), reply).await {
                     Ok(Ok(Ok(saved))) => {
-                        tracing::info!(game = %self.id, entries = saved.used, "hash table saved")
+                        tracing::info!(entries = saved.used, "hash table saved")
                     }
-                    Ok(Ok(Err(e))) => tracing::warn!(game = %self.id, "hash table not saved: {e}"),
+                    Ok(Ok(Err(e))) => tracing::warn!("hash table not saved: {e}"),
                     Ok(Err(_)) | Err(_) => {
-                        tracing::warn!(game = %self.id, "hash table not saved: no answer")
+                        tracing::warn!("hash table not saved: no answer")
                     }
                 }
             } else if !self.status.is_ongoing() {
@@ -92,12 +92,11 @@ impl Game {
         }
         let ply = self.record.as_ref().map_or(0, Record::ply);
         if self.handed_over && self.status.is_ongoing() {
-            tracing::info!(game = %self.id, plies = ply, "game handed over to the next run");
+            tracing::info!(plies = ply, "game handed over to the next run");
             return self.join_engine().await;
         }
         let (result, termination) = result_of(self.status, self.winner);
         tracing::info!(
-            game = %self.id,
             status = ?self.status,
             winner = self.winner.map(Color::as_str),
             result,
@@ -111,9 +110,9 @@ impl Game {
         {
             let path = dir.join(format!("{}.pgn", self.id));
             match write_file(&dir, &path, pgn).await {
-                Ok(()) => tracing::info!(game = %self.id, path = %path.display(), "PGN written"),
+                Ok(()) => tracing::info!(path = %path.display(), "PGN written"),
                 Err(e) => {
-                    tracing::warn!(game = %self.id, path = %path.display(), "cannot write the PGN: {e}")
+                    tracing::warn!(path = %path.display(), "cannot write the PGN: {e}")
                 }
             }
         }
@@ -132,12 +131,12 @@ impl Game {
                     if !text.trim().is_empty()
                         && let Err(e) = self.ctx.client.chat(&self.id, room, &text).await
                     {
-                        tracing::warn!(game = %self.id, "goodbye failed: {e}");
+                        tracing::warn!("goodbye failed: {e}");
                     }
                 }
             };
             if tokio::time::timeout(GOODBYE_WAIT, goodbye).await.is_err() {
-                tracing::info!(game = %self.id, "goodbye not sent: requests are paused");
+                tracing::info!("goodbye not sent: requests are paused");
             }
         }
         self.join_engine().await;

@@ -83,7 +83,7 @@ impl Game {
                 .filter(|m| !refused.contains(m))
                 .collect();
             if others.is_empty() {
-                tracing::error!(game = %self.id, ply, "Lichess refused every legal move here");
+                tracing::error!(ply, "Lichess refused every legal move here");
             }
             others
         };
@@ -157,7 +157,7 @@ impl Game {
                         .legal_ucis()
                         .into_iter()
                         .find(|m| !refused.contains(m));
-                    tracing::warn!(game = %self.id, engine = %self.engine_name(), refused = %best, other = ?other, "the engine chose a move Lichess refused");
+                    tracing::warn!(engine = %self.engine_name(), refused = %best, other = ?other, "the engine chose a move Lichess refused");
                     other.unwrap_or(best)
                 } else {
                     best
@@ -178,7 +178,7 @@ impl Game {
                         flow
                     }
                     None => {
-                        tracing::error!(game = %self.id, engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
+                        tracing::error!(engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
                         self.engine_failed(thinking, done).await
                     }
                 }
@@ -196,7 +196,7 @@ impl Game {
                 let Some(thinking) = self.thinking.take() else {
                     return Flow::Continue;
                 };
-                tracing::warn!(game = %self.id, engine = %self.engine_name(), "search failed: {error}");
+                tracing::warn!(engine = %self.engine_name(), "search failed: {error}");
                 self.engine_failed(thinking, done).await
             }
         }
@@ -217,7 +217,7 @@ impl Game {
         let Some(chosen) = record.any_legal().and_then(|m| chosen(record, &m)) else {
             return Flow::Continue;
         };
-        tracing::error!(game = %self.id, engine = %self.engine_name(), failures = self.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
+        tracing::error!(engine = %self.engine_name(), failures = self.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
         self.failures = 0;
         self.play(thinking, chosen, None, done).await
     }
@@ -251,7 +251,7 @@ impl Game {
             return;
         };
         let Some(permit) = self.ctx.scheduler.try_acquire(&self.ask(true)) else {
-            tracing::debug!(game = %self.id, "not pondering: no free search thread");
+            tracing::debug!("not pondering: no free search thread");
             return;
         };
         // The clocks as they will be at the reply: ours less the time spent
@@ -298,7 +298,7 @@ impl Game {
             return;
         };
         let id = engine.go(go);
-        tracing::debug!(game = %self.id, ply, expected = %reply, "pondering");
+        tracing::debug!(ply, expected = %reply, "pondering");
         self.pondering = Some(Pondering {
             id: SearchRef::External(id),
             ply,

@@ -75,6 +75,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// After Lichess says the game finished, wait this long for the stream's
 /// last `gameState` (the final move for the PGN) before wrapping up.
@@ -237,18 +238,33 @@ pub fn spawn<M: From<(String, Notice)> + Send + 'static>(
     });
     let (tx, rx) = mpsc::unbounded_channel();
     let id = info.game_id.clone();
-    let task = tokio::spawn(async move {
-        let exit = match Game::new(ctx.clone(), &info, notices.clone()).await {
-            Ok((game, answers)) => game.run(rx, answers).await,
-            Err(e) => {
-                tracing::error!(game = %id, "cannot start the engine: {e}; game not played");
-                give_up(&ctx, &info).await;
-                Exit::Ended
-            }
-        };
-        notices(id, Notice::Done(exit));
-    });
+    // Every line the task logs carries the game: `game{id=...}`.
+    let span = tracing::info_span!("game", id = %id);
+    let task = tokio::spawn(
+        async move {
+            let exit = match Game::new(ctx.clone(), &info, notices.clone()).await {
+                Ok((game, answers)) => game.run(rx, answers).await,
+                Err(e) => {
+                    tracing::error!("cannot start the engine: {e}; game not played");
+                    give_up(&ctx, &info).await;
+                    Exit::Ended
+                }
+            };
+            notices(id, Notice::Done(exit));
+        }
+        .instrument(span),
+    );
     GameHandle { commands: tx, task }
+}
+
+/// Spawns a task of the game task (a post, a save, a source's answer)
+/// in its span, so that its lines name the game too.
+fn spawn_here<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(future.in_current_span())
 }
 
 /// A game we cannot play (its engine does not start): aborted, or
@@ -264,9 +280,9 @@ async fn give_up(ctx: &GameContext, info: &GameInfo) {
         ctx.client.resign(&info.game_id).await
     };
     match result {
-        Ok(()) if abortable => tracing::warn!(game = %info.game_id, "game aborted: no engine"),
-        Ok(()) => tracing::warn!(game = %info.game_id, "game resigned: no engine"),
-        Err(e) => tracing::warn!(game = %info.game_id, "{e}"),
+        Ok(()) if abortable => tracing::warn!("game aborted: no engine"),
+        Ok(()) => tracing::warn!("game resigned: no engine"),
+        Err(e) => tracing::warn!("{e}"),
     }
 }
 
@@ -422,7 +438,6 @@ impl Game {
                 .await
                 .map_err(|e| e.to_string())?;
                 tracing::info!(
-                    game = %info.game_id,
                     engine = %choice.spec.name,
                     id = %engine.id().name,
                     "external engine started"
@@ -522,20 +537,18 @@ impl Game {
         // engine allocate whatever the file says.
         if let Some(path) = hash_file.as_ref().filter(|p| p.exists()) {
             if !hashstore::has_len(path, hashfile::file_len(mb)) {
-                tracing::warn!(game = %info.game_id, path = %path.display(), "hash file of another table size refused");
+                tracing::warn!(path = %path.display(), "hash file of another table size refused");
                 let _ = std::fs::remove_file(path);
             } else {
                 let reply = engine.load_hash(path.clone());
-                let game = info.game_id.clone();
-                tokio::spawn(async move {
+                spawn_here(async move {
                     match reply.await {
                         Ok(Ok(loaded)) => tracing::info!(
-                            game = %game,
                             mib = loaded.bytes >> 20,
                             entries = loaded.used,
                             "hash table loaded"
                         ),
-                        Ok(Err(e)) => tracing::warn!(game = %game, "hash file not used: {e}"),
+                        Ok(Err(e)) => tracing::warn!("hash file not used: {e}"),
                         Err(_) => {}
                     }
                 });
@@ -657,7 +670,7 @@ impl Game {
                 Flow::Continue
             }
             GameEvent::Unknown { kind } => {
-                tracing::debug!(game = %self.id, %kind, "unknown game stream line ignored");
+                tracing::debug!(%kind, "unknown game stream line ignored");
                 Flow::Continue
             }
         }
@@ -696,7 +709,7 @@ impl Game {
             self.color = Some(to_chess(color));
         }
         let Some(us) = self.color else {
-            tracing::error!(game = %self.id, "we do not play in this game");
+            tracing::error!("we do not play in this game");
             return Flow::Over;
         };
         let name = |p: &crate::lichess::model::GamePlayer| match p.ai_level {
@@ -745,7 +758,6 @@ impl Game {
         });
         if first_time {
             tracing::info!(
-                game = %self.id,
                 color = to_model(us).as_str(),
                 opponent = %opponent,
                 variant = full.variant.key.as_str(),
@@ -796,22 +808,22 @@ impl Game {
         }
         let client = self.ctx.client.clone();
         let id = self.id.clone();
-        tokio::spawn(async move {
+        spawn_here(async move {
             match client.chat_history(&id).await {
                 Ok(history) if history.iter().any(|l| l.user.eq_ignore_ascii_case(&me)) => {
-                    tracing::debug!(game = %id, "greeted already (a line of ours is in the chat)");
+                    tracing::debug!("greeted already (a line of ours is in the chat)");
                     return;
                 }
                 Ok(_) => {}
                 // Better twice than never.
-                Err(e) => tracing::debug!(game = %id, "chat not read before the greeting: {e}"),
+                Err(e) => tracing::debug!("chat not read before the greeting: {e}"),
             }
             for (room, text) in lines {
                 if text.trim().is_empty() {
                     continue;
                 }
                 if let Err(e) = client.chat(&id, room, &text).await {
-                    tracing::warn!(game = %id, "chat failed: {e}");
+                    tracing::warn!("chat failed: {e}");
                 }
             }
         });
@@ -829,14 +841,14 @@ impl Game {
         }
         let arena = self.tournament.is_some() || full.tournament_id.is_some();
         let result = if ply < 2 && !arena {
-            tracing::warn!(game = %self.id, variant, "{why}: aborting");
+            tracing::warn!(variant, "{why}: aborting");
             self.ctx.client.abort(&self.id).await
         } else {
-            tracing::warn!(game = %self.id, variant, "{why}: resigning");
+            tracing::warn!(variant, "{why}: resigning");
             self.ctx.client.resign(&self.id).await
         };
         if let Err(e) = result {
-            tracing::warn!(game = %self.id, "{e}");
+            tracing::warn!("{e}");
         }
         Flow::Over
     }
@@ -902,9 +914,9 @@ impl Game {
             Room::Player => ChatRoom::Player,
             Room::Spectator => ChatRoom::Spectator,
         };
-        tokio::spawn(async move {
+        spawn_here(async move {
             if let Err(e) = client.chat(&id, room, &text).await {
-                tracing::warn!(game = %id, "chat failed: {e}");
+                tracing::warn!("chat failed: {e}");
             }
         });
     }
@@ -919,7 +931,7 @@ impl Game {
         };
         let before = record.ply();
         if let Err(e) = record.sync(&state.moves) {
-            tracing::error!(game = %self.id, "server move list does not fit the game: {e}");
+            tracing::error!("server move list does not fit the game: {e}");
             return Flow::Continue;
         }
         let ply = record.ply();
@@ -980,7 +992,7 @@ impl Game {
             self.draw_answered_at = Some(ply);
             let accept =
                 rules::accept_draw(&self.scores, &self.standing(ply), &self.ctx.config.bot);
-            tracing::info!(game = %self.id, accept, "draw offer");
+            tracing::info!(accept, "draw offer");
             self.spawn_action(
                 move |client, id| async move { client.answer_draw(&id, accept).await },
             );
@@ -991,7 +1003,11 @@ impl Game {
             if accept {
                 self.takebacks_accepted += 1;
             }
-            tracing::info!(game = %self.id, accept, accepted = self.takebacks_accepted, "takeback proposal");
+            tracing::info!(
+                accept,
+                accepted = self.takebacks_accepted,
+                "takeback proposal"
+            );
             self.spawn_action(move |client, id| async move {
                 client.answer_takeback(&id, accept).await
             });
@@ -1028,9 +1044,9 @@ impl Game {
     {
         let client = self.ctx.client.clone();
         let id = self.id.clone();
-        tokio::spawn(async move {
+        spawn_here(async move {
             if let Err(e) = action(client, id.clone()).await {
-                tracing::warn!(game = %id, "{e}");
+                tracing::warn!("{e}");
             }
         });
     }
@@ -1053,11 +1069,11 @@ impl Game {
             *since = Instant::now();
         }
         if *count >= CHAT_REPLIES_PER_MINUTE {
-            tracing::debug!(game = %self.id, "chat command not answered: too many this minute");
+            tracing::debug!("chat command not answered: too many this minute");
             return;
         }
         *count += 1;
-        tracing::info!(game = %self.id, room = room.as_str(), command = %line.text.chars().take(20).collect::<String>(), "chat command");
+        tracing::info!(room = room.as_str(), command = %line.text.chars().take(20).collect::<String>(), "chat command");
         let wait_extended = if command == Command::Wait && room == Room::Player {
             self.extend_first_move_wait()
         } else {
@@ -1104,25 +1120,28 @@ impl Game {
         }
         self.wait_extensions += 1;
         *at = (*at).max(Instant::now() + FIRST_MOVE_WAIT_EXTENSION);
-        tracing::info!(game = %self.id, extensions = self.wait_extensions, "the opponent asked to wait: abort timer extended");
+        tracing::info!(
+            extensions = self.wait_extensions,
+            "the opponent asked to wait: abort timer extended"
+        );
         Some(FIRST_MOVE_WAIT_EXTENSION)
     }
 
     fn on_gone(&mut self, gone: OpponentGone) {
         if gone.gone {
             let after = Duration::from_secs(gone.claim_win_in_seconds.unwrap_or(0).into());
-            tracing::info!(game = %self.id, claim_in_s = after.as_secs(), "opponent gone");
+            tracing::info!(claim_in_s = after.as_secs(), "opponent gone");
             self.claim_at = Some(Instant::now() + after);
             self.claims = 0;
         } else {
-            tracing::info!(game = %self.id, "opponent back");
+            tracing::info!("opponent back");
             self.claim_at = None;
         }
     }
 
     fn on_abort_timer(&mut self) -> Flow {
         self.abort_at = None;
-        tracing::info!(game = %self.id, "aborting: the opponent did not make a first move");
+        tracing::info!("aborting: the opponent did not make a first move");
         self.spawn_action(|client, id| async move { client.abort(&id).await });
         Flow::Continue
     }
@@ -1138,7 +1157,10 @@ impl Game {
         if !state.status.is_ongoing() || record.turn() != us || self.thinking.is_some() {
             return Flow::Continue;
         }
-        tracing::info!(game = %self.id, ply = record.ply(), "no answer from the stream: thinking again");
+        tracing::info!(
+            ply = record.ply(),
+            "no answer from the stream: thinking again"
+        );
         self.moved_at_ply = None;
         Flow::Think
     }
@@ -1163,14 +1185,14 @@ impl Game {
             _ => true,
         };
         let claim = if can_win {
-            tracing::info!(game = %self.id, "claiming victory: the opponent left");
+            tracing::info!("claiming victory: the opponent left");
             self.ctx.client.claim_victory(&self.id).await
         } else {
-            tracing::info!(game = %self.id, "claiming a draw: the opponent left and we cannot win on material");
+            tracing::info!("claiming a draw: the opponent left and we cannot win on material");
             self.ctx.client.claim_draw(&self.id).await
         };
         if let Err(e) = claim {
-            tracing::warn!(game = %self.id, "claim failed: {e}");
+            tracing::warn!("claim failed: {e}");
             if self.claims < MAX_CLAIMS {
                 self.claim_at = Some(Instant::now() + CLAIM_RETRY);
             }
@@ -1196,10 +1218,10 @@ impl Game {
         self.stop_pondering("resigning");
         let ply = self.record.as_ref().map_or(0, Record::ply);
         if ply < 2 && self.tournament.is_none() {
-            tracing::info!(game = %self.id, "aborting on request");
+            tracing::info!("aborting on request");
             self.spawn_action(|client, id| async move { client.abort(&id).await });
         } else {
-            tracing::info!(game = %self.id, "resigning on request");
+            tracing::info!("resigning on request");
             self.spawn_action(|client, id| async move { client.resign(&id).await });
         }
         Flow::Continue

@@ -12,6 +12,7 @@ use super::super::hashstore;
 use super::super::scheduler::{Ask, Permit};
 use super::board::Record;
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
+use super::spawn_here;
 use super::{Flow, Game, Player};
 use crate::chess::{self, Move, Position};
 use crate::engine::sources::Source;
@@ -365,7 +366,7 @@ impl Game {
                 .filter(|m| !refused.contains(m))
                 .collect();
             if others.is_empty() {
-                tracing::error!(game = %self.id, ply, "Lichess refused every legal move here");
+                tracing::error!(ply, "Lichess refused every legal move here");
             } else {
                 limits.searchmoves = others;
             }
@@ -485,10 +486,10 @@ impl Game {
         );
         let standing = self.standing(ply);
         if rules::resign(&self.scores, &standing, &self.ctx.config.bot) {
-            tracing::info!(game = %self.id, ply, "resigning a lost position");
+            tracing::info!(ply, "resigning a lost position");
             self.moved_at_ply = Some(ply);
             if let Err(e) = self.ctx.client.resign(&self.id).await {
-                tracing::warn!(game = %self.id, "resign failed: {e}");
+                tracing::warn!("resign failed: {e}");
             }
             return Flow::Continue;
         }
@@ -541,7 +542,6 @@ impl Game {
         match result {
             Ok(()) => {
                 tracing::info!(
-                game = %self.id,
                 ply,
                 mv = %uci,
                 san = %chosen.san,
@@ -577,7 +577,7 @@ impl Game {
                 }
             }
             Err(e) => {
-                tracing::warn!(game = %self.id, ply, mv = %uci, "move not played: {e}");
+                tracing::warn!(ply, mv = %uci, "move not played: {e}");
                 // Refused ("not your turn": our position is stale) or lost
                 // in transit: reopen the game stream, whose `gameFull`
                 // tells whether the move was played, and answer the
@@ -642,7 +642,7 @@ impl Game {
             return;
         }
         let Some(permit) = self.ctx.scheduler.try_acquire(&self.ask(true)) else {
-            tracing::debug!(game = %self.id, "not pondering: no free search thread");
+            tracing::debug!("not pondering: no free search thread");
             return;
         };
         let target = after_ours.play(reply);
@@ -671,7 +671,7 @@ impl Game {
             return;
         };
         let id = engine.go_ponder(GoRequest::new(target, history, limits));
-        tracing::debug!(game = %self.id, ply, expected = %expected, "pondering");
+        tracing::debug!(ply, expected = %expected, "pondering");
         self.pondering = Some(Pondering {
             id: SearchRef::BuiltIn(id),
             external_info: None,
@@ -699,7 +699,7 @@ impl Game {
             Player::External(engine) => engine.ponderhit(),
         }
         self.ponder_hits += 1;
-        tracing::debug!(game = %self.id, ply, expected = %p.expected, "ponder hit");
+        tracing::debug!(ply, expected = %p.expected, "ponder hit");
         let now = Instant::now();
         self.thinking = Some(Thinking {
             id: Some(p.id),
@@ -725,9 +725,9 @@ impl Game {
         self.stop_search();
         if why == "other reply" {
             self.ponder_misses += 1;
-            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, "ponder miss");
+            tracing::debug!(ply = p.ply, expected = %p.expected, "ponder miss");
         } else {
-            tracing::debug!(game = %self.id, ply = p.ply, expected = %p.expected, why, "ponder stopped");
+            tracing::debug!(ply = p.ply, expected = %p.expected, why, "ponder stopped");
         }
     }
 
@@ -799,7 +799,6 @@ impl Game {
         self.stop_search();
         if spent * 2 < budget {
             tracing::debug!(
-                game = %self.id,
                 ply,
                 spent_ms = spent.as_millis() as u64,
                 "search suspended for a game that cannot wait"
@@ -814,7 +813,6 @@ impl Game {
             return Flow::Think;
         }
         tracing::debug!(
-            game = %self.id,
             ply,
             spent_ms = spent.as_millis() as u64,
             "search cut short for a game that cannot wait: playing its best move"
@@ -830,13 +828,12 @@ impl Game {
             return;
         };
         let reply = engine.save_hash(path);
-        let game = self.id.clone();
-        self.saving = Some(tokio::spawn(async move {
+        self.saving = Some(spawn_here(async move {
             match reply.await {
                 Ok(Ok(saved)) => {
-                    tracing::debug!(game = %game, entries = saved.used, "hash table saved")
+                    tracing::debug!(entries = saved.used, "hash table saved")
                 }
-                Ok(Err(e)) => tracing::warn!(game = %game, "hash table not saved: {e}"),
+                Ok(Err(e)) => tracing::warn!("hash table not saved: {e}"),
                 Err(_) => {}
             }
         }));

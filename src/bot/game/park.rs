@@ -13,7 +13,7 @@ impl Game {
         }
         self.stop_pondering("parked");
         let ply = self.record.as_ref().map_or(0, |r| r.ply());
-        tracing::info!(game = %self.id, ply, "correspondence game parked until our turn");
+        tracing::info!(ply, "correspondence game parked until our turn");
         self.join_engine().await;
     }
 }

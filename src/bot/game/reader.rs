@@ -10,6 +10,7 @@
 //! (other than 429) means the game is not ours to play: the reader reports
 //! [`Line::Refused`] and ends.
 
+use super::spawn_here;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::client::Client;
 use crate::lichess::model::GameEvent;
@@ -50,7 +51,7 @@ impl Reader {
     pub(super) fn spawn(client: Client, id: String) -> Reader {
         let (tx, lines) = mpsc::channel(BUFFER);
         let resync = Arc::new(Notify::new());
-        let task = tokio::spawn(read(client, id, tx, Arc::clone(&resync)));
+        let task = spawn_here(read(client, id, tx, Arc::clone(&resync)));
         Reader {
             lines,
             resync,
@@ -89,13 +90,16 @@ async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<No
                 if e.status()
                     .is_some_and(|s| (400..500).contains(&s) && s != 429) =>
             {
-                tracing::warn!(game = %id, "game stream refused: {e}");
+                tracing::warn!("game stream refused: {e}");
                 let _ = tx.send(Line::Refused).await;
                 return;
             }
             Err(e) => {
                 let delay = backoff.failed();
-                tracing::warn!(game = %id, retry_in_ms = delay.as_millis() as u64, "cannot open the game stream: {e}");
+                tracing::warn!(
+                    retry_in_ms = delay.as_millis() as u64,
+                    "cannot open the game stream: {e}"
+                );
                 tokio::time::sleep(delay).await;
                 continue;
             }
@@ -115,30 +119,33 @@ async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<No
                     }
                     Some(Ok(StreamEvent::KeepAlive)) => {}
                     Some(Ok(StreamEvent::Skipped(why))) => {
-                        tracing::warn!(game = %id, "game stream: line skipped: {why}");
+                        tracing::warn!("game stream: line skipped: {why}");
                         if first || was_game_full(&why) {
-                            tracing::warn!(game = %id, "gameFull unreadable: reopening the game stream");
+                            tracing::warn!("gameFull unreadable: reopening the game stream");
                             break false;
                         }
                     }
                     Some(Err(e)) => {
-                        tracing::warn!(game = %id, "game stream failed: {e}");
+                        tracing::warn!("game stream failed: {e}");
                         break false;
                     }
                     None => {
-                        tracing::debug!(game = %id, "game stream closed");
+                        tracing::debug!("game stream closed");
                         break false;
                     }
                 },
                 _ = resync.notified() => {
-                    tracing::info!(game = %id, "resync: reopening the game stream");
+                    tracing::info!("resync: reopening the game stream");
                     break true;
                 }
             }
         };
         if !healthy {
             let delay = backoff.failed();
-            tracing::info!(game = %id, retry_in_ms = delay.as_millis() as u64, "reopening the game stream");
+            tracing::info!(
+                retry_in_ms = delay.as_millis() as u64,
+                "reopening the game stream"
+            );
             tokio::time::sleep(delay).await;
         }
     }

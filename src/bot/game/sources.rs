@@ -11,6 +11,7 @@
 
 use super::board::Record;
 use super::mover::{Chosen, Report, Thinking};
+use super::spawn_here;
 use super::{Flow, Game};
 use crate::chess::{CastlingNotation, Color, Position};
 use crate::engine::book::game_ply;
@@ -86,13 +87,7 @@ fn category_outcome(category: &str) -> Option<Outcome> {
 
 /// Asks `query` about `fen` (`us` to move); the answer is a move in UCI
 /// and its source, or `None` (logged).
-async fn ask(
-    online: Online,
-    query: Query,
-    fen: String,
-    us: Color,
-    game: String,
-) -> Option<(String, Source)> {
+async fn ask(online: Online, query: Query, fen: String, us: Color) -> Option<(String, Source)> {
     let answer = match query {
         Query::Tablebase => online.tablebase(&fen).await.map(|a| {
             a.and_then(|a| {
@@ -120,23 +115,22 @@ async fn ask(
         Ok(answer) => {
             let failed = health.answered();
             if failed > 0 {
-                tracing::info!(game = %game, source = ?query, failed, "online source answers again");
+                tracing::info!(source = ?query, failed, "online source answers again");
             }
             if answer.is_none() {
-                tracing::debug!(game = %game, source = ?query, "online source: no move");
+                tracing::debug!(source = ?query, "online source: no move");
             }
             answer
         }
         Err(e) if health.failed() == 1 => {
             tracing::warn!(
-                game = %game,
                 source = ?query,
                 "online source failing: {e}; the search moves instead (until it answers again, its failures are logged at debug level)"
             );
             None
         }
         Err(e) => {
-            tracing::debug!(game = %game, source = ?query, "online source: {e}");
+            tracing::debug!(source = ?query, "online source: {e}");
             None
         }
     }
@@ -198,11 +192,11 @@ impl Game {
         self.online_asked_at = Some(ply);
         let (tx, rx) = oneshot::channel();
         let fen = pos.to_fen(CastlingNotation::XFen);
-        let task = ask(online.clone(), query, fen, us, self.id.clone());
-        tokio::spawn(async move {
+        let task = ask(online.clone(), query, fen, us);
+        spawn_here(async move {
             let _ = tx.send(task.await);
         });
-        tracing::debug!(game = %self.id, ply, source = ?query, "asking an online source");
+        tracing::debug!(ply, source = ?query, "asking an online source");
         *asking = Some(Asking {
             ply,
             key: pos.key(),
