@@ -77,10 +77,9 @@
 //! - **How long a move may take**: `src/engine/timeman.rs` turns a clock
 //!   into soft and hard limits (the overhead kept for the moves to come,
 //!   the share of a thread when games share them); the bot's side, what
-//!   it tells the engine, in `limits` of `src/bot/game/mover.rs` (the
-//!   measured lag, the first move, correspondence) and the share in
-//!   `src/bot/scheduler.rs`; an external engine is told its share in
-//!   `src/bot/game/extern_search.rs`.
+//!   it tells the engine, in `src/bot/game/clock.rs` (the measured lag,
+//!   the first move, correspondence, the move budget, the clocks an
+//!   external engine is told) and the share in `src/bot/scheduler.rs`.
 //! - **What a signal does**: `src/shutdown.rs` turns SIGTERM/SIGINT/SIGUSR1
 //!   into a `Stop` request; the daemon (`src/bot/daemon/stop.rs`)
 //!   carries it out. `systemctl restart` sends SIGUSR1 from the unit's `ExecStop=`.

@@ -26,9 +26,13 @@ enum Signal {
 /// a dropped one would read as "resign now".
 pub fn listen() -> watch::Receiver<Stop> {
     let (tx, rx) = watch::channel(Stop::No);
+    // The streams are made once, here: a signal that comes while none is
+    // listening is lost, and a second SIGTERM can follow the first within
+    // microseconds.
+    let mut signals = Signals::new();
     tokio::spawn(async move {
         loop {
-            let signal = next_signal().await;
+            let signal = signals.next().await;
             let next = escalate(*tx.borrow(), signal);
             tx.send_if_modified(|stop| std::mem::replace(stop, next) != next);
             if next == Stop::Resign {
@@ -51,33 +55,47 @@ fn escalate(now: Stop, signal: Signal) -> Stop {
     }
 }
 
-/// The next SIGTERM, SIGINT or SIGUSR1.
-async fn next_signal() -> Signal {
+/// The signals listened to, registered once for the process's life.
+enum Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::user_defined1()),
-        ) {
-            (Ok(mut term), Ok(mut int), Ok(mut usr1)) => {
-                tokio::select! {
-                    _ = term.recv() => Signal::Terminate,
-                    _ = int.recv() => Signal::Terminate,
-                    _ = usr1.recv() => Signal::HandOver,
-                }
+    Unix {
+        term: tokio::signal::unix::Signal,
+        int: tokio::signal::unix::Signal,
+        usr1: tokio::signal::unix::Signal,
+    },
+    /// Ctrl-C alone (no Unix signals here, or they could not be set up).
+    CtrlC,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let (Ok(term), Ok(int), Ok(usr1)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::user_defined1()),
+            ) {
+                return Signals::Unix { term, int, usr1 };
             }
-            _ => {
+        }
+        Signals::CtrlC
+    }
+
+    async fn next(&mut self) -> Signal {
+        match self {
+            #[cfg(unix)]
+            Signals::Unix { term, int, usr1 } => tokio::select! {
+                _ = term.recv() => Signal::Terminate,
+                _ = int.recv() => Signal::Terminate,
+                _ = usr1.recv() => Signal::HandOver,
+            },
+            Signals::CtrlC => {
                 let _ = tokio::signal::ctrl_c().await;
                 Signal::Terminate
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        Signal::Terminate
     }
 }
 

@@ -126,13 +126,36 @@ impl Bot {
         assert!(status.success());
     }
 
-    /// Waits for the process to exit; returns its exit status.
+    /// Waits for the process to exit; returns its exit status. It polls
+    /// rather than wait for SIGCHLD: every test of the binary shares the
+    /// process, and a wakeup is not what is tested here.
     pub async fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let until = tokio::time::Instant::now() + timeout;
         let child = self.child.as_mut().expect("running");
-        let status = tokio::time::timeout(timeout, child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("kaissa run did not exit: {}", self.log()))
-            .unwrap();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if tokio::time::Instant::now() >= until {
+                // Running, or stopped in what (for the next reader)?
+                let pid = child.id().unwrap_or(0);
+                let state = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .ok()
+                    .and_then(|s| {
+                        s.lines()
+                            .find(|l| l.starts_with("State:"))
+                            .map(str::to_owned)
+                    })
+                    .unwrap_or_default();
+                let stack =
+                    std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+                panic!(
+                    "kaissa run did not exit ({state}, wchan {stack}): {}",
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         self.child = None;
         status
     }

@@ -10,13 +10,10 @@
 use super::super::external;
 use super::super::scheduler::Permit;
 use super::board::Record;
-use super::mover::{
-    Chosen, EXTERNAL_DEADLINE_SHARE, EXTERNAL_GRACE, EXTERNAL_MIN_TIME, MAX_ENGINE_FAILURES,
-    Pondering, Report, SearchRef, Thinking,
-};
+use super::clock;
+use super::mover::{Chosen, MAX_ENGINE_FAILURES, Pondering, Report, SearchRef, Thinking};
 use super::{Flow, Game, Player};
 use crate::engine::sources::Source;
-use std::time::Duration;
 use tokio::time::Instant;
 
 impl Game {
@@ -39,38 +36,10 @@ impl Game {
         }
         let first_move = self.moved_at_ply.is_none() && ply < 2;
         let arrived = *arrived;
-        // The engine gets the clocks as they stand now, ours less the
-        // overhead.
+        // The engine gets the clocks as they stand now (and its share of
+        // ours when games share the threads).
         let (limits, our_clock) = self.limits(state, us, arrived.elapsed(), first_move);
-        let overhead = limits.move_overhead;
-        let less =
-            |t: Option<Duration>| t.map(|t| t.saturating_sub(overhead).max(EXTERNAL_MIN_TIME));
-        let (wtime, btime) = match us {
-            crate::chess::Color::White => (less(limits.wtime), limits.btime),
-            crate::chess::Color::Black => (limits.wtime, less(limits.btime)),
-        };
-        let ours = if us == crate::chess::Color::White {
-            wtime
-        } else {
-            btime
-        };
-        let deadline = match (limits.movetime, ours) {
-            (Some(movetime), _) => Some(movetime + EXTERNAL_GRACE),
-            (None, Some(ours)) => Some((ours / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
-            (None, None) => None,
-        };
-        // The engine budgets from the clock it is told: with other games
-        // searching or waiting now, it is told our share of our clock and
-        // increment (the deadline above stays on the real clock).
-        let (mut wtime, mut btime, mut winc, mut binc) = (wtime, btime, limits.winc, limits.binc);
-        if let Some(share) = permit.share.filter(|_| limits.movetime.is_none()) {
-            let (time, inc) = match us {
-                crate::chess::Color::White => (&mut wtime, &mut winc),
-                crate::chess::Color::Black => (&mut btime, &mut binc),
-            };
-            *time = time.map(|t| share.of(t).max(EXTERNAL_MIN_TIME));
-            *inc = inc.map(|i| i.mul_f64(share.fraction()));
-        }
+        let told = clock::told_for_search(&limits, us, permit.share);
         // Moves Lichess refused here are left out (the engine is told to
         // search the others).
         let refused = self.refused.texts_at(ply, record.key());
@@ -92,15 +61,15 @@ impl Game {
             fen: record.engine_fen(),
             moves: record.uci_moves(),
             searchmoves,
-            wtime,
-            btime,
-            winc,
-            binc,
+            wtime: told.wtime,
+            btime: told.btime,
+            winc: told.winc,
+            binc: told.binc,
             movetime: limits.movetime,
             depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
             nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),
             ponder: false,
-            deadline,
+            deadline: told.deadline,
         };
         let Player::External(engine) = &mut self.player else {
             return;
@@ -254,45 +223,23 @@ impl Game {
             tracing::debug!("not pondering: no free search thread");
             return;
         };
-        // The clocks as they will be at the reply: ours less the time spent
-        // and the overhead, plus the increment once the clocks run.
+        // The clocks as they will be at the reply.
         let (limits, _) = self.limits(state, us, arrived.elapsed(), false);
-        let overhead = limits.move_overhead;
-        let with_inc = |t: Option<Duration>, inc: Option<Duration>| {
-            t.map(|t| {
-                let t = if record.ply() >= 2 {
-                    t + inc.unwrap_or_default()
-                } else {
-                    t
-                };
-                t.saturating_sub(overhead).max(EXTERNAL_MIN_TIME)
-            })
-        };
-        let (wtime, btime) = match us {
-            crate::chess::Color::White => (with_inc(limits.wtime, limits.winc), limits.btime),
-            crate::chess::Color::Black => (limits.wtime, with_inc(limits.btime, limits.binc)),
-        };
-        let ours = if us == crate::chess::Color::White {
-            wtime
-        } else {
-            btime
-        };
+        let told = clock::told_for_ponder(&limits, us, record.ply() >= 2);
         let choice = self.ctx.external.as_deref();
         let go = external::Go {
             fen: record.engine_fen(),
             moves,
-            wtime,
-            btime,
-            winc: limits.winc,
-            binc: limits.binc,
+            wtime: told.wtime,
+            btime: told.btime,
+            winc: told.winc,
+            binc: told.binc,
             movetime: None,
             depth: choice.map(|c| c.max_depth).filter(|&d| d > 0),
             nodes: choice.map(|c| c.max_nodes).filter(|&n| n > 0),
             ponder: true,
             searchmoves: Vec::new(),
-            // Counted from the ponder hit, when it becomes our search: the
-            // share of our clock a search gets.
-            deadline: ours.map(|t| (t / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
+            deadline: told.deadline,
         };
         let Player::External(engine) = &mut self.player else {
             return;

@@ -35,11 +35,13 @@
 //! The game is split by concern: `reader` keeps the game stream open
 //! and stamps each line with its arrival; `mover` is the one place that
 //! chooses and posts our move, asking [`sources`] (books, tables,
-//! online) before the engine; `rules` holds the pure draw/resign rules;
-//! `end` stops the engine, says goodbye and writes the PGN. This module keeps the
+//! online) before the engine, with the limits `clock` makes of the
+//! clocks; `rules` holds the pure draw/resign rules; `end` stops the
+//! engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
 mod board;
+mod clock;
 mod end;
 mod extern_search;
 mod mover;
@@ -63,7 +65,8 @@ use crate::lichess::model::{
     VariantKey,
 };
 use board::Record;
-use mover::{Lag, Pondering, Refused, Suspended, Thinking};
+use clock::Lag;
+use mover::{Pondering, Refused, Suspended, Thinking};
 use reader::{Line, Reader};
 use sources::{Asking, MoveSources};
 use std::future::Future;
@@ -859,14 +862,6 @@ impl Game {
         match &mut self.player {
             Player::BuiltIn(engine) => engine.stop(),
             Player::External(engine) => engine.stop(),
-        }
-    }
-
-    /// The move overhead configured for the engine that plays.
-    fn configured_overhead(&self) -> Duration {
-        match &self.ctx.external {
-            Some(choice) => choice.move_overhead,
-            None => self.ctx.config.engine.move_overhead(),
         }
     }
 

@@ -1,8 +1,7 @@
 //! The mover: the one place that chooses and posts our move. It owns the
 //! search for our move ([`Thinking`]) and the search on the opponent's time
-//! ([`Pondering`]), the search limits from the clocks, the move post with
-//! its resync budget, and the lag between our post and its echo on the
-//! game stream, which sets the move overhead. Before the engine, the
+//! ([`Pondering`]) and the move post with its resync budget (the limits
+//! from the clocks and the lag are `clock`'s). Before the engine, the
 //! move sources (`sources`: books, tables, online) are asked; their moves
 //! are posted by the same [`Game::play`], logged with their source.
 
@@ -17,7 +16,7 @@ use super::{Flow, Game, Player};
 use crate::chess::{self, Move, Position};
 use crate::engine::sources::Source;
 use crate::engine::tablebase::Outcome;
-use crate::engine::{self, GoRequest, Limits, Score, SearchId, SearchInfo};
+use crate::engine::{self, GoRequest, Score, SearchId, SearchInfo};
 use crate::lichess::Error as ClientError;
 use crate::lichess::model::GameState;
 use std::sync::Arc;
@@ -27,22 +26,6 @@ use tokio::time::Instant;
 /// Searches of an external engine that may fail (its process died or hung
 /// and is restarted) for one move before we play any legal move instead.
 pub(super) const MAX_ENGINE_FAILURES: u32 = 3;
-/// An external engine is stopped when it has not answered after this
-/// share of our clock (a hung engine must not make us lose on time).
-pub(super) const EXTERNAL_DEADLINE_SHARE: u32 = 2;
-/// The least time an external engine is given, and the grace after a
-/// fixed move time before it is stopped.
-pub(super) const EXTERNAL_MIN_TIME: Duration = Duration::from_millis(20);
-pub(super) const EXTERNAL_GRACE: Duration = Duration::from_secs(1);
-
-/// Our first move is played after this much thought at most: Lichess
-/// aborts a game whose first moves do not come quickly, and the clocks do
-/// not run yet anyway.
-const FIRST_MOVE_TIME: Duration = Duration::from_millis(1000);
-/// Our first move is not on the clock (Lichess starts the clocks once
-/// both sides have moved), only under the abort timer: for the scheduler
-/// it is as patient as a move with this budget (it waits up to a 16th).
-const FIRST_MOVE_PATIENCE: Duration = Duration::from_secs(16);
 /// The longest a move post is retried.
 const MAX_MOVE_DEADLINE: Duration = Duration::from_secs(10);
 /// The shortest: even with almost no time left, try for this long.
@@ -53,54 +36,6 @@ pub(super) const MAX_RESYNCS_PER_MOVE: u32 = 3;
 pub(super) const RETHINK_AFTER: Duration = Duration::from_secs(1);
 /// The table is saved every few moves only with this much on our clock.
 const SAVE_MIN_CLOCK: Duration = Duration::from_secs(30);
-/// The measured lag raises the move overhead by at most this much.
-const MAX_EXTRA_OVERHEAD: Duration = Duration::from_secs(1);
-
-/// The lag between our move post and its echo on the game stream (a
-/// round trip and the server's work), smoothed.
-#[derive(Debug, Default)]
-pub(super) struct Lag {
-    /// Our last post: its ply and when it was sent.
-    pending: Option<(usize, Instant)>,
-    last: Option<Duration>,
-    smoothed: Option<Duration>,
-}
-
-impl Lag {
-    /// Our move at `ply` was posted at `at`.
-    pub(super) fn posted(&mut self, ply: usize, at: Instant) {
-        self.pending = Some((ply, at));
-    }
-
-    /// A state with `ply` moves arrived at `at`: if it holds our move,
-    /// the lag is measured.
-    pub(super) fn seen(&mut self, ply: usize, at: Instant) {
-        if let Some((ours, posted)) = self.pending
-            && ply > ours
-        {
-            self.pending = None;
-            let lag = at.saturating_duration_since(posted);
-            self.last = Some(lag);
-            self.smoothed = Some(match self.smoothed {
-                Some(s) => (s * 3 + lag) / 4,
-                None => lag,
-            });
-        }
-    }
-
-    pub(super) fn last(&self) -> Option<Duration> {
-        self.last
-    }
-
-    /// The move overhead: the configured one, raised to the smoothed lag
-    /// when that is longer, by at most [`MAX_EXTRA_OVERHEAD`].
-    pub(super) fn overhead(&self, configured: Duration) -> Duration {
-        self.smoothed
-            .unwrap_or_default()
-            .clamp(configured, configured + MAX_EXTRA_OVERHEAD)
-    }
-}
-
 /// Moves Lichess refused in the position we are answering (a 400 to the
 /// post itself, not to a retry whose first attempt may have gone
 /// through). The next search leaves them out and the move sources are
@@ -276,55 +211,6 @@ pub(super) struct Pondering {
 }
 
 impl Game {
-    /// The limits of a search for our move in `state` (our clock having
-    /// run for `since` since it arrived), and our clock.
-    pub(super) fn limits(
-        &self,
-        state: &GameState,
-        us: chess::Color,
-        since: Duration,
-        first_move: bool,
-    ) -> (Limits, Option<Duration>) {
-        let engine_config = &self.ctx.config.engine;
-        let mut limits = Limits {
-            move_overhead: self.lag.overhead(self.configured_overhead()),
-            ..Limits::default()
-        };
-        let clock = self.facts.as_ref().and_then(|f| f.clock);
-        let mut our_clock = None;
-        match clock {
-            Some(_) => {
-                let ms = |v: u64| Duration::from_millis(v);
-                let (mut wtime, mut btime) = (ms(state.wtime), ms(state.btime));
-                // The line is `since` old: our clock has been running.
-                match us {
-                    chess::Color::White => wtime = wtime.saturating_sub(since),
-                    chess::Color::Black => btime = btime.saturating_sub(since),
-                }
-                our_clock = Some(if us == chess::Color::White {
-                    wtime
-                } else {
-                    btime
-                });
-                limits.wtime = Some(wtime);
-                limits.btime = Some(btime);
-                limits.winc = Some(ms(state.winc));
-                limits.binc = Some(ms(state.binc));
-                if first_move {
-                    limits.movetime = Some(FIRST_MOVE_TIME);
-                }
-            }
-            None => limits.movetime = Some(self.ctx.config.bot.correspondence_move_time()),
-        }
-        if engine_config.max_depth > 0 {
-            limits.depth = Some(engine_config.max_depth);
-        }
-        if engine_config.max_nodes > 0 {
-            limits.nodes = Some(engine_config.max_nodes);
-        }
-        (limits, our_clock)
-    }
-
     /// Starts the search for our move, if it is still wanted.
     pub(super) fn start_search(&mut self, permit: Permit) {
         if matches!(self.player, Player::External(_)) {
@@ -731,27 +617,6 @@ impl Game {
         }
     }
 
-    /// Our budget for this move: how long the clock lets us think (a
-    /// 30th of our time and most of the increment, at most a quarter of
-    /// our time), what the scheduler weighs our wait against.
-    pub(super) fn move_budget(&self) -> Duration {
-        let correspondence = || self.ctx.config.bot.correspondence_move_time();
-        let (Some(us), Some((state, arrived))) = (self.color, &self.state) else {
-            return correspondence();
-        };
-        if self.facts.as_ref().and_then(|f| f.clock).is_none() {
-            return correspondence();
-        }
-        let ply = self.record.as_ref().map_or(0, Record::ply);
-        if self.moved_at_ply.is_none() && ply < 2 {
-            return FIRST_MOVE_PATIENCE;
-        }
-        let ours = super::to_model(us);
-        let left = Duration::from_millis(state.time_left(ours)).saturating_sub(arrived.elapsed());
-        let inc = Duration::from_millis(state.increment(ours));
-        (left / 30 + inc * 3 / 4).min(left / 4)
-    }
-
     /// The waits and searches of earlier, suspended searches of the move
     /// at `ply`, with this search's wait `queued` added.
     pub(super) fn resumed(&mut self, ply: usize, queued: Duration) -> (Duration, Duration) {
@@ -837,27 +702,5 @@ impl Game {
                 Err(_) => {}
             }
         }));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn lag_is_measured_and_bounds_the_overhead() {
-        let base = Duration::from_millis(100);
-        let mut lag = Lag::default();
-        assert_eq!(lag.overhead(base), base);
-        let t0 = Instant::now();
-        lag.posted(10, t0);
-        lag.seen(10, t0 + Duration::from_millis(50)); // not our move yet
-        assert_eq!(lag.last(), None);
-        lag.seen(11, t0 + Duration::from_millis(400));
-        assert_eq!(lag.last(), Some(Duration::from_millis(400)));
-        assert_eq!(lag.overhead(base), Duration::from_millis(400));
-        lag.posted(12, t0);
-        lag.seen(13, t0 + Duration::from_secs(60));
-        assert_eq!(lag.overhead(base), base + MAX_EXTRA_OVERHEAD);
     }
 }

@@ -1,0 +1,317 @@
+//! The bot's clock, in one place: the limits of a search from the game's
+//! clocks (the overhead, raised by the lag measured between our post and
+//! its echo; the first move, off the clock; correspondence, a fixed time),
+//! the move budget the scheduler weighs a wait against, and the clocks an
+//! external engine is told (its share of ours when games share the
+//! threads; its deadline on the real clock, after which a hung engine is
+//! stopped). The engine's own time management is `engine::timeman`.
+
+use super::Game;
+use super::board::Record;
+use crate::chess;
+use crate::engine::{Limits, ThreadShare};
+use crate::lichess::model::GameState;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// An external engine is stopped when it has not answered after this
+/// share of our clock (a hung engine must not make us lose on time).
+pub(super) const EXTERNAL_DEADLINE_SHARE: u32 = 2;
+/// The least time an external engine is given, and the grace after a
+/// fixed move time before it is stopped.
+pub(super) const EXTERNAL_MIN_TIME: Duration = Duration::from_millis(20);
+pub(super) const EXTERNAL_GRACE: Duration = Duration::from_secs(1);
+
+/// Our first move is played after this much thought at most: Lichess
+/// aborts a game whose first moves do not come quickly, and the clocks do
+/// not run yet anyway.
+const FIRST_MOVE_TIME: Duration = Duration::from_millis(1000);
+/// Our first move is not on the clock (Lichess starts the clocks once
+/// both sides have moved), only under the abort timer: for the scheduler
+/// it is as patient as a move with this budget (it waits up to a 16th).
+const FIRST_MOVE_PATIENCE: Duration = Duration::from_secs(16);
+/// The measured lag raises the move overhead by at most this much.
+const MAX_EXTRA_OVERHEAD: Duration = Duration::from_secs(1);
+
+/// The lag between our move post and its echo on the game stream (a
+/// round trip and the server's work), smoothed.
+#[derive(Debug, Default)]
+pub(super) struct Lag {
+    /// Our last post: its ply and when it was sent.
+    pending: Option<(usize, Instant)>,
+    last: Option<Duration>,
+    smoothed: Option<Duration>,
+}
+
+impl Lag {
+    /// Our move at `ply` was posted at `at`.
+    pub(super) fn posted(&mut self, ply: usize, at: Instant) {
+        self.pending = Some((ply, at));
+    }
+
+    /// A state with `ply` moves arrived at `at`: if it holds our move,
+    /// the lag is measured.
+    pub(super) fn seen(&mut self, ply: usize, at: Instant) {
+        if let Some((ours, posted)) = self.pending
+            && ply > ours
+        {
+            self.pending = None;
+            let lag = at.saturating_duration_since(posted);
+            self.last = Some(lag);
+            self.smoothed = Some(match self.smoothed {
+                Some(s) => (s * 3 + lag) / 4,
+                None => lag,
+            });
+        }
+    }
+
+    pub(super) fn last(&self) -> Option<Duration> {
+        self.last
+    }
+
+    /// The move overhead: the configured one, raised to the smoothed lag
+    /// when that is longer, by at most [`MAX_EXTRA_OVERHEAD`].
+    pub(super) fn overhead(&self, configured: Duration) -> Duration {
+        self.smoothed
+            .unwrap_or_default()
+            .clamp(configured, configured + MAX_EXTRA_OVERHEAD)
+    }
+}
+
+/// What an external engine is told of the clocks, and when it is stopped
+/// if it has not answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Told {
+    pub wtime: Option<Duration>,
+    pub btime: Option<Duration>,
+    pub winc: Option<Duration>,
+    pub binc: Option<Duration>,
+    pub deadline: Option<Duration>,
+}
+
+/// The clocks an external engine searching our move is told: ours less
+/// the overhead (at least [`EXTERNAL_MIN_TIME`]); with a `share` of a
+/// thread (games sharing them), that share of our clock and increment.
+/// The deadline stays on the real clock: a fixed move time and
+/// [`EXTERNAL_GRACE`], else a [`EXTERNAL_DEADLINE_SHARE`]th of our clock.
+pub(super) fn told_for_search(
+    limits: &Limits,
+    us: chess::Color,
+    share: Option<ThreadShare>,
+) -> Told {
+    let less = |t: Option<Duration>| {
+        t.map(|t| {
+            t.saturating_sub(limits.move_overhead)
+                .max(EXTERNAL_MIN_TIME)
+        })
+    };
+    let mut told = Told {
+        wtime: limits.wtime,
+        btime: limits.btime,
+        winc: limits.winc,
+        binc: limits.binc,
+        deadline: None,
+    };
+    let (time, inc) = match us {
+        chess::Color::White => (&mut told.wtime, &mut told.winc),
+        chess::Color::Black => (&mut told.btime, &mut told.binc),
+    };
+    *time = less(*time);
+    told.deadline = match (limits.movetime, *time) {
+        (Some(movetime), _) => Some(movetime + EXTERNAL_GRACE),
+        (None, Some(ours)) => Some((ours / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
+        (None, None) => None,
+    };
+    if let Some(share) = share.filter(|_| limits.movetime.is_none()) {
+        *time = time.map(|t| share.of(t).max(EXTERNAL_MIN_TIME));
+        *inc = inc.map(|i| i.mul_f64(share.fraction()));
+    }
+    told
+}
+
+/// The clocks an external engine pondering on the opponent's time is
+/// told: as they will be at the reply, ours less the overhead plus the
+/// increment once the clocks run (`clocks_run`). Its deadline counts from
+/// the ponder hit, when the search becomes ours.
+pub(super) fn told_for_ponder(limits: &Limits, us: chess::Color, clocks_run: bool) -> Told {
+    let at_reply = |t: Option<Duration>, inc: Option<Duration>| {
+        t.map(|t| {
+            let t = if clocks_run {
+                t + inc.unwrap_or_default()
+            } else {
+                t
+            };
+            t.saturating_sub(limits.move_overhead)
+                .max(EXTERNAL_MIN_TIME)
+        })
+    };
+    let (wtime, btime) = match us {
+        chess::Color::White => (at_reply(limits.wtime, limits.winc), limits.btime),
+        chess::Color::Black => (limits.wtime, at_reply(limits.btime, limits.binc)),
+    };
+    let ours = if us == chess::Color::White {
+        wtime
+    } else {
+        btime
+    };
+    Told {
+        wtime,
+        btime,
+        winc: limits.winc,
+        binc: limits.binc,
+        deadline: ours.map(|t| (t / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
+    }
+}
+
+impl Game {
+    /// The limits of a search for our move in `state` (our clock having
+    /// run for `since` since it arrived), and our clock.
+    pub(super) fn limits(
+        &self,
+        state: &GameState,
+        us: chess::Color,
+        since: Duration,
+        first_move: bool,
+    ) -> (Limits, Option<Duration>) {
+        let engine_config = &self.ctx.config.engine;
+        let mut limits = Limits {
+            move_overhead: self.lag.overhead(self.configured_overhead()),
+            ..Limits::default()
+        };
+        let clock = self.facts.as_ref().and_then(|f| f.clock);
+        let mut our_clock = None;
+        match clock {
+            Some(_) => {
+                let ms = |v: u64| Duration::from_millis(v);
+                let (mut wtime, mut btime) = (ms(state.wtime), ms(state.btime));
+                // The line is `since` old: our clock has been running.
+                match us {
+                    chess::Color::White => wtime = wtime.saturating_sub(since),
+                    chess::Color::Black => btime = btime.saturating_sub(since),
+                }
+                our_clock = Some(if us == chess::Color::White {
+                    wtime
+                } else {
+                    btime
+                });
+                limits.wtime = Some(wtime);
+                limits.btime = Some(btime);
+                limits.winc = Some(ms(state.winc));
+                limits.binc = Some(ms(state.binc));
+                if first_move {
+                    limits.movetime = Some(FIRST_MOVE_TIME);
+                }
+            }
+            None => limits.movetime = Some(self.ctx.config.bot.correspondence_move_time()),
+        }
+        if engine_config.max_depth > 0 {
+            limits.depth = Some(engine_config.max_depth);
+        }
+        if engine_config.max_nodes > 0 {
+            limits.nodes = Some(engine_config.max_nodes);
+        }
+        (limits, our_clock)
+    }
+
+    /// Our budget for this move: how long the clock lets us think (a
+    /// 30th of our time and most of the increment, at most a quarter of
+    /// our time), what the scheduler weighs our wait against.
+    pub(super) fn move_budget(&self) -> Duration {
+        let correspondence = || self.ctx.config.bot.correspondence_move_time();
+        let (Some(us), Some((state, arrived))) = (self.color, &self.state) else {
+            return correspondence();
+        };
+        if self.facts.as_ref().and_then(|f| f.clock).is_none() {
+            return correspondence();
+        }
+        let ply = self.record.as_ref().map_or(0, Record::ply);
+        if self.moved_at_ply.is_none() && ply < 2 {
+            return FIRST_MOVE_PATIENCE;
+        }
+        let ours = super::to_model(us);
+        let left = Duration::from_millis(state.time_left(ours)).saturating_sub(arrived.elapsed());
+        let inc = Duration::from_millis(state.increment(ours));
+        (left / 30 + inc * 3 / 4).min(left / 4)
+    }
+
+    /// The move overhead configured for the engine that plays.
+    pub(super) fn configured_overhead(&self) -> Duration {
+        match &self.ctx.external {
+            Some(choice) => choice.move_overhead,
+            None => self.ctx.config.engine.move_overhead(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn lag_is_measured_and_bounds_the_overhead() {
+        let base = Duration::from_millis(100);
+        let mut lag = Lag::default();
+        assert_eq!(lag.overhead(base), base);
+        let t0 = Instant::now();
+        lag.posted(10, t0);
+        lag.seen(10, t0 + Duration::from_millis(50)); // not our move yet
+        assert_eq!(lag.last(), None);
+        lag.seen(11, t0 + Duration::from_millis(400));
+        assert_eq!(lag.last(), Some(Duration::from_millis(400)));
+        assert_eq!(lag.overhead(base), Duration::from_millis(400));
+        lag.posted(12, t0);
+        lag.seen(13, t0 + Duration::from_secs(60));
+        assert_eq!(lag.overhead(base), base + MAX_EXTRA_OVERHEAD);
+    }
+
+    fn clock_limits(wtime: u64, btime: u64) -> Limits {
+        let ms = Duration::from_millis;
+        Limits {
+            wtime: Some(ms(wtime)),
+            btime: Some(ms(btime)),
+            winc: Some(ms(1000)),
+            binc: Some(ms(1000)),
+            move_overhead: ms(200),
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn an_external_engine_is_told_our_clock_less_the_overhead_and_its_share() {
+        let ms = Duration::from_millis;
+        let limits = clock_limits(10_000, 8_000);
+        let told = told_for_search(&limits, chess::Color::White, None);
+        assert_eq!((told.wtime, told.btime), (Some(ms(9_800)), Some(ms(8_000))));
+        assert_eq!(told.deadline, Some(ms(4_900)), "half our clock");
+        let half = ThreadShare::new(0.5);
+        let told = told_for_search(&limits, chess::Color::Black, Some(half));
+        assert_eq!(told.btime, Some(ms(3_900)), "half of 7800");
+        assert_eq!(told.binc, Some(ms(500)));
+        assert_eq!(told.deadline, Some(ms(3_900)), "on the real clock");
+        // A fixed move time: not shared, the deadline a grace after it.
+        let fixed = Limits {
+            movetime: Some(ms(1_000)),
+            ..limits
+        };
+        let told = told_for_search(&fixed, chess::Color::White, Some(half));
+        assert_eq!(told.wtime, Some(ms(9_800)));
+        assert_eq!(told.deadline, Some(ms(1_000) + EXTERNAL_GRACE));
+        // Almost no time: never below the least.
+        let told = told_for_search(&clock_limits(100, 100), chess::Color::White, None);
+        assert_eq!(told.wtime, Some(EXTERNAL_MIN_TIME));
+    }
+
+    #[test]
+    fn a_pondering_external_engine_is_told_the_clock_at_the_reply() {
+        let ms = Duration::from_millis;
+        let limits = clock_limits(10_000, 8_000);
+        let told = told_for_ponder(&limits, chess::Color::Black, true);
+        assert_eq!(
+            (told.wtime, told.btime),
+            (Some(ms(10_000)), Some(ms(8_800)))
+        );
+        assert_eq!(told.deadline, Some(ms(4_400)));
+        let before_clocks = told_for_ponder(&limits, chess::Color::Black, false);
+        assert_eq!(before_clocks.btime, Some(ms(7_800)));
+    }
+}
