@@ -5,10 +5,12 @@
 //! files into chunks, `datagen` makes training data by self-play, `tune` fits the evaluation weights to it
 //! (the Texel tuner, which writes `engine/params.rs`), `train` fits the
 //! NNUE to it, and `clocktest` plays engine-against-engine games on
-//! clocks kept by the harness.
+//! clocks kept by the harness. `commands` is the glue of the offline
+//! commands that have no module of their own to hold it.
 
 pub mod chunk;
 pub mod clocktest;
+pub mod commands;
 pub mod convert;
 pub mod datagen;
 pub mod manifest;
