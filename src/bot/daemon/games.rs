@@ -29,17 +29,38 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+/// The `/api/account/playing` check: one call at a time, and one more
+/// after it if it was asked for meanwhile.
+pub(super) struct PlayingCheck {
+    /// A call is under way.
+    pub(super) running: bool,
+    /// Asked again while it ran.
+    pub(super) again: bool,
+    /// When it was last asked.
+    pub(super) last: Instant,
+}
+
+impl PlayingCheck {
+    pub(super) fn new() -> PlayingCheck {
+        PlayingCheck {
+            running: false,
+            again: false,
+            last: Instant::now(),
+        }
+    }
+}
+
 impl Daemon {
     /// Asks `/api/account/playing` in the background (it waits behind the
     /// rate-limit gate like any request; the loop must not). One call at a
     /// time: asked again meanwhile, one more follows it.
     pub(super) fn reconcile_later(&mut self) {
-        self.last_playing_check = Instant::now();
-        if self.reconciling {
-            self.reconcile_again = true;
+        self.playing_check.last = Instant::now();
+        if self.playing_check.running {
+            self.playing_check.again = true;
             return;
         }
-        self.reconciling = true;
+        self.playing_check.running = true;
         let client = self.client.clone();
         let tx = self.inbox_tx.clone();
         tokio::spawn(async move {
@@ -58,7 +79,7 @@ impl Daemon {
     /// correspondence game only when its turn came), and forgets parked
     /// games that are no longer listed (they ended).
     pub(super) fn reconcile(&mut self, games: Option<Vec<GameInfo>>) {
-        self.reconciling = false;
+        self.playing_check.running = false;
         let Some(games) = games else {
             return;
         };

@@ -30,6 +30,20 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
+/// What the daemon keeps of the challenges made to it: the answers to
+/// send and those on their way, the challenges decided (an event seen
+/// again is not decided twice), and the rematch chains.
+#[derive(Default)]
+pub(super) struct Incoming {
+    /// Answers waiting to be sent, and how many are being sent.
+    pub(super) answers: VecDeque<Answer>,
+    pub(super) in_flight: usize,
+    /// Challenge ids already decided, and when.
+    pub(super) decided: HashMap<String, Instant>,
+    /// Games that were rematches, with the rematches in a row they made.
+    pub(super) rematches: HashMap<String, u32>,
+}
+
 impl Daemon {
     /// Gives back the slots of accepted challenges whose game never
     /// started.
@@ -55,7 +69,7 @@ impl Daemon {
             tracing::debug!(challenge = %challenge.id, "challenge already queued");
             return;
         }
-        if self.decided.contains_key(&challenge.id) {
+        if self.incoming.decided.contains_key(&challenge.id) {
             tracing::debug!(challenge = %challenge.id, "challenge already decided");
             return;
         }
@@ -63,19 +77,22 @@ impl Daemon {
             tracing::warn!("challenge with an invalid id ignored");
             return;
         }
-        if self.decided.len() >= MAX_DECIDED {
+        if self.incoming.decided.len() >= MAX_DECIDED {
             // The oldest decisions go first (the stream would only resend
             // challenges still open).
             if let Some(oldest) = self
+                .incoming
                 .decided
                 .iter()
                 .min_by_key(|(_, at)| **at)
                 .map(|(id, _)| id.clone())
             {
-                self.decided.remove(&oldest);
+                self.incoming.decided.remove(&oldest);
             }
         }
-        self.decided.insert(challenge.id.clone(), Instant::now());
+        self.incoming
+            .decided
+            .insert(challenge.id.clone(), Instant::now());
         let config = Arc::clone(&self.config);
         let policy = &config.challenge;
         let (reason, rule) = if shutting_down {
@@ -174,10 +191,9 @@ impl Daemon {
     /// The rematches in a row `challenge` would make: one more than its
     /// `rematchOf` game's, 0 if it is not a rematch.
     pub(super) fn rematches_of(&self, challenge: &Challenge) -> u32 {
-        challenge
-            .rematch_of
-            .as_ref()
-            .map_or(0, |game| self.rematches.get(game).copied().unwrap_or(0) + 1)
+        challenge.rematch_of.as_ref().map_or(0, |game| {
+            self.incoming.rematches.get(game).copied().unwrap_or(0) + 1
+        })
     }
 
     /// Slots held by games (or challenges) against bots.
@@ -210,17 +226,19 @@ impl Daemon {
         );
         let rematches = self.rematches_of(challenge);
         if rematches > 0 {
-            if self.rematches.len() >= MAX_REMATCH_CHAINS {
-                self.rematches.clear();
+            if self.incoming.rematches.len() >= MAX_REMATCH_CHAINS {
+                self.incoming.rematches.clear();
             }
-            self.rematches.insert(challenge.id.clone(), rematches);
+            self.incoming
+                .rematches
+                .insert(challenge.id.clone(), rematches);
         }
         let mut entry = GameEntry::new(Some(slot));
         entry.accepted_at = Some(Instant::now());
         entry.opponent = Some(challenge.challenger.id.to_lowercase());
         entry.bot = challenge.challenger.is_bot();
         self.games.entry(challenge.id.clone()).or_insert(entry);
-        self.answers.push_back(Answer {
+        self.incoming.answers.push_back(Answer {
             id: challenge.id.clone(),
             decline: None,
             tries: 0,
@@ -239,7 +257,7 @@ impl Daemon {
             rule,
             "decline"
         );
-        self.answers.push_back(Answer {
+        self.incoming.answers.push_back(Answer {
             id: challenge.id.clone(),
             decline: Some(reason),
             tries: 0,
@@ -324,8 +342,8 @@ impl Daemon {
     pub(super) fn send_answers(&mut self) {
         let now = Instant::now();
         let mut later = VecDeque::new();
-        while self.answers_in_flight < MAX_ANSWERS_IN_FLIGHT {
-            let Some(mut answer) = self.answers.pop_front() else {
+        while self.incoming.in_flight < MAX_ANSWERS_IN_FLIGHT {
+            let Some(mut answer) = self.incoming.answers.pop_front() else {
                 break;
             };
             if answer.not_before > now {
@@ -333,7 +351,7 @@ impl Daemon {
                 continue;
             }
             answer.tries += 1;
-            self.answers_in_flight += 1;
+            self.incoming.in_flight += 1;
             let client = self.client.clone();
             let tx = self.inbox_tx.clone();
             tokio::spawn(async move {
@@ -344,14 +362,14 @@ impl Daemon {
                 let _ = tx.send(Inbox::Answered(Answered { answer, result }));
             });
         }
-        later.append(&mut self.answers);
-        self.answers = later;
+        later.append(&mut self.incoming.answers);
+        self.incoming.answers = later;
     }
 
     /// A challenge whose accept Lichess refused is declined (`later`)
     /// instead, and the queue goes on into the slot it leaves.
     fn decline_later_instead(&mut self, id: String) {
-        self.answers.push_back(Answer {
+        self.incoming.answers.push_back(Answer {
             id,
             decline: Some(DeclineReason::Later),
             tries: 0,
@@ -362,7 +380,7 @@ impl Daemon {
 
     /// An accept or decline came back.
     pub(super) fn on_answered(&mut self, Answered { mut answer, result }: Answered) {
-        self.answers_in_flight = self.answers_in_flight.saturating_sub(1);
+        self.incoming.in_flight = self.incoming.in_flight.saturating_sub(1);
         let what = if answer.decline.is_some() {
             "decline"
         } else {
@@ -414,7 +432,7 @@ impl Daemon {
                 .unwrap_or_default()
                 .max(ANSWER_RETRY);
             answer.not_before = Instant::now() + wait;
-            self.answers.push_back(answer);
+            self.incoming.answers.push_back(answer);
             return;
         }
         if answer.decline.is_none() {

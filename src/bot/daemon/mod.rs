@@ -65,7 +65,7 @@ use crate::lichess::stream::StreamEvent;
 use crate::lichess::{Endpoint, Error as ClientError};
 use crate::systemd::Notifier;
 use futures::StreamExt;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -80,6 +80,9 @@ mod incoming;
 mod outgoing;
 mod stop;
 mod tournaments;
+
+use games::PlayingCheck;
+use incoming::Incoming;
 
 /// The shortest and longest pause before reopening the event stream; the
 /// pause goes back to the shortest once the stream stayed up this long.
@@ -305,13 +308,8 @@ pub struct Daemon {
     /// open, and when the loop last turned.
     health: Arc<Mutex<Health>>,
     last_status: String,
-    /// Answers waiting to be sent, and how many are being sent.
-    answers: VecDeque<Answer>,
-    answers_in_flight: usize,
-    /// Challenge ids already decided, and when.
-    decided: HashMap<String, Instant>,
-    /// Games that were rematches, with the rematches in a row they made.
-    rematches: HashMap<String, u32>,
+    /// The challenges made to us: answers to send, decisions, rematches.
+    incoming: Incoming,
     /// The online block lists, and when they were last asked for.
     block_lists: BlockLists,
     block_lists_asked: Option<Instant>,
@@ -320,11 +318,8 @@ pub struct Daemon {
     ctl_blocked_file: Option<std::path::PathBuf>,
     /// When the daemon started (for the status's uptime).
     started: Instant,
-    /// A `/api/account/playing` call is under way; another was asked.
-    reconciling: bool,
-    reconcile_again: bool,
-    /// When `/api/account/playing` was last asked.
-    last_playing_check: Instant,
+    /// The `/api/account/playing` check that reconciles the games.
+    playing_check: PlayingCheck,
     /// Challenges waiting for a slot, and their count for `!queue`.
     queue: ChallengeQueue,
     queue_len: Arc<AtomicUsize>,
@@ -407,18 +402,13 @@ impl Daemon {
             ready_sent: false,
             health: Arc::new(Mutex::new(Health::default())),
             last_status: String::new(),
-            answers: VecDeque::new(),
-            answers_in_flight: 0,
-            decided: HashMap::new(),
-            rematches: HashMap::new(),
+            incoming: Incoming::default(),
             block_lists,
             block_lists_asked: None,
             ctl_blocked,
             ctl_blocked_file,
             started: Instant::now(),
-            reconciling: false,
-            reconcile_again: false,
-            last_playing_check: Instant::now(),
+            playing_check: PlayingCheck::new(),
             queue,
             queue_len: Arc::new(AtomicUsize::new(0)),
             quota,
@@ -592,7 +582,7 @@ impl Daemon {
             Inbox::Game(id, notice) => self.on_game_notice(&id, notice),
             Inbox::Playing(games) => {
                 self.reconcile(games);
-                if std::mem::take(&mut self.reconcile_again) {
+                if std::mem::take(&mut self.playing_check.again) {
                     self.reconcile_later();
                 }
             }
@@ -668,14 +658,16 @@ impl Daemon {
 
     fn housekeeping(&mut self) {
         self.expire_accepts();
-        if self.last_playing_check.elapsed() >= self.config.bot.playing_check() {
+        if self.playing_check.last.elapsed() >= self.config.bot.playing_check() {
             self.reconcile_later();
         }
         self.drain_queue();
         self.refresh_block_lists();
         self.tournaments_tick();
         self.matchmaking();
-        self.decided.retain(|_, at| at.elapsed() < DECIDED_TTL);
+        self.incoming
+            .decided
+            .retain(|_, at| at.elapsed() < DECIDED_TTL);
         if self.last_sweep.elapsed() >= SWEEP_EVERY {
             self.last_sweep = Instant::now();
             self.sweep_hash_files();
