@@ -4,16 +4,62 @@
 //! aborting or resigning a game, joining and leaving an arena.
 
 use super::Daemon;
+use crate::bot::blocklists::BlockLists;
 use crate::bot::budget;
 use crate::bot::control::{ChallengeOrder, Order, Reply, Request};
 use crate::bot::state::{self, unix_now};
 use crate::bot::tournaments::Stage;
+use crate::config::Config;
 use crate::lichess::client::CreateChallenge;
 use serde_json::json;
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use tokio::time::Instant;
 
 /// The file of the users blocked with `kaissa ctl block`.
 pub const BLOCKED_FILE: &str = "ctl-blocked.json";
+
+/// Who is blocked: the online block lists (and when they were last asked
+/// for) and the users blocked with `kaissa ctl block`, kept in
+/// `state_dir/ctl-blocked.json`.
+pub(super) struct Blocks {
+    pub(super) lists: BlockLists,
+    pub(super) asked: Option<Instant>,
+    pub(super) ctl: BTreeSet<String>,
+    ctl_file: Option<PathBuf>,
+}
+
+impl Blocks {
+    /// The lists as last fetched and the ctl blocks, from `state_dir`.
+    pub(super) fn load(config: &Config, state_dir: Option<&Path>) -> Blocks {
+        let ctl_file = state::path(state_dir, BLOCKED_FILE);
+        Blocks {
+            lists: BlockLists::load(&config.challenge.online_block_lists, state_dir),
+            asked: None,
+            ctl: ctl_file
+                .as_deref()
+                .and_then(state::load)
+                .unwrap_or_default(),
+            ctl_file,
+        }
+    }
+
+    pub(super) fn blocks(&self, user: &str) -> bool {
+        self.lists.blocks(user) || self.ctl.contains(&user.to_lowercase())
+    }
+
+    /// Every user blocked, by a list or by ctl.
+    pub(super) fn all(&self) -> BTreeSet<String> {
+        self.lists.users().union(&self.ctl).cloned().collect()
+    }
+
+    /// The ctl blocks, kept on disk.
+    fn save(&self) {
+        if let Some(file) = &self.ctl_file {
+            state::save(file, &self.ctl);
+        }
+    }
+}
 
 impl Daemon {
     pub(super) fn on_control(&mut self, Order { request, reply }: Order) {
@@ -30,7 +76,7 @@ impl Daemon {
                 Reply::error(format!("{user} is this bot"))
             }
             Request::Block(user) => {
-                self.ctl_blocked.insert(user.to_lowercase());
+                self.blocks.ctl.insert(user.to_lowercase());
                 self.blocked_changed();
                 // Their waiting challenges go too.
                 self.decline_queued(
@@ -40,7 +86,7 @@ impl Daemon {
                 Reply::ok(format!("{user} blocked"))
             }
             Request::Unblock(user) => {
-                if self.ctl_blocked.remove(&user.to_lowercase()) {
+                if self.blocks.ctl.remove(&user.to_lowercase()) {
                     self.blocked_changed();
                     Reply::ok(format!("{user} unblocked"))
                 } else {
@@ -100,21 +146,13 @@ impl Daemon {
     /// The users blocked by the lists or by `kaissa ctl` changed: kept on
     /// disk, and matchmaking leaves them alone.
     fn blocked_changed(&mut self) {
-        if let Some(file) = &self.ctl_blocked_file {
-            state::save(file, &self.ctl_blocked);
-        }
-        let all: BTreeSet<String> = self
-            .block_lists
-            .users()
-            .union(&self.ctl_blocked)
-            .cloned()
-            .collect();
-        self.matchmaker.set_online_blocked(&all);
+        self.blocks.save();
+        self.matchmaker.set_online_blocked(&self.blocks.all());
     }
 
     /// Whether `user` is blocked by the lists or by `kaissa ctl`.
     pub(super) fn blocked(&self, user: &str) -> bool {
-        self.block_lists.blocks(user) || self.ctl_blocked.contains(&user.to_lowercase())
+        self.blocks.blocks(user)
     }
 
     /// The online block lists changed.
@@ -211,7 +249,7 @@ impl Daemon {
             "enabled": self.matchmaker.enabled(),
             "pending": self.matchmaker.pending().map(|p| json!({"id": p.id, "opponent": p.opponent})),
         });
-        let blocked: Vec<&String> = self.ctl_blocked.iter().collect();
+        let blocked: Vec<&String> = self.blocks.ctl.iter().collect();
         let tournaments: Vec<serde_json::Value> = self
             .tournaments
             .iter()
@@ -251,7 +289,7 @@ impl Daemon {
             "tournaments": tournaments,
             "slots_kept_for_arenas": self.slots.kept(),
             "blocked": blocked,
-            "online_blocked": self.block_lists.users().len(),
+            "online_blocked": self.blocks.lists.users().len(),
         });
         if as_json {
             return Reply::ok(status.to_string());
@@ -358,7 +396,7 @@ impl Daemon {
                         .join(", ")
                 )
             },
-            self.block_lists.users().len()
+            self.blocks.lists.users().len()
         ));
         Reply::ok(text)
     }

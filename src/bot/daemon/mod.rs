@@ -42,7 +42,7 @@
 //! while the event stream is open or was within the last 5 minutes,
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
-use super::blocklists::{self, BlockLists};
+use super::blocklists;
 use super::budget::ChallengeBudget;
 use super::challenge::{SlotGuard, Slots};
 use super::control::{self as ctl, Order};
@@ -81,6 +81,7 @@ mod outgoing;
 mod stop;
 mod tournaments;
 
+use control::Blocks;
 use games::PlayingCheck;
 use incoming::Incoming;
 
@@ -310,12 +311,8 @@ pub struct Daemon {
     last_status: String,
     /// The challenges made to us: answers to send, decisions, rematches.
     incoming: Incoming,
-    /// The online block lists, and when they were last asked for.
-    block_lists: BlockLists,
-    block_lists_asked: Option<Instant>,
-    /// Users blocked with `kaissa ctl block`, and where they are kept.
-    ctl_blocked: std::collections::BTreeSet<String>,
-    ctl_blocked_file: Option<std::path::PathBuf>,
+    /// Who is blocked: the online lists and `kaissa ctl block`.
+    blocks: Blocks,
     /// When the daemon started (for the status's uptime).
     started: Instant,
     /// The `/api/account/playing` check that reconciles the games.
@@ -370,16 +367,8 @@ impl Daemon {
             config.challenge.allow_list.clone(),
             state_dir.as_deref(),
         );
-        let block_lists =
-            BlockLists::load(&config.challenge.online_block_lists, state_dir.as_deref());
-        let ctl_blocked_file = super::state::path(state_dir.as_deref(), control::BLOCKED_FILE);
-        let ctl_blocked: std::collections::BTreeSet<String> = ctl_blocked_file
-            .as_deref()
-            .and_then(super::state::load)
-            .unwrap_or_default();
-        let online_and_ctl: std::collections::BTreeSet<String> =
-            block_lists.users().union(&ctl_blocked).cloned().collect();
-        matchmaker.set_online_blocked(&online_and_ctl);
+        let blocks = Blocks::load(&config, state_dir.as_deref());
+        matchmaker.set_online_blocked(&blocks.all());
         let engines = Engines::new(&config);
         let tournaments_file =
             super::state::path(state_dir.as_deref(), super::tournaments::STATE_FILE);
@@ -403,10 +392,7 @@ impl Daemon {
             health: Arc::new(Mutex::new(Health::default())),
             last_status: String::new(),
             incoming: Incoming::default(),
-            block_lists,
-            block_lists_asked: None,
-            ctl_blocked,
-            ctl_blocked_file,
+            blocks,
             started: Instant::now(),
             playing_check: PlayingCheck::new(),
             queue,
@@ -588,7 +574,7 @@ impl Daemon {
             }
             Inbox::Match(event) => self.on_match_event(event),
             Inbox::BlockList(fetched) => {
-                self.block_lists.update(fetched);
+                self.blocks.lists.update(fetched);
                 self.block_lists_changed();
             }
             Inbox::Control(order) => self.on_control(order),
@@ -689,14 +675,10 @@ impl Daemon {
     fn refresh_block_lists(&mut self) {
         let urls = &self.config.challenge.online_block_lists;
         let every = Duration::from_secs(self.config.challenge.block_list_refresh_secs);
-        if urls.is_empty()
-            || self
-                .block_lists_asked
-                .is_some_and(|at| at.elapsed() < every)
-        {
+        if urls.is_empty() || self.blocks.asked.is_some_and(|at| at.elapsed() < every) {
             return;
         }
-        self.block_lists_asked = Some(Instant::now());
+        self.blocks.asked = Some(Instant::now());
         blocklists::spawn_fetch(urls.clone(), self.inbox_tx.clone());
     }
 
