@@ -319,6 +319,25 @@ enum Flow {
     Resync,
 }
 
+/// A game's draw and takeback offers: the plies at which the opponent's
+/// last ones were answered, our last draw offer, and the takebacks
+/// accepted (up to `bot.max_takebacks`).
+#[derive(Debug, Default)]
+struct Offers {
+    draw_answered_at: Option<usize>,
+    takeback_answered_at: Option<usize>,
+    takebacks_accepted: u32,
+    draw_offered_at: Option<usize>,
+}
+
+/// A game's claims of victory or a draw (the opponent gone): when the next
+/// is due, and how many were sent.
+#[derive(Debug, Default)]
+struct Claims {
+    at: Option<Instant>,
+    sent: u32,
+}
+
 type PermitFuture = Pin<Box<dyn Future<Output = Permit> + Send>>;
 
 struct Game {
@@ -349,18 +368,13 @@ struct Game {
     scores: Vec<i32>,
     view: EngineView,
     greeted: bool,
-    draw_answered_at: Option<usize>,
-    takeback_answered_at: Option<usize>,
-    /// Takebacks accepted in this game (up to `bot.max_takebacks`).
-    takebacks_accepted: u32,
-    draw_offered_at: Option<usize>,
+    offers: Offers,
     /// The tables called the position after our last move a draw.
     tablebase_draw: bool,
     abort_at: Option<Instant>,
     /// `!wait`s granted in this game.
     wait_extensions: u32,
-    claim_at: Option<Instant>,
-    claims: u32,
+    claims: Claims,
     finish_by: Option<Instant>,
     /// Resyncs after a failed move post, for the current move.
     resyncs: u32,
@@ -475,15 +489,11 @@ impl Game {
             scores: Vec::new(),
             view: EngineView::default(),
             greeted,
-            draw_answered_at: None,
-            takeback_answered_at: None,
-            takebacks_accepted: 0,
-            draw_offered_at: None,
+            offers: Offers::default(),
             tablebase_draw: false,
             abort_at: None,
             wait_extensions: 0,
-            claim_at: None,
-            claims: 0,
+            claims: Claims::default(),
             finish_by: None,
             resyncs: 0,
             rethink_at: None,
@@ -616,8 +626,8 @@ impl Game {
                 }
                 _ = tokio::time::sleep_until(self.abort_at.unwrap_or_else(far)),
                     if self.abort_at.is_some() => self.on_abort_timer(),
-                _ = tokio::time::sleep_until(self.claim_at.unwrap_or_else(far)),
-                    if self.claim_at.is_some() => self.on_claim_timer().await,
+                _ = tokio::time::sleep_until(self.claims.at.unwrap_or_else(far)),
+                    if self.claims.at.is_some() => self.on_claim_timer().await,
                 _ = tokio::time::sleep_until(self.rethink_at.unwrap_or_else(far)),
                     if self.rethink_at.is_some() => self.on_rethink_timer(),
                 _ = tokio::time::sleep_until(self.finish_by.unwrap_or_else(far)),
@@ -983,8 +993,8 @@ impl Game {
             return Flow::Over;
         }
         let them = to_model(!us);
-        if state.offers_draw(them) && self.draw_answered_at != Some(ply) {
-            self.draw_answered_at = Some(ply);
+        if state.offers_draw(them) && self.offers.draw_answered_at != Some(ply) {
+            self.offers.draw_answered_at = Some(ply);
             let accept =
                 rules::accept_draw(&self.scores, &self.standing(ply), &self.ctx.config.bot);
             tracing::info!(accept, "draw offer");
@@ -992,15 +1002,15 @@ impl Game {
                 move |client, id| async move { client.answer_draw(&id, accept).await },
             );
         }
-        if state.proposes_takeback(them) && self.takeback_answered_at != Some(ply) {
-            self.takeback_answered_at = Some(ply);
-            let accept = self.takebacks_accepted < self.ctx.config.bot.max_takebacks;
+        if state.proposes_takeback(them) && self.offers.takeback_answered_at != Some(ply) {
+            self.offers.takeback_answered_at = Some(ply);
+            let accept = self.offers.takebacks_accepted < self.ctx.config.bot.max_takebacks;
             if accept {
-                self.takebacks_accepted += 1;
+                self.offers.takebacks_accepted += 1;
             }
             tracing::info!(
                 accept,
-                accepted = self.takebacks_accepted,
+                accepted = self.offers.takebacks_accepted,
                 "takeback proposal"
             );
             self.spawn_action(move |client, id| async move {
@@ -1126,11 +1136,11 @@ impl Game {
         if gone.gone {
             let after = Duration::from_secs(gone.claim_win_in_seconds.unwrap_or(0).into());
             tracing::info!(claim_in_s = after.as_secs(), "opponent gone");
-            self.claim_at = Some(Instant::now() + after);
-            self.claims = 0;
+            self.claims.at = Some(Instant::now() + after);
+            self.claims.sent = 0;
         } else {
             tracing::info!("opponent back");
-            self.claim_at = None;
+            self.claims.at = None;
         }
     }
 
@@ -1164,17 +1174,17 @@ impl Game {
     /// we cannot win on material (a lone king, say), where Lichess would
     /// not give the win.
     async fn on_claim_timer(&mut self) -> Flow {
-        self.claim_at = None;
+        self.claims.at = None;
         // Lichess takes a claim only on the opponent's turn (lila's
         // `mightClaimWin`: `!isMyTurn`); on ours we move first, and the
         // claim follows once the move is in.
         if let (Some(us), Some(record)) = (self.color, &self.record)
             && record.turn() == us
         {
-            self.claim_at = Some(Instant::now() + CLAIM_ON_OUR_TURN);
+            self.claims.at = Some(Instant::now() + CLAIM_ON_OUR_TURN);
             return Flow::Continue;
         }
-        self.claims += 1;
+        self.claims.sent += 1;
         let can_win = match (self.color, &self.record) {
             (Some(us), Some(record)) => record.can_win(us),
             _ => true,
@@ -1188,8 +1198,8 @@ impl Game {
         };
         if let Err(e) = claim {
             tracing::warn!("claim failed: {e}");
-            if self.claims < MAX_CLAIMS {
-                self.claim_at = Some(Instant::now() + CLAIM_RETRY);
+            if self.claims.sent < MAX_CLAIMS {
+                self.claims.at = Some(Instant::now() + CLAIM_RETRY);
             }
         }
         Flow::Continue

@@ -382,10 +382,11 @@ impl Game {
         let bot = &self.ctx.config.bot;
         let offering_draw = rules::offer_draw(&self.scores, &standing, bot)
             && self
+                .offers
                 .draw_offered_at
                 .is_none_or(|at| ply >= at + 2 * bot.draw_moves as usize);
         if offering_draw {
-            self.draw_offered_at = Some(ply);
+            self.offers.draw_offered_at = Some(ply);
         }
         let uci = chosen.uci;
         let think = done - thinking.started + thinking.searched_before;
