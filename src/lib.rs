@@ -13,25 +13,25 @@
 //!
 //! # Where to change what
 //!
-//! - **A challenge rule** (accept or decline): `src/bot/challenge.rs`,
+//! - **A challenge rule** (accept or decline): `src/bot/policy/challenge.rs`,
 //!   `decide` (the rules in order, each with the reason Lichess shows)
 //!   and the per-setting checks beside it. A new setting: see "a
 //!   configuration key".
 //! - **A fair limit** (who gets a slot, who waits): `fair` in
-//!   `src/bot/challenge.rs`; the queue's order in `src/bot/queue.rs`; the
-//!   daily bot quota in `src/bot/quota.rs`; the online block lists in
-//!   `src/bot/blocklists.rs`; whom matchmaking challenges in
-//!   `pick`/`offer` of `src/bot/matchmaking.rs`. The daemon only applies
+//!   `src/bot/policy/challenge.rs`; the queue's order in `src/bot/policy/queue.rs`; the
+//!   daily bot quota in `src/bot/policy/quota.rs`; the online block lists in
+//!   `src/bot/policy/blocklists.rs`; whom matchmaking challenges in
+//!   `pick`/`offer` of `src/bot/policy/matchmaker.rs`. The daemon only applies
 //!   them: incoming challenges in `src/bot/daemon/incoming.rs`, our own
 //!   in `src/bot/daemon/outgoing.rs`.
 //! - **Something the daemon does** (`src/bot/daemon/`, one concern a
 //!   file): the event loop and its dispatch in `mod.rs`, game tasks and
 //!   reconciling in `games.rs`, challenges to us in `incoming.rs`, ours
 //!   in `outgoing.rs`, shutdown in `stop.rs`, the control socket's
-//!   commands in `control.rs` (their words, the socket and `kaissa ctl`'s
+//!   commands in `operator.rs` (their words, the socket and `kaissa ctl`'s
 //!   client in `src/bot/control.rs`), arena tournaments in
-//!   `tournaments.rs` (what to ask Lichess and when, the slots they keep:
-//!   `src/bot/tournaments.rs`).
+//!   `arena_requests.rs` (what to ask Lichess and when, the slots they keep:
+//!   `src/bot/policy/arenas.rs`).
 //! - **A chat command**: `src/bot/chat.rs`, `reply` (text in, text out)
 //!   and its `!help` line; the game task (`src/bot/game/mod.rs`) posts the
 //!   answer.
@@ -46,15 +46,15 @@
 //!   local one (instant, no I/O per move) in `Sources::choose`
 //!   (`src/engine/sources.rs`, asked by both the bot and `go` in
 //!   `src/uci.rs`); an online one in `src/lichess/online.rs` (the HTTP
-//!   call) and `src/bot/game/sources.rs` (when it applies, asked in its
+//!   call) and `src/bot/game/lookup.rs` (when it applies, asked in its
 //!   own task); its settings in `[sources]` (`src/config/sources.rs`).
 //!   The engine stays a searcher (the tables also score its leaves).
 //! - **An external engine or a variant**: which engine plays a game in
 //!   `src/config/engines.rs` (`[engines.NAME]`, `claims`) and
-//!   `src/bot/engines.rs` (probing, health, the choice the daemon applies);
-//!   the UCI process in `src/bot/external.rs`; its searches in
+//!   `src/bot/external/roster.rs` (probing, health, the choice the daemon applies);
+//!   the UCI process in `src/bot/external/mod.rs`; its searches in
 //!   `src/bot/game/extern_search.rs`; a variant's rules (shakmaty) in
-//!   `src/bot/variant.rs`, seen by the game through `src/bot/game/board.rs`.
+//!   `src/bot/board/variant.rs`, seen by the game through `src/bot/board/mod.rs`.
 //! - **A configuration key**: its field, default and doc in
 //!   `src/config/sections.rs`, the same in the shipped
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in

@@ -100,9 +100,16 @@ fn run_ctl(socket: &Path, command: &str) -> Result<ExitCode> {
     }
 }
 
+/// The daemon's blocking work (an ended game's engine thread joined, a
+/// file written, the hash files swept) is short: a few threads serve it,
+/// so a burst of ended games cannot grow the process by hundreds of
+/// threads (tokio allows 512 by default).
+const BLOCKING_THREADS: usize = 4;
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
         .enable_all()
         .build()
         .context("cannot start the async runtime")
@@ -124,7 +131,7 @@ fn run_check(config_path: Option<&Path>) -> Result<ExitCode> {
     // fails the check (its games would be declined).
     let mut failed = false;
     if !config.engines.is_empty() {
-        let engines = kaissa::bot::engines::Engines::new(&config);
+        let engines = kaissa::bot::external::roster::Engines::new(&config);
         let found = runtime.block_on(preflight::engines(&engines));
         found.iter().for_each(Finding::print);
         failed = found.iter().any(|f| f.level == Level::Error);

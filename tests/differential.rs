@@ -9,9 +9,7 @@ use shakmaty::fen::Fen;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position as _};
 
-use crate::support;
-
-use support::rng::Rng;
+use fastrand::Rng;
 
 /// The Chess960 start position number `n` (0..960).
 fn chess960_fen(n: usize) -> String {
@@ -76,7 +74,7 @@ fn compare(ours: &Position, theirs: &Chess, context: &str) {
 /// Plays random games from `start` until `positions` positions were
 /// compared; returns how many were.
 fn playouts(mut start: impl FnMut(&mut Rng) -> String, positions: usize, seed: u64) -> usize {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::with_seed(seed);
     let mut compared = 0;
     while compared < positions {
         let fen = start(&mut rng);
@@ -97,7 +95,7 @@ fn playouts(mut start: impl FnMut(&mut Rng) -> String, positions: usize, seed: u
             if moves.is_empty() || ours.is_insufficient_material() {
                 break;
             }
-            let m = moves[rng.below(moves.len())];
+            let m = moves[rng.usize(..moves.len())];
             let uci = m.to_uci(true);
             let before = ours.clone();
             let next = ours.play(m);
@@ -125,7 +123,7 @@ fn agrees_with_shakmaty_in_standard_chess() {
 
 #[test]
 fn agrees_with_shakmaty_in_chess960() {
-    let n = playouts(|rng| chess960_fen(rng.below(960)), 20_000, 0x8765_4321);
+    let n = playouts(|rng| chess960_fen(rng.usize(..960)), 20_000, 0x8765_4321);
     assert!(n >= 20_000);
 }
 

@@ -14,14 +14,12 @@ use kaissa::engine::nnue::{
 use kaissa::tools::packed::{GameResult, PackedBoard, read_records};
 use kaissa::tools::train::{Data, TrainConfig, Trainer};
 
-use crate::support;
-
-use support::rng::Rng;
+use fastrand::Rng;
 
 /// A net with random weights in the ranges a trained net uses.
 fn random_net_bytes(seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed | 1);
-    let mut small = |range: i64| (rng.next() % (2 * range as u64 + 1)) as i64 - range;
+    let mut rng = Rng::with_seed(seed | 1);
+    let mut small = |range: i64| rng.i64(-range..=range);
     let fw: Vec<i16> = (0..INPUTS * HIDDEN).map(|_| small(120) as i16).collect();
     let fb: Vec<i16> = (0..HIDDEN).map(|_| (small(100) + 80) as i16).collect();
     let ow: Vec<i16> = (0..2 * HIDDEN).map(|_| small(127) as i16).collect();
@@ -62,13 +60,13 @@ fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
             .copied()
             .filter(|m| !matches!(m.kind(), MoveKind::Normal))
             .collect();
-        let null = !pos.in_check() && rng.below(20) == 0;
+        let null = !pos.in_check() && rng.usize(..20) == 0;
         let m = if null {
             Move::NONE
-        } else if !special.is_empty() && rng.below(2) == 0 {
-            special[rng.below(special.len())]
+        } else if !special.is_empty() && rng.usize(..2) == 0 {
+            special[rng.usize(..special.len())]
         } else {
-            moves[rng.below(moves.len())]
+            moves[rng.usize(..moves.len())]
         };
         stack.push(ply, &pos, m);
         let next = if null {
@@ -94,7 +92,7 @@ fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
             pos.play(m)
         };
         pos = next;
-        if rng.below(3) == 0 || ply % 7 == 0 {
+        if rng.usize(..3) == 0 || ply % 7 == 0 {
             let incremental = stack.evaluate(net, &pos, ply);
             let full = Accumulator::refresh(net, &pos);
             assert_eq!(stack.accumulator(ply), Some(&full), "{fen} ply {ply}");
@@ -107,7 +105,7 @@ fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
 #[test]
 fn incremental_accumulators_equal_a_full_refresh() {
     let net = random_net(11);
-    let mut rng = Rng(0x5eed_1234);
+    let mut rng = Rng::with_seed(0x5eed_1234);
     let mut seen = Seen::default();
     let starts = [
         kaissa::chess::STARTPOS.to_string(),
@@ -137,11 +135,11 @@ fn incremental_accumulators_equal_a_full_refresh() {
 fn simd_paths_equal_the_scalar_path() {
     let scalar = SimdLevel::scalar();
     let levels: Vec<SimdLevel> = SimdLevel::available().collect();
-    let mut rng = Rng(77);
+    let mut rng = Rng::with_seed(77);
     let row = |rng: &mut Rng, range: u64| {
         let mut r = Row::ZERO;
         for v in &mut r.0 {
-            *v = (rng.next() % (2 * range + 1)) as i64 as i16 - range as i16;
+            *v = rng.i16(-(range as i16)..=range as i16);
         }
         r
     };
@@ -150,13 +148,13 @@ fn simd_paths_equal_the_scalar_path() {
         let range = if round % 2 == 0 { 600 } else { 32767 };
         let inp = row(&mut rng, range);
         let rows: Vec<Row> = (0..4).map(|_| row(&mut rng, range)).collect();
-        let (na, ns) = (rng.below(3), rng.below(3));
+        let (na, ns) = (rng.usize(..3), rng.usize(..3));
         let add: Vec<&Row> = rows[..na].iter().collect();
         let sub: Vec<&Row> = rows[2..2 + ns].iter().collect();
         let mut expected = Row::ZERO;
         update(scalar, &mut expected, &inp, &add, &sub);
         let weights = [row(&mut rng, 127), row(&mut rng, 127)];
-        let bias = rng.below(20_000) as i32 - 10_000;
+        let bias = rng.usize(..20_000) as i32 - 10_000;
         let out = output(scalar, &inp, &expected, &weights, bias);
         for &level in &levels {
             let mut got = Row::ZERO;
@@ -301,20 +299,20 @@ fn the_loader_refuses_bad_files() {
 /// evaluation (White's view) with the result its sign: diverse positions
 /// whose labels are mostly material, which even a tiny set teaches.
 fn small_data(cfg: &TrainConfig) -> Data {
-    let mut rng = Rng(0xda7a);
+    let mut rng = Rng::with_seed(0xda7a);
     let mut data = Data::default();
     for file in 0..2u64 {
         let mut records = Vec::new();
         for game in 0..150u32 {
             let mut pos = Position::startpos();
-            let plies = 20 + rng.below(60);
+            let plies = 20 + rng.usize(..60);
             for _ in 0..plies {
                 let moves = pos.legal_moves();
                 if moves.is_empty() {
                     break;
                 }
-                pos = pos.play(moves[rng.below(moves.len())]);
-                if pos.in_check() || rng.below(4) != 0 {
+                pos = pos.play(moves[rng.usize(..moves.len())]);
+                if pos.in_check() || rng.usize(..4) != 0 {
                     continue;
                 }
                 let stm = evaluate(&pos).clamp(-3000, 3000);

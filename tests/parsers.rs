@@ -5,9 +5,7 @@
 
 use kaissa::chess::{CastlingNotation, Position};
 
-use crate::support;
-
-use support::rng::Rng;
+use fastrand::Rng;
 
 const SEEDS: [&str; 6] = [
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
@@ -27,10 +25,10 @@ const ALPHABET: &[char] = &[
 
 fn mutate(rng: &mut Rng, s: &str) -> String {
     let mut chars: Vec<char> = s.chars().collect();
-    for _ in 0..1 + rng.below(4) {
-        let c = ALPHABET[rng.below(ALPHABET.len())];
-        let at = rng.below(chars.len() + 1);
-        match rng.below(4) {
+    for _ in 0..1 + rng.usize(..4) {
+        let c = ALPHABET[rng.usize(..ALPHABET.len())];
+        let at = rng.usize(..chars.len() + 1);
+        match rng.usize(..4) {
             0 => chars.insert(at, c),
             1 if at < chars.len() => {
                 chars.remove(at);
@@ -38,7 +36,7 @@ fn mutate(rng: &mut Rng, s: &str) -> String {
             2 if at < chars.len() => chars[at] = c,
             _ => {
                 // Swap two characters.
-                let other = rng.below(chars.len().max(1));
+                let other = rng.usize(..chars.len().max(1));
                 if at < chars.len() && other < chars.len() {
                     chars.swap(at, other);
                 }
@@ -49,9 +47,9 @@ fn mutate(rng: &mut Rng, s: &str) -> String {
 }
 
 fn random_string(rng: &mut Rng) -> String {
-    let len = rng.below(80);
+    let len = rng.usize(..80);
     (0..len)
-        .map(|_| ALPHABET[rng.below(ALPHABET.len())])
+        .map(|_| ALPHABET[rng.usize(..ALPHABET.len())])
         .collect()
 }
 
@@ -77,13 +75,13 @@ fn check_consistent(pos: &Position, input: &str) {
 
 #[test]
 fn fen_parser_never_panics() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::with_seed(7);
     let mut parsed = 0;
     for i in 0..200_000 {
         let input = if i % 4 == 0 {
             random_string(&mut rng)
         } else {
-            let seed = SEEDS[rng.below(SEEDS.len())];
+            let seed = SEEDS[rng.usize(..SEEDS.len())];
             mutate(&mut rng, seed)
         };
         if let Ok(pos) = Position::from_fen(&input) {
@@ -97,20 +95,20 @@ fn fen_parser_never_panics() {
 
 #[test]
 fn move_parsers_never_panic_and_never_change_the_position() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::with_seed(11);
     let positions: Vec<Position> = SEEDS
         .iter()
         .map(|f| Position::from_fen(f).unwrap())
         .collect();
     for _ in 0..100_000 {
-        let pos = &positions[rng.below(positions.len())];
+        let pos = &positions[rng.usize(..positions.len())];
         let before = pos.clone();
-        let input = if rng.below(2) == 0 {
+        let input = if rng.usize(..2) == 0 {
             random_string(&mut rng).chars().take(6).collect()
         } else {
             let legal = pos.legal_moves();
-            let m = legal[rng.below(legal.len())];
-            let uci = m.to_uci(rng.below(2) == 0);
+            let m = legal[rng.usize(..legal.len())];
+            let uci = m.to_uci(rng.usize(..2) == 0);
             mutate(&mut rng, &uci)
         };
         for chess960 in [false, true] {

@@ -3,7 +3,7 @@
 //! service user, and root, may talk to it) in the runtime directory;
 //! one command a connection, as a line of text, answered with `ok` or
 //! `error: ...` on the first line and the reply after it. The daemon
-//! carries the commands out on its own loop (`daemon/control.rs`); this
+//! carries the commands out on its own loop (`daemon/operator.rs`); this
 //! module holds the words, the listener and the client.
 
 use crate::config::{ArenaEntry, is_tournament_id, parse_time_control};

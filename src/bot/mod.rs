@@ -1,26 +1,29 @@
-//! The Lichess bot: the daemon's event loop, the challenge policy and its
-//! queue, online block lists, matchmaking, arena tournaments, the daily bot
-//! quota and the challenge budget, one task per game, chat, and the PGN of
-//! each finished game.
+//! The Lichess bot, grouped so its design shows:
+//!
+//! - [`daemon`]: the event loop, the one place that talks to Lichess for
+//!   the account (challenges, arenas, reconciling, shutdown);
+//! - [`game`]: one task per game, from its stream to its PGN, and the
+//!   moves it plays;
+//! - [`policy`]: the pure decisions the daemon applies (which challenges,
+//!   the queue, the quotas and budgets, block lists, matchmaking, arenas);
+//! - [`board`]: a game's record in its rules (kaissa's board, or
+//!   shakmaty's for the variants);
+//! - [`external`]: external UCI engines (the process, its protocol, which
+//!   engine plays a game);
+//! - [`store`]: what is kept on disk between runs (state files, hash
+//!   tables, PGNs);
+//! - beside them: the search threads shared by the games ([`scheduler`]),
+//!   chat ([`chat`]), the control socket ([`control`]), the token's scopes
+//!   ([`scopes`]) and the checks before play ([`preflight`]).
 
-pub mod blocklists;
-pub mod budget;
-pub mod challenge;
+pub mod board;
 pub mod chat;
 pub mod control;
 pub mod daemon;
-pub mod engines;
 pub mod external;
 pub mod game;
-pub mod hashstore;
-pub mod matchmaking;
-pub mod pgn;
+pub mod policy;
 pub mod preflight;
-pub mod queue;
-pub mod quota;
-pub mod record;
 pub mod scheduler;
 pub mod scopes;
-pub mod state;
-pub mod tournaments;
-pub mod variant;
+pub mod store;

@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use super::engines::Engines;
-use super::game::sources::MoveSources;
 use super::scopes;
+use crate::bot::external::roster::Engines;
+use crate::bot::game::lookup::MoveSources;
 use crate::config::{Config, ConfigError, cgroup_memory_max_mib};
 use crate::lichess::model::TokenInfo;
 

@@ -5,7 +5,7 @@
 //! of its `variants` that also match its `speeds`, `opponents` and
 //! `rated` filters. Several sections claiming a game: the first by name
 //! plays it. Choosing and probing the engines is the bot's work
-//! (`bot::engines`); this is their description and its rules.
+//! (`bot::external::roster`); this is their description and its rules.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -23,7 +23,7 @@
 //! and opening them), `tournaments` (`[tournaments]`: the arenas joined), `env` (the environment overrides), `validate` (the rules
 //! across values), `token` (finding the token) and `error` (every
 //! mistake, named by its key). The challenge rules that use
-//! `[challenge]` are the policy's, in `bot::challenge`.
+//! `[challenge]` are the policy's, in `bot::policy::challenge`.
 
 mod engines;
 mod env;

@@ -188,7 +188,7 @@ impl AcceptedSpeed {
 }
 
 /// `[challenge]`: which challenges to accept. These are the inputs of the
-/// policy, `bot::challenge`, where the rules that read them live.
+/// policy, `bot::policy::challenge`, where the rules that read them live.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ChallengeConfig {

@@ -1,6 +1,6 @@
 //! `[tournaments]`: the arena tournaments the bot joins on its own (the
 //! standing entries), and how it plays in them. Joining,
-//! pairing and leaving are the bot's work (`bot::tournaments`); this is
+//! pairing and leaving are the bot's work (`bot::policy::arenas`); this is
 //! their description and its rules.
 
 use serde::{Deserialize, Serialize};

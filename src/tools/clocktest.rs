@@ -182,23 +182,6 @@ impl ClockTestReport {
     }
 }
 
-/// A small fixed-seed generator (SplitMix64) for openings and lag.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-}
-
 /// Plays `config.games` games, `config.concurrency` at a time, calling
 /// `progress` after each.
 pub fn run(
@@ -261,7 +244,8 @@ fn limits_for(clocks: &[Duration; 2], tc: &TimeControl, overhead: Duration) -> L
 
 /// Plays game number `index` to its end.
 pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
-    let mut rng = Rng(config.seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    let mut rng =
+        fastrand::Rng::with_seed(config.seed ^ (index as u64).wrapping_mul(0xA24B_AED4_963E_E407));
     let tc = config.control;
     // The side that uses `manager`: White in even games.
     let manager_side = if index.is_multiple_of(2) { 0 } else { 1 };
@@ -293,7 +277,7 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
         if moves.is_empty() {
             break;
         }
-        let m = moves[rng.below(moves.len() as u64) as usize];
+        let m = moves[rng.usize(..moves.len())];
         history.push(pos.key());
         pos = pos.play(m);
     }
@@ -346,7 +330,7 @@ pub fn play_game(config: &ClockTestConfig, index: usize) -> GameRecord {
         let think = started.elapsed();
         let lag = config.lag_min
             + Duration::from_millis(
-                rng.below((config.lag_max.saturating_sub(config.lag_min)).as_millis() as u64 + 1),
+                rng.u64(..=config.lag_max.saturating_sub(config.lag_min).as_millis() as u64),
             );
         // The lag really passes (the opponent ponders through it).
         std::thread::sleep(lag);

@@ -87,30 +87,6 @@ impl Report {
     }
 }
 
-/// A small deterministic PRNG (xorshift64*), good enough for openings.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        // splitmix64 of the seed, so that nearby seeds differ everywhere.
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-}
-
 /// Adjudication: a side this far ahead for `WIN_PLIES` plies in a row
 /// has won; a score this close to zero for `DRAW_PLIES` plies after
 /// `DRAW_FROM_PLY` is a draw; a game this long is a draw.
@@ -225,21 +201,21 @@ pub fn opening(
     seed: u64,
     game: u32,
 ) -> Option<(Game, Vec<u64>)> {
-    let mut rng = Rng::new(seed ^ (u64::from(game) << 20) ^ 0xDA7A);
+    let mut rng = fastrand::Rng::with_seed(seed ^ (u64::from(game) << 20) ^ 0xDA7A);
     let mut pos = if openings.is_empty() {
         Position::startpos()
     } else {
-        openings[rng.below(openings.len())].clone()
+        openings[rng.usize(..openings.len())].clone()
     };
     let mut record = Game::new(pos.clone());
-    let plies = min + rng.below(max.saturating_sub(min) + 1);
+    let plies = min + rng.usize(..max.saturating_sub(min) + 1);
     let mut history = Vec::new();
     for _ in 0..plies {
         let moves = pos.legal_moves();
         if moves.is_empty() {
             return None;
         }
-        let m = moves.as_slice()[rng.below(moves.len())];
+        let m = moves.as_slice()[rng.usize(..moves.len())];
         record.push(m, None);
         history.push(pos.key());
         pos = pos.play(m);
@@ -252,7 +228,7 @@ pub fn fresh_seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    Rng::new(nanos ^ u64::from(std::process::id()) << 40).next_u64() >> 16
+    fastrand::Rng::with_seed(nanos ^ u64::from(std::process::id()) << 40).u64(..) >> 16
 }
 
 /// Seals the `.part` chunks a stopped run left in `dir`; returns them.

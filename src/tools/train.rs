@@ -16,13 +16,13 @@
 //! A checkpoint (f32 weights, Adam moments, epoch) resumes a run.
 
 use super::chunk::{self, Filter};
-use super::datagen::Rng;
 use super::packed::{PackedBoard, read_records};
 use crate::chess::{Color, Square};
 use crate::engine::nnue::{
     HIDDEN, INPUTS, OUTPUT_PERCENT, QA, QB, SCALE, WEIGHT_CLIP, encode_net, feature_index,
 };
 use anyhow::{Context, Result};
+use fastrand::Rng;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -112,7 +112,7 @@ impl Data {
     /// whose hash of (seed, file, game) falls below `val_permille`.
     pub fn add_file(&mut self, file: u64, records: Vec<PackedBoard>, cfg: &TrainConfig) {
         for r in records {
-            let h = Rng::new(cfg.seed ^ file.rotate_left(32) ^ r.game as u64).next_u64();
+            let h = Rng::with_seed(cfg.seed ^ file.rotate_left(32) ^ r.game as u64).u64(..);
             if h % 1000 < cfg.val_permille {
                 self.val.push(r);
             } else {
@@ -245,9 +245,9 @@ pub struct Trainer {
 impl Trainer {
     /// A fresh net, initialised from the seed.
     pub fn new(cfg: TrainConfig) -> Trainer {
-        let mut rng = Rng::new(cfg.seed);
+        let mut rng = Rng::with_seed(cfg.seed);
         let mut uniform = |a: f32| {
-            let u = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+            let u = (rng.u64(..) >> 40) as f32 / (1u64 << 24) as f32;
             (2.0 * u - 1.0) * a
         };
         let mut params = vec![0f32; PARAMS];
@@ -305,9 +305,10 @@ impl Trainer {
         }
         let n = data.train.len();
         let mut order: Vec<u32> = (0..n as u32).collect();
-        let mut rng = Rng::new(self.cfg.seed ^ (self.epoch as u64 + 1).wrapping_mul(0x9E37_79B9));
+        let mut rng =
+            Rng::with_seed(self.cfg.seed ^ (self.epoch as u64 + 1).wrapping_mul(0x9E37_79B9));
         for i in (1..n).rev() {
-            order.swap(i, rng.below(i + 1));
+            order.swap(i, rng.usize(..=i));
         }
         let threads = self.threads();
         self.grads.resize_with(threads, || vec![0.0; PARAMS]);
@@ -330,7 +331,7 @@ impl Trainer {
         let chunk = batch.len().div_ceil(self.grads.len());
         let (p, cfg) = (&self.params, &self.cfg);
         let salt = cfg.seed ^ (self.epoch as u64).wrapping_mul(0xA24B_AED4_963E_E407);
-        let mirrored = |i: u32| cfg.mirror && Rng::new(salt ^ u64::from(i)).next_u64() & 1 == 1;
+        let mirrored = |i: u32| cfg.mirror && Rng::with_seed(salt ^ u64::from(i)).u64(..) & 1 == 1;
         let jobs = self
             .grads
             .iter_mut()

@@ -9,6 +9,5 @@ pub mod bot;
 pub mod engines;
 pub mod fake_lichess;
 pub mod proxy;
-pub mod rng;
 pub mod syzygy;
 pub mod uci;

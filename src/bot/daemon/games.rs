@@ -16,10 +16,10 @@
 //! a task for any other ongoing game that has none.
 
 use super::{Daemon, GameEntry, Inbox, Parked, Phase, SPARE_GAMES};
-use crate::bot::engines;
+use crate::bot::external::roster;
 use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Notice};
-use crate::bot::hashstore;
-use crate::bot::state::unix_now;
+use crate::bot::store::hashstore;
+use crate::bot::store::state::unix_now;
 use crate::config::GameKind;
 use crate::lichess::client::is_valid_id;
 use crate::lichess::model::{GameInfo, Speed, VariantKey};
@@ -310,8 +310,8 @@ impl Daemon {
             rated: info.rated,
         };
         let external = match self.engines.player(kind) {
-            Ok(engines::Player::External(choice)) => Some(choice),
-            Ok(engines::Player::BuiltIn) => None,
+            Ok(roster::Player::External(choice)) => Some(choice),
+            Ok(roster::Player::BuiltIn) => None,
             Err(why) => {
                 tracing::warn!(game = %info.game_id, "{why}: the built-in engine plays if it can");
                 None

@@ -1,7 +1,7 @@
 //! Challenges to us: each is decided once, by the policy ([`decide`])
 //! then the fair limits ([`fair`]): a per-opponent cap, the daily bot
 //! quota, and the slots (some kept for humans). One that may play but
-//! finds no slot waits in the [`ChallengeQueue`](super::super::queue::ChallengeQueue),
+//! finds no slot waits in the [`ChallengeQueue`](crate::bot::policy::queue::ChallengeQueue),
 //! and is accepted when a slot frees ([`Daemon::drain_queue`]); withdrawn
 //! meanwhile (`challengeCanceled`), it leaves the queue.
 //!
@@ -10,7 +10,7 @@
 //! 429, a timeout) is sent again later, after the rate-limit pause, up to
 //! [`MAX_ANSWER_TRIES`] times.
 //!
-//! **The daily bot quota** ([`BotQuota`](super::super::quota::BotQuota)):
+//! **The daily bot quota** ([`BotQuota`](crate::bot::policy::quota::BotQuota)):
 //! a `bot.vsBot.day` 429 (or our own count) stops bot games until it
 //! resets; everything else goes on.
 
@@ -18,9 +18,9 @@ use super::{
     ANSWER_RETRY, Answer, Answered, Daemon, GameEntry, Inbox, MAX_ANSWER_TRIES,
     MAX_ANSWERS_IN_FLIGHT, MAX_DECIDED, MAX_REMATCH_CHAINS, Phase,
 };
-use crate::bot::challenge::{Decision, Fair, Load, decide, fair, may_take_slot};
-use crate::bot::queue::Pushed;
-use crate::bot::state::unix_now;
+use crate::bot::policy::challenge::{Decision, Fair, Load, decide, fair, may_take_slot};
+use crate::bot::policy::queue::Pushed;
+use crate::bot::store::state::unix_now;
 use crate::config::GameKind;
 use crate::lichess::client::is_valid_id;
 use crate::lichess::model::{Challenge, Compat, DeclineReason, VariantKey};

@@ -1,6 +1,6 @@
 //! The daemon's event loop: keeps the event stream open (reconnecting
 //! with a [`Backoff`]), decides each incoming challenge with
-//! [`challenge::decide`](super::challenge::decide) and accepts or declines
+//! [`challenge::decide`](crate::bot::policy::challenge::decide) and accepts or declines
 //! it, starts one game task per ongoing game, shuts down gracefully, and
 //! keeps systemd informed.
 //!
@@ -35,28 +35,28 @@
 //! | `incoming.rs` | challenges to us: decision, fair limits, the queue, accepts and declines |
 //! | `outgoing.rs` | our challenges: matchmaking |
 //! | `stop.rs` | shutdown: finish, resign, hand over |
-//! | `tournaments.rs` | arena tournaments: their requests, their slots, their games |
-//! | `control.rs` | the operator's commands from the control socket (`kaissa ctl`) |
+//! | `arena_requests.rs` | arena tournaments: their requests, their slots, their games |
+//! | `operator.rs` | the operator's commands from the control socket (`kaissa ctl`) |
 //!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
 //! while the event stream is open or was within the last 5 minutes,
 //! `STATUS=` with the games in progress, `STOPPING=1` on shutdown.
 
-use super::blocklists;
-use super::budget::ChallengeBudget;
-use super::challenge::{SlotGuard, Slots};
 use super::control::{self as ctl, Order};
-use super::engines::Engines;
-use super::game::sources::MoveSources;
 use super::game::{self, GameHandle, Me, Notice};
-use super::hashstore;
-use super::matchmaking::{MatchEvent, Matchmaker};
 use super::preflight::{self, Finding, Level};
-use super::queue::ChallengeQueue;
-use super::quota::BotQuota;
 use super::scheduler::Scheduler;
-use super::state::unix_now;
-use super::tournaments::Tournaments;
+use crate::bot::external::roster::Engines;
+use crate::bot::game::lookup::MoveSources;
+use crate::bot::policy::arenas::Tournaments;
+use crate::bot::policy::blocklists;
+use crate::bot::policy::budget::ChallengeBudget;
+use crate::bot::policy::challenge::{SlotGuard, Slots};
+use crate::bot::policy::matchmaker::Matchmaker;
+use crate::bot::policy::queue::ChallengeQueue;
+use crate::bot::policy::quota::BotQuota;
+use crate::bot::store::hashstore;
+use crate::bot::store::state::unix_now;
 use crate::config::Config;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::client::{Client, EventStream};
@@ -65,6 +65,7 @@ use crate::lichess::stream::StreamEvent;
 use crate::lichess::{Endpoint, Error as ClientError};
 use crate::systemd::Notifier;
 use futures::StreamExt;
+use outgoing::MatchEvent;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -74,16 +75,16 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-mod control;
+mod arena_requests;
 mod games;
 mod incoming;
+mod operator;
 mod outgoing;
 mod stop;
-mod tournaments;
 
-use control::Blocks;
 use games::PlayingCheck;
 use incoming::Incoming;
+use operator::Blocks;
 
 /// The shortest and longest pause before reopening the event stream; the
 /// pause goes back to the shortest once the stream stayed up this long.
@@ -256,7 +257,7 @@ enum Inbox {
     /// A command from the control socket.
     Control(Order),
     /// An answer about an arena.
-    Tournament(tournaments::Answered),
+    Tournament(arena_requests::Answered),
     /// An accept or decline sent.
     Answered(Answered),
 }
@@ -370,10 +371,14 @@ impl Daemon {
         let blocks = Blocks::load(&config, state_dir.as_deref());
         matchmaker.set_online_blocked(&blocks.all());
         let engines = Engines::new(&config);
-        let tournaments_file =
-            super::state::path(state_dir.as_deref(), super::tournaments::STATE_FILE);
-        let tournaments =
-            Tournaments::new(&config.tournaments, tournaments::load(state_dir.as_deref()));
+        let tournaments_file = crate::bot::store::state::path(
+            state_dir.as_deref(),
+            crate::bot::policy::arenas::STATE_FILE,
+        );
+        let tournaments = Tournaments::new(
+            &config.tournaments,
+            arena_requests::load(state_dir.as_deref()),
+        );
         Daemon {
             client,
             config: Arc::new(config),

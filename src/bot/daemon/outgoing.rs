@@ -2,16 +2,36 @@
 //! challenges an online bot chosen by the [`Matchmaker`]; our pending
 //! challenge holds a slot, and is cancelled when an incoming challenge
 //! needs it or after its timeout. Each challenge is paid for from the
-//! [`budget`](crate::bot::budget) first.
+//! [`budget`](crate::bot::policy::budget) first.
 
 use super::{Daemon, GameEntry, Phase};
-use crate::bot::budget;
-use crate::bot::matchmaking::{self, MatchEvent};
-use crate::bot::state::unix_now;
-use crate::lichess::client::{ChallengeKeepAlive, is_valid_id};
-use crate::lichess::model::{Account, Challenge, OnlineBot};
+use crate::bot::policy::budget;
+use crate::bot::policy::matchmaker::{DEFAULT_RATING, Search};
+use crate::bot::store::state::unix_now;
+use crate::lichess::client::{ChallengeKeepAlive, Client, CreateChallenge, is_valid_id};
+use crate::lichess::model::{Account, Challenge, OnlineBot, perf_rating};
 use crate::lichess::{Endpoint, Error as ClientError};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+/// Bots listed by `/api/bot/online`, at most.
+const ONLINE_BOTS: u32 = 512;
+/// `GET /api/users/status` takes this many ids at most: the candidates
+/// nearest our rating are asked about.
+const STATUS_IDS: usize = 100;
+
+/// What a matchmaking request came to.
+#[derive(Debug)]
+pub enum MatchEvent {
+    /// The bots online and our account (for our rating).
+    Found(Box<Result<(Vec<OnlineBot>, Account), ClientError>>),
+    /// Our challenge to `opponent` was created (or not), with the stream
+    /// that keeps it open.
+    Created {
+        opponent: String,
+        result: Box<Result<(Challenge, ChallengeKeepAlive), ClientError>>,
+    },
+}
 
 impl Daemon {
     /// Withdraws our pending matchmaking challenge to free its slot; whether
@@ -26,7 +46,7 @@ impl Daemon {
         tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: an incoming challenge comes first; cancelling ours");
         self.games.remove(&pending.id);
         self.matchmaker.settled(&pending.id, None, unix_now());
-        matchmaking::spawn_cancel(&self.client, pending.id);
+        spawn_cancel(&self.client, pending.id);
         true
     }
 
@@ -41,7 +61,7 @@ impl Daemon {
             tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: no answer in time; cancelling our challenge");
             self.games.remove(&pending.id);
             self.matchmaker.settled(&pending.id, Some("timeout"), now);
-            matchmaking::spawn_cancel(&self.client, pending.id);
+            spawn_cancel(&self.client, pending.id);
             self.idle_since = Instant::now();
         }
         let busy = !self.games.is_empty()
@@ -76,7 +96,9 @@ impl Daemon {
                 idle_s = self.idle_since.elapsed().as_secs(),
                 "matchmaking: idle; looking for a bot online"
             );
-            self.matchmaker.search(&self.client, &self.inbox_tx);
+            if let Some(search) = self.matchmaker.search() {
+                spawn_search(&self.client, search, &self.inbox_tx);
+            }
         }
     }
 
@@ -96,11 +118,11 @@ impl Daemon {
                     self.matchmaker.failed();
                     return;
                 }
-                match self
-                    .matchmaker
-                    .found(&bots, &account, &self.client, &self.inbox_tx, now)
-                {
-                    Some(_) => self.budget.spend(now, budget::BOT_COST),
+                match self.matchmaker.found(&bots, &account, now) {
+                    Some((opponent, offer)) => {
+                        self.budget.spend(now, budget::BOT_COST);
+                        spawn_create(&self.client, opponent, offer, &self.inbox_tx);
+                    }
                     None => self.idle_since = Instant::now(),
                 }
             }
@@ -141,7 +163,7 @@ impl Daemon {
         if self.phase != Phase::Running {
             // Created while shutting down: withdrawn at once.
             self.matchmaker.failed();
-            matchmaking::spawn_cancel(&self.client, id);
+            spawn_cancel(&self.client, id);
             return;
         }
         // Our challenge holds a slot until it is answered; an
@@ -154,7 +176,7 @@ impl Daemon {
         let Some(slot) = slot else {
             tracing::info!(challenge = %id, "matchmaking: no slot left for our challenge; cancelling it");
             self.matchmaker.failed();
-            matchmaking::spawn_cancel(&self.client, id);
+            spawn_cancel(&self.client, id);
             return;
         };
         tracing::info!(challenge = %id, opponent = %opponent, "matchmaking: challenge sent; waiting for an answer");
@@ -163,7 +185,12 @@ impl Daemon {
         entry.bot = true;
         entry.outgoing = true;
         self.games.insert(id.clone(), entry);
-        self.matchmaker.created(id, opponent, keep_alive);
+        let challenge = id.clone();
+        let task = tokio::spawn(async move {
+            let done = keep_alive.done().await;
+            tracing::debug!(challenge = %challenge, done = done.as_deref().unwrap_or("-"), "our challenge's stream ended");
+        });
+        self.matchmaker.created(id, opponent, task.abort_handle());
     }
 
     pub(super) fn on_challenge_not_created(&mut self, opponent: &str, e: &ClientError, now: u64) {
@@ -199,4 +226,72 @@ impl Daemon {
             self.matchmaker.refused(opponent, "refused", None, now);
         }
     }
+}
+
+/// Asks for what `search` names: the bots online (who of those nearest
+/// our rating is playing now, when Lichess says) and our account.
+fn spawn_search<M: From<MatchEvent> + Send + 'static>(
+    client: &Client,
+    search: Search,
+    tx: &mpsc::UnboundedSender<M>,
+) {
+    let client = client.clone();
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let result = async {
+            let account = match search.account {
+                Some(account) => account,
+                None => client.account().await?,
+            };
+            let mut bots = client.online_bots(ONLINE_BOTS).await?;
+            // Who is in a game now: not challenged (a challenge would
+            // wait, or be declined). Unknown if the question fails.
+            // Asked of those nearest our rating.
+            let ours = perf_rating(&account.perfs, search.perf).unwrap_or(DEFAULT_RATING);
+            let mut near: Vec<&OnlineBot> = bots.iter().collect();
+            near.sort_by_key(|b| {
+                perf_rating(&b.perfs, search.perf).map_or(u32::MAX, |r| r.abs_diff(ours))
+            });
+            let ids: Vec<String> = near.iter().take(STATUS_IDS).map(|b| b.id.clone()).collect();
+            match client.users_status(&ids).await {
+                Ok(status) => {
+                    for bot in &mut bots {
+                        bot.playing = status
+                            .iter()
+                            .any(|s| s.playing && s.id.eq_ignore_ascii_case(&bot.id));
+                    }
+                }
+                Err(e) => tracing::debug!("matchmaking: who is playing is unknown: {e}"),
+            }
+            Ok((bots, account))
+        }
+        .await;
+        let _ = tx.send(M::from(MatchEvent::Found(Box::new(result))));
+    });
+}
+
+/// Sends our challenge `offer` to `opponent`, kept open by its stream.
+fn spawn_create<M: From<MatchEvent> + Send + 'static>(
+    client: &Client,
+    opponent: String,
+    offer: CreateChallenge,
+    tx: &mpsc::UnboundedSender<M>,
+) {
+    let client = client.clone();
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let result = Box::new(client.create_challenge_kept(&opponent, &offer).await);
+        let _ = tx.send(M::from(MatchEvent::Created { opponent, result }));
+    });
+}
+
+/// Withdraws our challenge `id` in the background.
+fn spawn_cancel(client: &Client, id: String) {
+    let client = client.clone();
+    tokio::spawn(async move {
+        match client.cancel_challenge(&id).await {
+            Ok(()) => tracing::info!(challenge = %id, "our challenge cancelled"),
+            Err(e) => tracing::warn!(challenge = %id, "cannot cancel our challenge: {e}"),
+        }
+    });
 }

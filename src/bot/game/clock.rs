@@ -7,7 +7,7 @@
 //! stopped). The engine's own time management is `engine::timeman`.
 
 use super::Game;
-use super::board::Record;
+use crate::bot::board::Record;
 use crate::chess;
 use crate::engine::{Limits, ThreadShare};
 use crate::lichess::model::GameState;
@@ -89,6 +89,36 @@ pub(super) struct Told {
     pub deadline: Option<Duration>,
 }
 
+/// `limits` with our clock run for `since` more (the state they were
+/// made from is that old).
+pub(super) fn run_for(mut limits: Limits, us: chess::Color, since: Duration) -> Limits {
+    let ours = match us {
+        chess::Color::White => &mut limits.wtime,
+        chess::Color::Black => &mut limits.btime,
+    };
+    *ours = ours.map(|t| t.saturating_sub(since));
+    limits
+}
+
+/// `limits` as they will be when the opponent replies: our increment
+/// added to our clock once the clocks run (Lichess adds it after our
+/// move, from the second move on); theirs as they stand (the engine
+/// counts ours from the hit).
+pub(super) fn at_reply(limits: &Limits, us: chess::Color, clocks_run: bool) -> Limits {
+    let mut limits = limits.clone();
+    if clocks_run {
+        match us {
+            chess::Color::White => {
+                limits.wtime = limits.wtime.map(|t| t + limits.winc.unwrap_or_default())
+            }
+            chess::Color::Black => {
+                limits.btime = limits.btime.map(|t| t + limits.binc.unwrap_or_default())
+            }
+        }
+    }
+    limits
+}
+
 /// The clocks an external engine searching our move is told: ours less
 /// the overhead (at least [`EXTERNAL_MIN_TIME`]); with a `share` of a
 /// thread (games sharing them), that share of our clock and increment.
@@ -134,25 +164,21 @@ pub(super) fn told_for_search(
 /// increment once the clocks run (`clocks_run`). Its deadline counts from
 /// the ponder hit, when the search becomes ours.
 pub(super) fn told_for_ponder(limits: &Limits, us: chess::Color, clocks_run: bool) -> Told {
-    let at_reply = |t: Option<Duration>, inc: Option<Duration>| {
+    let at_reply = at_reply(limits, us, clocks_run);
+    let less = |t: Option<Duration>| {
         t.map(|t| {
-            let t = if clocks_run {
-                t + inc.unwrap_or_default()
-            } else {
-                t
-            };
             t.saturating_sub(limits.move_overhead)
                 .max(EXTERNAL_MIN_TIME)
         })
     };
-    let (wtime, btime) = match us {
-        chess::Color::White => (at_reply(limits.wtime, limits.winc), limits.btime),
-        chess::Color::Black => (limits.wtime, at_reply(limits.btime, limits.binc)),
+    let ours = match us {
+        chess::Color::White => &at_reply.wtime,
+        chess::Color::Black => &at_reply.btime,
     };
-    let ours = if us == chess::Color::White {
-        wtime
-    } else {
-        btime
+    let ours = less(*ours);
+    let (wtime, btime) = match us {
+        chess::Color::White => (ours, limits.btime),
+        chess::Color::Black => (limits.wtime, ours),
     };
     Told {
         wtime,
@@ -164,16 +190,15 @@ pub(super) fn told_for_ponder(limits: &Limits, us: chess::Color, clocks_run: boo
 }
 
 impl Game {
-    /// The limits of a search for our move in `state` (our clock having
-    /// run for `since` since it arrived), and our clock.
+    /// The limits of a search for our move in `state`, the clocks as they
+    /// stood when it arrived, and our clock then. Depth and nodes are the
+    /// playing engine's (`engine.max_*` or its `[engines.NAME]`'s).
     pub(super) fn limits(
         &self,
         state: &GameState,
         us: chess::Color,
-        since: Duration,
         first_move: bool,
     ) -> (Limits, Option<Duration>) {
-        let engine_config = &self.ctx.config.engine;
         let mut limits = Limits {
             move_overhead: self.lag.overhead(self.configured_overhead()),
             ..Limits::default()
@@ -183,12 +208,7 @@ impl Game {
         match clock {
             Some(_) => {
                 let ms = |v: u64| Duration::from_millis(v);
-                let (mut wtime, mut btime) = (ms(state.wtime), ms(state.btime));
-                // The line is `since` old: our clock has been running.
-                match us {
-                    chess::Color::White => wtime = wtime.saturating_sub(since),
-                    chess::Color::Black => btime = btime.saturating_sub(since),
-                }
+                let (wtime, btime) = (ms(state.wtime), ms(state.btime));
                 our_clock = Some(if us == chess::Color::White {
                     wtime
                 } else {
@@ -204,12 +224,15 @@ impl Game {
             }
             None => limits.movetime = Some(self.ctx.config.bot.correspondence_move_time()),
         }
-        if engine_config.max_depth > 0 {
-            limits.depth = Some(engine_config.max_depth);
-        }
-        if engine_config.max_nodes > 0 {
-            limits.nodes = Some(engine_config.max_nodes);
-        }
+        let (depth, nodes) = match &self.ctx.external {
+            Some(choice) => (choice.max_depth, choice.max_nodes),
+            None => (
+                self.ctx.config.engine.max_depth,
+                self.ctx.config.engine.max_nodes,
+            ),
+        };
+        limits.depth = Some(depth).filter(|&d| d > 0);
+        limits.nodes = Some(nodes).filter(|&n| n > 0);
         (limits, our_clock)
     }
 

@@ -2,11 +2,12 @@
 //! hash file, say goodbye, write the PGN, and log the result; or, for a
 //! game handed over to the next run, only save the hash file.
 
-use super::super::chat;
-use super::super::hashstore;
-use super::super::pgn::{PgnHeaders, write_pgn};
-use super::board::Record;
-use super::{Game, Player};
+use super::Game;
+use super::player::Player;
+use crate::bot::board::Record;
+use crate::bot::chat;
+use crate::bot::store::hashstore;
+use crate::bot::store::pgn::{PgnHeaders, write_pgn};
 use crate::lichess::model::{ChatRoom, Color, GameStatus};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,7 +60,7 @@ impl Game {
     pub(super) async fn wrap_up(mut self) {
         self.reader.stop();
         if self.thinking.take().is_some() {
-            self.stop_search();
+            self.player.stop();
         }
         self.stop_pondering("game over");
         // A periodic save still writing would bring back a file deleted

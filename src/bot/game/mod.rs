@@ -34,27 +34,27 @@
 
 //! The game is split by concern: `reader` keeps the game stream open
 //! and stamps each line with its arrival; `mover` is the one place that
-//! chooses and posts our move, asking [`sources`] (books, tables,
+//! chooses and posts our move, asking [`lookup`] (books, tables,
 //! online) before the engine, with the limits `clock` makes of the
 //! clocks; `rules` holds the pure draw/resign rules; `end` stops the
 //! engine, says goodbye and writes the PGN. This module keeps the
 //! position and the game's timers and ties them together.
 
-mod board;
 mod clock;
 mod end;
-mod extern_search;
+pub mod lookup;
 mod mover;
 mod park;
+mod player;
 mod reader;
 mod rules;
-pub mod sources;
 
 use super::chat::{self, Command, EngineView, Room};
 use super::external::{self, ExternalEngine};
-use super::hashstore;
-use super::pgn::Eval;
 use super::scheduler::{Permit, Scheduler};
+use crate::bot::board::Record;
+use crate::bot::store::hashstore;
+use crate::bot::store::pgn::Eval;
 use crate::chess;
 use crate::config::Config;
 use crate::engine::{self, Engine, EngineOptions, hashfile};
@@ -64,11 +64,11 @@ use crate::lichess::model::{
     ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
     VariantKey,
 };
-use board::Record;
 use clock::Lag;
+use lookup::{Asking, MoveSources};
 use mover::{Pondering, Refused, Suspended, Thinking};
+use player::{Answers, Player};
 use reader::{Line, Reader};
-use sources::{Asking, MoveSources};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -155,19 +155,6 @@ pub struct ExternalChoice {
     /// `go depth` / `go nodes` added to every search (0: none).
     pub max_depth: u32,
     pub max_nodes: u64,
-}
-
-/// Who thinks for us: the built-in engine (its own thread and table) or
-/// an external UCI engine (its own process).
-pub(super) enum Player {
-    BuiltIn(Engine),
-    External(ExternalEngine),
-}
-
-/// The answers of the game's engine.
-enum Answers {
-    BuiltIn(mpsc::UnboundedReceiver<engine::Event>),
-    External(mpsc::UnboundedReceiver<external::Event>),
 }
 
 /// How a game task ended.
@@ -443,7 +430,7 @@ impl Game {
             Some(choice) => {
                 let variant = info.variant.as_ref().map(|v| v.key);
                 let uci_variant = variant
-                    .and_then(super::variant::uci_variant)
+                    .and_then(crate::bot::board::variant::uci_variant)
                     .map(str::to_owned);
                 let chess960 = variant == Some(VariantKey::Chess960);
                 let (engine, events) = ExternalEngine::start(
@@ -578,10 +565,7 @@ impl Game {
         mut commands: mpsc::UnboundedReceiver<GameCommand>,
         answers: Answers,
     ) -> Exit {
-        let (mut events, mut external) = match answers {
-            Answers::BuiltIn(rx) => (Some(rx), None),
-            Answers::External(rx) => (None, Some(rx)),
-        };
+        let mut answers = Some(answers);
         let mut pending: Option<PermitFuture> = None;
         let mut asking: Option<Asking> = None;
         let far = || Instant::now() + Duration::from_secs(86_400 * 365);
@@ -595,14 +579,17 @@ impl Game {
                     // is gone.
                     Some(Line::Refused) | None => Flow::Over,
                 },
-                Some(event) = async { match events.as_mut() {
+                answer = async { match answers.as_mut() {
                     Some(rx) => rx.recv().await,
                     None => std::future::pending().await,
-                } } => self.on_engine(event).await,
-                Some(event) = async { match external.as_mut() {
-                    Some(rx) => rx.recv().await,
-                    None => std::future::pending().await,
-                } } => self.on_external(event).await,
+                } } => match answer {
+                    Some(answer) => self.on_answer(answer).await,
+                    // The engine is gone: no answer will come again.
+                    None => {
+                        answers = None;
+                        Flow::Continue
+                    }
+                },
                 permit = async { match pending.as_mut() {
                     Some(f) => f.await,
                     None => std::future::pending().await,
@@ -691,17 +678,9 @@ impl Game {
 
     async fn on_full(&mut self, full: GameFull, arrived: Instant) -> Flow {
         let variant = full.variant.key;
-        let chess = matches!(
-            variant,
-            VariantKey::Standard | VariantKey::Chess960 | VariantKey::FromPosition
-        );
         // The built-in engine plays chess; an external one was started for
         // this game's variant.
-        let playable = match &self.player {
-            Player::BuiltIn(_) => chess,
-            Player::External(_) => chess || super::variant::shakmaty_variant(variant).is_some(),
-        };
-        if !playable {
+        if !self.player.plays(variant) {
             return self.refuse(&full, "a variant we do not play").await;
         }
         if self.record.is_none() {
@@ -866,15 +845,6 @@ impl Game {
         Flow::Over
     }
 
-    /// Stops the search of whichever engine plays (its answer is then
-    /// ignored by its id).
-    fn stop_search(&mut self) {
-        match &mut self.player {
-            Player::BuiltIn(engine) => engine.stop(),
-            Player::External(engine) => engine.stop(),
-        }
-    }
-
     /// What the draw and resign rules see of the game at `ply`.
     fn standing(&self, ply: usize) -> rules::Standing {
         let them = self.color.map(|us| to_model(!us));
@@ -985,7 +955,7 @@ impl Game {
         if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
             // The position changed under the search (takeback, game end).
             if self.thinking.take().is_some() {
-                self.stop_search();
+                self.player.stop();
             }
         }
         if !state.status.is_ongoing() {

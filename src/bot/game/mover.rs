@@ -1,30 +1,38 @@
 //! The mover: the one place that chooses and posts our move. It owns the
 //! search for our move ([`Thinking`]) and the search on the opponent's time
-//! ([`Pondering`]) and the move post with its resync budget (the limits
-//! from the clocks and the lag are `clock`'s). Before the engine, the
-//! move sources (`sources`: books, tables, online) are asked; their moves
-//! are posted by the same [`Game::play`], logged with their source.
+//! ([`Pondering`]), the engine's answers, and the move post with its
+//! resync budget (the limits from the clocks and the lag are `clock`'s).
+//! It is the same whichever engine plays: the [`Player`] (built-in or
+//! external) takes its orders and its answers come back the same way.
+//! An engine's move is checked against the rules of the game before it
+//! is posted; an engine that fails (an external process that died or
+//! hung is restarted by its driver) searches again, and after
+//! [`MAX_ENGINE_FAILURES`] failures for one move any legal move is played
+//! rather than lose on time. Before the engine, the move sources
+//! (`lookup`: books, tables, online) are asked; their moves are posted by
+//! the same [`Game::play`], logged with their source.
 
-use super::super::chat::EngineView;
-use super::super::external;
-use super::super::hashstore;
-use super::super::scheduler::{Ask, Permit};
-use super::board::Record;
+use super::player::{Answer, Order, Player, Said, SearchRef};
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
 use super::spawn_here;
-use super::{Flow, Game, Player};
-use crate::chess::{self, Move, Position};
+use super::{Flow, Game};
+use crate::bot::board::Record;
+use crate::bot::chat::EngineView;
+use crate::bot::external;
+use crate::bot::scheduler::{Ask, Permit};
+use crate::bot::store::hashstore;
+use crate::chess::Position;
 use crate::engine::sources::Source;
 use crate::engine::tablebase::Outcome;
-use crate::engine::{self, GoRequest, Score, SearchId, SearchInfo};
+use crate::engine::{Score, SearchInfo};
 use crate::lichess::Error as ClientError;
 use crate::lichess::model::GameState;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Searches of an external engine that may fail (its process died or hung
-/// and is restarted) for one move before we play any legal move instead.
+/// Searches that may fail for one move (an external engine's process died
+/// or hung and is restarted) before we play any legal move instead.
 pub(super) const MAX_ENGINE_FAILURES: u32 = 3;
 /// The longest a move post is retried.
 const MAX_MOVE_DEADLINE: Duration = Duration::from_secs(10);
@@ -47,23 +55,15 @@ const SAVE_MIN_CLOCK: Duration = Duration::from_secs(30);
 pub(super) struct Refused {
     /// The ply and key of the position they were refused in.
     at: (usize, u64),
-    moves: Vec<Move>,
-    /// The same moves as posted (UCI): what an external engine is told to
-    /// leave out, in any variant.
+    /// The moves as posted (UCI): what the engine is told to leave out.
     texts: Vec<String>,
 }
 
 impl Refused {
-    fn add(&mut self, ply: usize, key: u64, mv: Option<Move>, text: &str) {
+    fn add(&mut self, ply: usize, key: u64, text: &str) {
         if self.at != (ply, key) {
             self.at = (ply, key);
-            self.moves.clear();
             self.texts.clear();
-        }
-        if let Some(mv) = mv
-            && !self.moves.contains(&mv)
-        {
-            self.moves.push(mv);
         }
         if !self.texts.iter().any(|t| t == text) {
             self.texts.push(text.to_owned());
@@ -78,15 +78,6 @@ impl Refused {
             &[]
         }
     }
-
-    /// The moves refused in the position `key` at `ply`.
-    pub(super) fn at(&self, ply: usize, key: u64) -> &[Move] {
-        if self.at == (ply, key) {
-            &self.moves
-        } else {
-            &[]
-        }
-    }
 }
 
 /// The answer in progress for one of our moves: a search (with its id
@@ -94,8 +85,6 @@ impl Refused {
 /// no permit; never stored in `Game::thinking`).
 pub(super) struct Thinking {
     pub(super) id: Option<SearchRef>,
-    /// What an external engine said last about it.
-    pub(super) external_info: Option<external::Info>,
     /// The ply it answers (moves played before our move).
     pub(super) ply: usize,
     /// When the `gameState` that made it our turn arrived.
@@ -110,7 +99,8 @@ pub(super) struct Thinking {
     pub(super) searched_before: Duration,
     /// Our clock when the search started.
     pub(super) clock: Option<Duration>,
-    pub(super) last_info: Option<SearchInfo>,
+    /// What the engine (or the source) said last about it.
+    pub(super) said: Option<Said>,
     /// Where the move comes from.
     pub(super) source: Source,
     /// The search's thread (none for a source's move).
@@ -126,23 +116,11 @@ pub(super) struct Suspended {
     pub(super) queued: Duration,
 }
 
-/// A search of the built-in engine or of an external one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum SearchRef {
-    BuiltIn(SearchId),
-    External(external::SearchId),
-}
-
 /// Our move, ready to post.
 pub(super) struct Chosen {
     /// As Lichess takes it.
     pub(super) uci: String,
     pub(super) san: String,
-    /// On kaissa's board (standard chess): the move, for the refused list
-    /// and pondering.
-    pub(super) native: Option<Move>,
-    /// The reply the built-in engine expects (it ponders on it).
-    pub(super) expected: Option<Move>,
 }
 
 /// What a search said of its move.
@@ -205,106 +183,147 @@ pub(super) struct Pondering {
     pub(super) key: u64,
     /// The expected reply, in UCI (for the log).
     pub(super) expected: String,
-    pub(super) last_info: Option<SearchInfo>,
-    pub(super) external_info: Option<external::Info>,
+    pub(super) said: Option<Said>,
     pub(super) permit: Permit,
 }
 
 impl Game {
     /// Starts the search for our move, if it is still wanted.
     pub(super) fn start_search(&mut self, permit: Permit) {
-        if matches!(self.player, Player::External(_)) {
-            return self.start_external_search(permit);
-        }
-        let ply_now = self
-            .record
-            .as_ref()
-            .and_then(Record::native)
-            .map_or(0, |r| r.ply());
+        let ply_now = self.record.as_ref().map_or(0, Record::ply);
         let (queued, searched_before) = self.resumed(ply_now, permit.queued);
-        let (Some(us), Some(record), Some((state, arrived))) = (
-            self.color,
-            self.record.as_ref().and_then(Record::native),
-            &self.state,
-        ) else {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, &self.record, &self.state)
+        else {
             return;
         };
         let ply = record.ply();
         if !state.status.is_ongoing()
-            || record.position().turn() != us
+            || record.turn() != us
             || self.thinking.is_some()
             || self.moved_at_ply == Some(ply)
         {
             return;
         }
         let first_move = self.moved_at_ply.is_none() && ply < 2;
-        // The engine counts our clock from the state's arrival.
-        let (mut limits, our_clock) = self.limits(state, us, Duration::ZERO, first_move);
+        let arrived = *arrived;
+        let (mut limits, our_clock) = self.limits(state, us, first_move);
         // Other games searching or waiting now: plan for our share.
         limits.thread_share = permit.share;
-        let pos = record.position();
-        let refused = self.refused.at(ply, pos.key());
-        if !refused.is_empty() {
-            let others: Vec<Move> = pos
-                .legal_moves()
-                .iter()
-                .copied()
+        // Moves Lichess refused here are left out.
+        let refused = self.refused.texts_at(ply, record.key());
+        let searchmoves = if refused.is_empty() {
+            Vec::new()
+        } else {
+            let others: Vec<String> = record
+                .legal_ucis()
+                .into_iter()
                 .filter(|m| !refused.contains(m))
                 .collect();
             if others.is_empty() {
                 tracing::error!(ply, "Lichess refused every legal move here");
-            } else {
-                limits.searchmoves = others;
             }
-        }
-        let mut request = GoRequest::new(record.position().clone(), record.history(), limits);
-        request.clock_start = Some(arrived.into_std());
-        let arrived = *arrived;
-        // Defensive: a ponder search is never left running under ours.
-        self.stop_pondering("position changed");
+            others
+        };
+        let order = Order {
+            record,
+            ahead: &[],
+            limits,
+            us,
+            arrived,
+            searchmoves,
+        };
         let started = Instant::now();
-        let Player::BuiltIn(engine) = &mut self.player else {
+        // Defensive: a ponder search is never left running under ours.
+        if let Some(p) = self.pondering.take() {
+            tracing::debug!(ply = p.ply, expected = %p.expected, why = "position changed", "ponder stopped");
+            self.player.stop();
+        }
+        let Some(id) = self.player.go(order) else {
             return;
         };
-        let id = engine.go(request);
         self.thinking = Some(Thinking {
-            id: Some(SearchRef::BuiltIn(id)),
-            external_info: None,
+            id: Some(id),
             ply,
             arrived,
             started,
             queued,
             searched_before,
             clock: our_clock,
-            last_info: None,
+            said: None,
             source: Source::Search,
             permit: Some(permit),
         });
     }
 
-    pub(super) async fn on_engine(&mut self, event: engine::Event) -> Flow {
-        match event {
-            engine::Event::Info { id, info } => {
-                if info.multipv > 1 {
-                    return Flow::Continue;
-                }
-                let id = SearchRef::BuiltIn(id);
+    /// An answer of the engine: a line kept for the report, or a best
+    /// move to check and post (and to ponder after), or a failure.
+    pub(super) async fn on_answer(&mut self, answer: Answer) -> Flow {
+        match answer {
+            Answer::Info { id, said } => {
                 if let Some(t) = self.thinking.as_mut().filter(|t| t.id == Some(id)) {
-                    t.last_info = Some(info);
+                    t.said = Some(said);
                 } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
-                    p.last_info = Some(info);
+                    p.said = Some(said);
                 }
                 Flow::Continue
             }
-            engine::Event::BestMove { id, best } => {
-                let id = SearchRef::BuiltIn(id);
+            Answer::BestMove { id, best } => {
                 if self.pondering.as_ref().is_some_and(|p| p.id == id) {
                     // A ponder search holds its answer until a hit or a
                     // stop; ending by itself, it is of no use: never post.
                     self.pondering = None;
                     return Flow::Continue;
                 }
-                // Also the answers of stopped ponder searches: not ours.
+                // Also the answers of stopped searches: not ours to post.
+                if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
+                    return Flow::Continue;
+                }
+                let done = Instant::now();
+                let (Some(thinking), Some(record)) = (self.thinking.take(), self.record.as_ref())
+                else {
+                    return Flow::Continue;
+                };
+                let (best, ponder) = best.texts(record);
+                // No move at all: the game is over on the board.
+                let Some(best) = best else {
+                    return Flow::Continue;
+                };
+                let refused = self.refused.texts_at(record.ply(), record.key());
+                // An engine that ignored `searchmoves`: another legal move.
+                let best = if refused.contains(&best) {
+                    let other = record
+                        .legal_ucis()
+                        .into_iter()
+                        .find(|m| !refused.contains(m));
+                    tracing::warn!(engine = %self.engine_name(), refused = %best, other = ?other, "the engine chose a move Lichess refused");
+                    other.unwrap_or(best)
+                } else {
+                    best
+                };
+                let Some(chosen) = chosen(record, &best) else {
+                    tracing::error!(engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
+                    return self.engine_failed(thinking, done).await;
+                };
+                self.failures = 0;
+                let report = thinking.said.as_ref().and_then(|s| s.report(record));
+                let (posted, ply, arrived, ours) = (
+                    self.moves_posted,
+                    thinking.ply,
+                    thinking.arrived,
+                    chosen.uci.clone(),
+                );
+                let flow = self.play(thinking, chosen, report, done).await;
+                if let Some(reply) = ponder.filter(|_| self.moves_posted > posted) {
+                    self.start_ponder(ply, &ours, &reply, arrived);
+                }
+                flow
+            }
+            Answer::Failed { id, error } => {
+                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
+                    self.pondering = None;
+                    return Flow::Continue;
+                }
                 if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
                     return Flow::Continue;
                 }
@@ -312,26 +331,37 @@ impl Game {
                 let Some(thinking) = self.thinking.take() else {
                     return Flow::Continue;
                 };
-                let Some(mv) = best.mv else {
-                    return Flow::Continue;
-                };
-                let Some(record) = self.record.as_ref().and_then(Record::native) else {
-                    return Flow::Continue;
-                };
-                let pos = record.position();
-                let report = thinking
-                    .last_info
-                    .as_ref()
-                    .map(|info| Report::of_search(info, pos));
-                let chosen = Chosen {
-                    uci: mv.to_uci(record.chess960()),
-                    san: pos.san(mv),
-                    native: Some(mv),
-                    expected: best.ponder,
-                };
-                self.play(thinking, chosen, report, done).await
+                tracing::warn!(engine = %self.engine_name(), "search failed: {error}");
+                self.engine_failed(thinking, done).await
             }
         }
+    }
+
+    /// The engine gave no usable move: search again (the driver restarts
+    /// a dead process), or after too many failures play any legal move.
+    async fn engine_failed(&mut self, thinking: Thinking, done: Instant) -> Flow {
+        self.failures += 1;
+        if self.failures < MAX_ENGINE_FAILURES {
+            drop(thinking);
+            self.moved_at_ply = None;
+            return Flow::Think;
+        }
+        let Some(record) = self.record.as_ref() else {
+            return Flow::Continue;
+        };
+        let Some(chosen) = record.any_legal().and_then(|m| chosen(record, &m)) else {
+            return Flow::Continue;
+        };
+        tracing::error!(engine = %self.engine_name(), failures = self.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
+        self.failures = 0;
+        self.play(thinking, chosen, None, done).await
+    }
+
+    fn engine_name(&self) -> &str {
+        self.ctx
+            .external
+            .as_deref()
+            .map_or("built-in", |c| c.spec.name.as_str())
     }
 
     /// Posts our move (or resigns a hopeless game), then ponders on the
@@ -347,7 +377,6 @@ impl Game {
             return Flow::Continue;
         };
         let key = record.key();
-        let pos = record.native().map(|r| r.position().clone());
         let ply = thinking.ply;
         if let Some(report) = &report {
             self.scores.push(score_cp(report.score));
@@ -421,7 +450,6 @@ impl Game {
             .as_ref()
             .and_then(|p| p.share)
             .map_or(1.0, |s| s.fraction());
-        let arrived = thinking.arrived;
         let source = thinking.source;
         // Our search is over: its permit goes back before any pondering
         // (a game waiting for one gets it first).
@@ -459,9 +487,6 @@ impl Game {
                     // Before any pondering: the engine runs it first.
                     self.save_hash();
                 }
-                if let (Some(pos), Some(mv), Some(reply)) = (&pos, chosen.native, chosen.expected) {
-                    self.start_ponder(pos, mv, reply, arrived);
-                }
             }
             Err(e) => {
                 tracing::warn!(ply, mv = %uci, "move not played: {e}");
@@ -474,7 +499,7 @@ impl Game {
                 } = &e
                 {
                     // The server's word on this very move: never again here.
-                    self.refused.add(ply, key, chosen.native, &uci);
+                    self.refused.add(ply, key, &uci);
                 }
                 let refused = matches!(e, ClientError::MoveRejected { .. });
                 if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
@@ -501,72 +526,61 @@ impl Game {
         Flow::Continue
     }
 
-    /// After our move `ours` from `pos` (answering the latest state, which
+    /// After our move `ours` (answering the position at `ply`, whose state
     /// arrived at `arrived`), ponders on the position after `reply`, if
-    /// pondering is on and a search permit is free (see [`Pondering`]).
-    pub(super) fn start_ponder(
-        &mut self,
-        pos: &Position,
-        ours: Move,
-        reply: Move,
-        arrived: Instant,
-    ) {
-        if !self.ctx.config.engine.ponder || self.pondering.is_some() || self.thinking.is_some() {
+    /// the playing engine ponders and a search permit is free at once (see
+    /// [`Pondering`]).
+    pub(super) fn start_ponder(&mut self, ply: usize, ours: &str, reply: &str, arrived: Instant) {
+        let wanted = match &self.ctx.external {
+            Some(choice) => choice.spec.ponder,
+            None => self.ctx.config.engine.ponder,
+        };
+        if !wanted || self.pondering.is_some() || self.thinking.is_some() {
             return;
         }
-        let (Some(us), Some(record), Some((state, _))) = (
-            self.color,
-            self.record.as_ref().and_then(Record::native),
-            &self.state,
-        ) else {
+        let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
+        else {
             return;
         };
-        if !state.status.is_ongoing() || record.position().key() != pos.key() {
+        if !state.status.is_ongoing() || record.ply() != ply {
             return;
         }
-        let after_ours = pos.play(ours);
-        if !after_ours.is_legal(reply) {
+        // The two positions ahead, by the rules: our move, then the reply.
+        let ahead = [ours.to_owned(), reply.to_owned()];
+        let mut moves = record.uci_moves();
+        moves.push(ours.to_owned());
+        let Some(after_ours) = record.after(&moves) else {
             return;
-        }
+        };
+        moves.push(reply.to_owned());
+        let Some(key) = record.after(&moves) else {
+            return;
+        };
         let Some(permit) = self.ctx.scheduler.try_acquire(&self.ask(true)) else {
             tracing::debug!("not pondering: no free search thread");
             return;
         };
-        let target = after_ours.play(reply);
-        let ply = record.ply() + 2;
-        let mut history = record.history();
-        history.push(pos.key());
-        history.push(after_ours.key());
-        // The clocks as they will be at the reply: ours less the time
-        // spent on this move, plus the increment Lichess adds once the
-        // clocks run; theirs as they stand (they run from now: the engine
-        // counts ours from the hit).
-        let (mut limits, _) = self.limits(state, us, arrived.elapsed(), false);
-        if record.ply() >= 2 {
-            match us {
-                chess::Color::White => {
-                    limits.wtime = limits.wtime.map(|t| t + limits.winc.unwrap_or_default())
-                }
-                chess::Color::Black => {
-                    limits.btime = limits.btime.map(|t| t + limits.binc.unwrap_or_default())
-                }
-            }
-        }
-        let expected = reply.to_uci(record.chess960());
-        let key = target.key();
-        let Player::BuiltIn(engine) = &mut self.player else {
+        let (limits, _) = self.limits(state, us, false);
+        let order = Order {
+            record,
+            ahead: &ahead,
+            limits,
+            us,
+            arrived,
+            searchmoves: Vec::new(),
+        };
+        let clocks_run = record.ply() >= 2;
+        let Some(id) = self.player.ponder(order, clocks_run) else {
             return;
         };
-        let id = engine.go_ponder(GoRequest::new(target, history, limits));
-        tracing::debug!(ply, expected = %expected, "pondering");
+        tracing::debug!(ply = ply + 2, expected = %reply, "pondering");
         self.pondering = Some(Pondering {
-            id: SearchRef::BuiltIn(id),
-            external_info: None,
-            ply,
-            after_ours: after_ours.key(),
+            id,
+            ply: ply + 2,
+            after_ours,
             key,
-            expected,
-            last_info: None,
+            expected: reply.to_owned(),
+            said: None,
             permit,
         });
     }
@@ -579,25 +593,22 @@ impl Game {
         };
         let permit = p.permit;
         permit.ponder_hit();
-        let (_, clock) = self.limits(state, us, Duration::ZERO, false);
-        match &mut self.player {
-            Player::BuiltIn(engine) => engine.ponderhit(),
-            // Its deadline, set at `go ponder`, counts from now.
-            Player::External(engine) => engine.ponderhit(),
-        }
+        let (_, clock) = self.limits(state, us, false);
+        // An external engine's deadline, set at `go ponder`, counts from
+        // now.
+        self.player.ponderhit();
         self.ponder_hits += 1;
         tracing::debug!(ply, expected = %p.expected, "ponder hit");
         let now = Instant::now();
         self.thinking = Some(Thinking {
             id: Some(p.id),
-            external_info: p.external_info,
             ply,
             arrived,
             started: now,
             queued: Duration::ZERO,
             searched_before: Duration::ZERO,
             clock,
-            last_info: p.last_info,
+            said: p.said,
             source: Source::Search,
             permit: Some(permit),
         });
@@ -609,7 +620,7 @@ impl Game {
         let Some(p) = self.pondering.take() else {
             return;
         };
-        self.stop_search();
+        self.player.stop();
         if why == "other reply" {
             self.ponder_misses += 1;
             tracing::debug!(ply = p.ply, expected = %p.expected, "ponder miss");
@@ -662,7 +673,7 @@ impl Game {
         };
         let spent = arrived.elapsed();
         let budget = self.move_budget() + spent;
-        self.stop_search();
+        self.player.stop();
         if spent * 2 < budget {
             tracing::debug!(
                 ply,
@@ -704,4 +715,10 @@ impl Game {
             }
         }));
     }
+}
+
+/// An engine's move as we post it, if it is legal in the game's rules.
+fn chosen(record: &Record, text: &str) -> Option<Chosen> {
+    let (uci, san) = record.legal(text)?;
+    Some(Chosen { uci, san })
 }

@@ -9,7 +9,7 @@ impl Game {
     pub(super) async fn park(mut self) {
         self.reader.stop();
         if self.thinking.take().is_some() {
-            self.stop_search();
+            self.player.stop();
         }
         self.stop_pondering("parked");
         let ply = self.record.as_ref().map_or(0, |r| r.ply());

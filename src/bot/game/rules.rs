@@ -3,7 +3,7 @@
 //! length, the opponent's clock, the endgame tables), and how scores and
 //! lines are shown (PGN comments, chat). No I/O, no state.
 
-use super::super::pgn::Eval;
+use crate::bot::store::pgn::Eval;
 use crate::chess::{self, Move, Position};
 use crate::config::BotConfig;
 use crate::engine::Score;

@@ -10,7 +10,7 @@
 //! challenges are declined `later` and matchmaking waits. Kept in
 //! `engine.state_dir/bot-games.json` so a restart does not forget it.
 
-use super::state;
+use crate::bot::store::state;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

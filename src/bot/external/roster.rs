@@ -7,9 +7,9 @@
 //! the variant, so a missing or broken engine declines challenges with a
 //! logged reason and never takes a game it cannot play.
 
-use super::external::{self, EngineId, EngineSpec};
-use super::game::ExternalChoice;
-use super::variant::uci_variant;
+use crate::bot::board::variant::uci_variant;
+use crate::bot::external::{self, EngineId, EngineSpec};
+use crate::bot::game::ExternalChoice;
 use crate::config::{Config, ExternalEngineConfig, GameKind, engine_for};
 use crate::lichess::model::VariantKey;
 use std::collections::{BTreeMap, HashMap};

@@ -1,12 +1,12 @@
 //! Arena tournaments on the daemon's loop: sends the requests
-//! [`Tournaments`](crate::bot::tournaments::Tournaments) asks for (each in
+//! [`Tournaments`](crate::bot::policy::arenas::Tournaments) asks for (each in
 //! its own task, the answer coming back on a channel), keeps the arenas'
 //! slots free of challenges, notices arena games, withdraws at a stop and
 //! keeps the run-time arenas for a restart.
 
 use super::{Daemon, Inbox, Phase};
-use crate::bot::state;
-use crate::bot::tournaments::{Action, Failure, Note, Origin, Outcome, SavedArena};
+use crate::bot::policy::arenas::{Action, Failure, Note, Origin, Outcome, SavedArena};
+use crate::bot::store::state;
 use crate::config::ArenaEntry;
 use crate::config::GameKind;
 use crate::lichess::Error as ClientError;
@@ -20,7 +20,7 @@ pub type Answered = (String, Outcome);
 
 /// The arenas a previous run handed over.
 pub(super) fn load(dir: Option<&std::path::Path>) -> Vec<(ArenaEntry, Origin)> {
-    state::path(dir, crate::bot::tournaments::STATE_FILE)
+    state::path(dir, crate::bot::policy::arenas::STATE_FILE)
         .as_deref()
         .and_then(state::load::<Vec<SavedArena>>)
         .unwrap_or_default()

@@ -9,10 +9,11 @@
 //! back as an `Asking` the game task waits on, and a stale or useless
 //! answer sends the game to the search.
 
-use super::board::Record;
-use super::mover::{Chosen, Report, Thinking};
+use super::mover::{Chosen, Thinking};
+use super::player::Said;
 use super::spawn_here;
 use super::{Flow, Game};
+use crate::bot::board::Record;
 use crate::chess::{CastlingNotation, Color, Position};
 use crate::engine::book::game_ply;
 use crate::engine::sources::{Source, SourceMove, Sources};
@@ -157,7 +158,7 @@ impl Game {
         {
             return Flow::Continue;
         }
-        if !self.refused.at(ply, pos.key()).is_empty() {
+        if !self.refused.texts_at(ply, pos.key()).is_empty() {
             // A move was refused here (perhaps the source's): search
             // among the others.
             return Flow::Think;
@@ -172,7 +173,11 @@ impl Game {
         let arrived = *arrived;
         let chess960 = record.chess960();
         let last_move = record.moves().last().copied();
-        let (_, clock) = self.limits(state, us, arrived.elapsed(), false);
+        // Our clock as it stands now.
+        let clock = self
+            .limits(state, us, false)
+            .1
+            .map(|c| c.saturating_sub(arrived.elapsed()));
         let sources = std::sync::Arc::clone(&self.ctx.sources);
         if let Some(choice) = sources
             .local
@@ -254,46 +259,41 @@ impl Game {
         };
         let ply = record.ply();
         // The clock as it stood at the state's arrival (as for a search).
-        let (_, clock) = self.limits(state, us, Duration::ZERO, false);
-        let last_info = choice.source.value().map(|v| SearchInfo {
-            depth: 0,
-            seldepth: 0,
-            multipv: 1,
-            score: Score::from_value(v),
-            nodes: 0,
-            nps: 0,
-            time: Duration::ZERO,
-            hashfull: 0,
-            tbhits: 0,
-            pv: vec![choice.mv],
+        let (_, clock) = self.limits(state, us, false);
+        let said = choice.source.value().map(|v| {
+            Said::BuiltIn(SearchInfo {
+                depth: 0,
+                seldepth: 0,
+                multipv: 1,
+                score: Score::from_value(v),
+                nodes: 0,
+                nps: 0,
+                time: Duration::ZERO,
+                hashfull: 0,
+                tbhits: 0,
+                pv: vec![choice.mv],
+            })
         });
         let now = Instant::now();
         let answer = Thinking {
             id: None,
-            external_info: None,
             ply,
             arrived,
             started: now,
             queued: Duration::ZERO,
             clock,
-            last_info,
+            said,
             source: choice.source,
             searched_before: Duration::ZERO,
             permit: None,
         };
-        let Some(record) = self.record.as_ref().and_then(Record::native) else {
+        let Some(game) = self.record.as_ref() else {
             return Flow::Continue;
         };
-        let pos = record.position();
-        let report = answer
-            .last_info
-            .as_ref()
-            .map(|info| Report::of_search(info, pos));
+        let report = answer.said.as_ref().and_then(|s| s.report(game));
         let chosen = Chosen {
             uci: choice.mv.to_uci(record.chess960()),
-            san: pos.san(choice.mv),
-            native: Some(choice.mv),
-            expected: None,
+            san: record.position().san(choice.mv),
         };
         self.play(answer, chosen, report, now).await
     }

@@ -4,9 +4,13 @@
 //! task asks it what the rules say (whose turn, the position's key, the
 //! material to win, legality) without caring which it is.
 
-use super::super::pgn::PgnMoves;
-use super::super::record::{GameRecord, RecordError};
-use super::super::variant::VariantRecord;
+use crate::bot::board::standard::{GameRecord, RecordError};
+use crate::bot::board::variant::VariantRecord;
+use crate::bot::store::pgn::PgnMoves;
+pub mod line;
+pub mod standard;
+pub mod variant;
+
 use crate::chess::Color;
 use crate::lichess::model::VariantKey;
 

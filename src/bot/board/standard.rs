@@ -5,6 +5,7 @@
 //! (a takeback) or changed. An illegal move from the server is an error
 //! that leaves the record as it was.
 
+use super::line::Line;
 use crate::chess::{CastlingNotation, Move, Outcome, Position};
 
 /// The server's move list does not fit the game.
@@ -28,12 +29,7 @@ pub enum RecordError {
 pub struct GameRecord {
     initial: Position,
     chess960: bool,
-    /// The moves as the server wrote them, to spot what is new.
-    texts: Vec<String>,
-    moves: Vec<Move>,
-    /// positions[i] is the position before moves[i]; the last one is the
-    /// current position.
-    positions: Vec<Position>,
+    line: Line<Position, Move>,
 }
 
 impl GameRecord {
@@ -49,11 +45,9 @@ impl GameRecord {
             Position::from_fen(initial_fen)?
         };
         Ok(GameRecord {
-            positions: vec![initial.clone()],
+            line: Line::new(initial.clone()),
             chess960: chess960 || initial.has_chess960_castling(),
             initial,
-            texts: Vec::new(),
-            moves: Vec::new(),
         })
     }
 
@@ -61,40 +55,17 @@ impl GameRecord {
     /// move list. Returns how many moves are new. On error the record is
     /// unchanged.
     pub fn sync(&mut self, moves: &str) -> Result<usize, RecordError> {
-        let texts: Vec<&str> = moves.split_whitespace().collect();
-        let common = self
-            .texts
-            .iter()
-            .zip(&texts)
-            .take_while(|(a, b)| a.as_str() == **b)
-            .count();
-        let mut next = self.clone();
-        next.texts.truncate(common);
-        next.moves.truncate(common);
-        next.positions.truncate(common + 1);
-        for (index, text) in texts.iter().enumerate().skip(common) {
-            let pos = next.position();
-            let m = pos
-                .parse_uci(text, self.chess960)
-                .map_err(|e| RecordError::IllegalMove {
-                    index,
-                    text: text.chars().take(16).collect(),
-                    reason: e.to_string(),
-                })?;
-            let after = pos.play(m);
-            next.texts.push((*text).to_string());
-            next.moves.push(m);
-            next.positions.push(after);
-        }
-        let added = texts.len() - common;
-        *self = next;
-        Ok(added)
+        let chess960 = self.chess960;
+        self.line.sync(moves, |pos, text| {
+            let m = pos.parse_uci(text, chess960).map_err(|e| e.to_string())?;
+            Ok((m, pos.play(m)))
+        })
     }
 
     /// The current position.
     pub fn position(&self) -> &Position {
         // Never empty: it always holds the initial position.
-        self.positions.last().unwrap_or(&self.initial)
+        self.line.position()
     }
 
     pub fn initial(&self) -> &Position {
@@ -106,18 +77,19 @@ impl GameRecord {
     }
 
     pub fn moves(&self) -> &[Move] {
-        &self.moves
+        self.line.moves()
     }
 
     /// Number of half-moves played.
     pub fn ply(&self) -> usize {
-        self.moves.len()
+        self.line.moves().len()
     }
 
     /// Keys of the positions before the current one, oldest first: the
     /// repetition history the engine and `Position::outcome` take.
     pub fn history(&self) -> Vec<u64> {
-        self.positions[..self.positions.len() - 1]
+        let positions = self.line.positions();
+        positions[..positions.len() - 1]
             .iter()
             .map(Position::key)
             .collect()
@@ -130,11 +102,7 @@ impl GameRecord {
 
     /// The moves in SAN, each with the position it was played from.
     pub fn san_moves(&self) -> Vec<String> {
-        self.moves
-            .iter()
-            .zip(&self.positions)
-            .map(|(&m, pos)| pos.san(m))
-            .collect()
+        self.line.played().map(|(m, pos)| pos.san(m)).collect()
     }
 
     /// The initial FEN, or None for the standard start position.

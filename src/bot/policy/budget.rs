@@ -8,7 +8,7 @@
 //! (A 429 to a creation, from spending elsewhere, closes the creation
 //! gate as any 429 does.)
 
-use super::state;
+use crate::bot::store::state;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -3,12 +3,14 @@
 //! `matchmaking.rating_window` of us in the perf offered, with the time
 //! controls and variants of the configuration taken in turn.
 //!
-//! The [`Matchmaker`] holds the decisions and the state; the daemon owns
-//! the timing and sends the requests through the `spawn_*` functions here,
-//! which report back on a channel (its loop never waits on a request).
-//! One challenge of ours is pending at most, created with Lichess's
-//! `keepAliveStream` (a real-time challenge made without it expires after
-//! 20 s) and held open by a task of its own; it is cancelled after
+//! The [`Matchmaker`] holds the decisions and the state, and makes no
+//! request: the daemon owns the timing, asks Lichess what
+//! [`Matchmaker::search`] names, hands the answer to
+//! [`Matchmaker::found`] and sends the challenge it picks
+//! (`src/bot/daemon/outgoing.rs`). One challenge of ours is pending at
+//! most, created with Lichess's `keepAliveStream` (a real-time challenge
+//! made without it expires after 20 s) and held open by a task of the
+//! daemon's; it is cancelled after
 //! `challenge_timeout_secs`. A bot that declined (or did not answer) is
 //! skipped for `decline_cooldown_secs`; these [`Cooldowns`] are kept with
 //! their reason in `engine.state_dir/declined.json`.
@@ -22,16 +24,14 @@
 //! `challenge.allow_list` and the block lists apply to our challenges as
 //! to theirs. A bot in a game now (`/api/users/status`) is skipped.
 
-use super::state;
+use crate::bot::store::state;
 use crate::config::{MatchmakingConfig, PlayableVariant, Selection};
-use crate::lichess::Error as ClientError;
-use crate::lichess::client::{ChallengeKeepAlive, ChallengeTime, Client, CreateChallenge};
-use crate::lichess::model::{Account, Challenge, ChallengeColor, OnlineBot, perf_rating};
+use crate::lichess::client::{ChallengeTime, CreateChallenge};
+use crate::lichess::model::{Account, ChallengeColor, OnlineBot, perf_rating};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
@@ -41,29 +41,11 @@ pub const FILE: &str = "declined.json";
 pub const PLAYED_FILE: &str = "played.json";
 /// Games against a bot are remembered this long (Unix seconds).
 const PLAYED_WINDOW: u64 = 86_400;
-/// Bots listed by `/api/bot/online`, at most.
-const ONLINE_BOTS: u32 = 512;
-/// `GET /api/users/status` takes this many ids at most: the candidates
-/// nearest our rating are asked about.
-const STATUS_IDS: usize = 100;
 /// Our account (for our ratings) is read again after this: `GET
 /// /api/account` is limited (30 per 5 minutes), a rating moves slowly.
 const ACCOUNT_FRESH: std::time::Duration = std::time::Duration::from_secs(600);
 /// Our rating when the account has none in the perf offered.
-const DEFAULT_RATING: u32 = 1500;
-
-/// What a matchmaking request came to.
-#[derive(Debug)]
-pub enum MatchEvent {
-    /// The bots online and our account (for our rating).
-    Found(Box<Result<(Vec<OnlineBot>, Account), ClientError>>),
-    /// Our challenge to `opponent` was created (or not), with the stream
-    /// that keeps it open.
-    Created {
-        opponent: String,
-        result: Box<Result<(Challenge, ChallengeKeepAlive), ClientError>>,
-    },
-}
+pub const DEFAULT_RATING: u32 = 1500;
 
 /// A bot that declined us, until when (Unix seconds), and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -283,6 +265,14 @@ pub fn pick<'a>(
     }
 }
 
+/// What to ask Lichess for when looking for an opponent: the bots online,
+/// and our account (for our rating in `perf`) unless `account` is fresh.
+#[derive(Debug)]
+pub struct Search {
+    pub perf: &'static str,
+    pub account: Option<Account>,
+}
+
 /// Our pending challenge.
 #[derive(Debug, Clone)]
 pub struct Pending {
@@ -386,69 +376,33 @@ impl Matchmaker {
         self.pending.as_ref()
     }
 
-    /// Starts looking: asks for the bots online and our account.
-    pub fn search<M: From<MatchEvent> + Send + 'static>(
-        &mut self,
-        client: &Client,
-        tx: &mpsc::UnboundedSender<M>,
-    ) {
-        let Some((offer, perf)) = offer(&self.config, self.attempts) else {
-            return;
-        };
+    /// Starts looking: what to ask Lichess for (the bots online, and our
+    /// account unless a fresh one is known). `None` when there is nothing
+    /// to offer.
+    pub fn search(&mut self) -> Option<Search> {
+        let (offer, perf) = offer(&self.config, self.attempts)?;
         self.attempts += 1;
         self.stage = Stage::Searching;
         self.perf = perf;
         self.offer = Some(offer);
-        let client = client.clone();
-        let tx = tx.clone();
-        let cached = self
+        let account = self
             .account
             .as_ref()
             .filter(|(_, at)| at.elapsed() < ACCOUNT_FRESH)
             .map(|(a, _)| a.clone());
-        tokio::spawn(async move {
-            let result = async {
-                let account = match cached {
-                    Some(account) => account,
-                    None => client.account().await?,
-                };
-                let mut bots = client.online_bots(ONLINE_BOTS).await?;
-                // Who is in a game now: not challenged (a challenge would
-                // wait, or be declined). Unknown if the question fails.
-                // Asked of those nearest our rating.
-                let ours = perf_rating(&account.perfs, perf).unwrap_or(DEFAULT_RATING);
-                let mut near: Vec<&OnlineBot> = bots.iter().collect();
-                near.sort_by_key(|b| {
-                    perf_rating(&b.perfs, perf).map_or(u32::MAX, |r| r.abs_diff(ours))
-                });
-                let ids: Vec<String> = near.iter().take(STATUS_IDS).map(|b| b.id.clone()).collect();
-                match client.users_status(&ids).await {
-                    Ok(status) => {
-                        for bot in &mut bots {
-                            bot.playing = status
-                                .iter()
-                                .any(|s| s.playing && s.id.eq_ignore_ascii_case(&bot.id));
-                        }
-                    }
-                    Err(e) => tracing::debug!("matchmaking: who is playing is unknown: {e}"),
-                }
-                Ok((bots, account))
-            }
-            .await;
-            let _ = tx.send(M::from(MatchEvent::Found(Box::new(result))));
-        });
+        Some(Search { perf, account })
     }
 
-    /// The bots online came: challenge one, if one fits. Returns the
-    /// opponent challenged.
-    pub fn found<M: From<MatchEvent> + Send + 'static>(
+    /// The bots online came: whom to challenge, and with what, if one
+    /// fits. The daemon sends the challenge and reports with
+    /// [`created`](Self::created), [`refused`](Self::refused) or
+    /// [`failed`](Self::failed).
+    pub fn found(
         &mut self,
         bots: &[OnlineBot],
         account: &Account,
-        client: &Client,
-        tx: &mpsc::UnboundedSender<M>,
         now: u64,
-    ) -> Option<String> {
+    ) -> Option<(String, CreateChallenge)> {
         self.stage = Stage::Idle;
         if self
             .account
@@ -503,17 +457,7 @@ impl Matchmaker {
             "matchmaking: challenging"
         );
         self.stage = Stage::Creating;
-        let client = client.clone();
-        let tx = tx.clone();
-        let who = opponent.clone();
-        tokio::spawn(async move {
-            let result = Box::new(client.create_challenge_kept(&who, &offer).await);
-            let _ = tx.send(M::from(MatchEvent::Created {
-                opponent: who,
-                result,
-            }));
-        });
-        Some(opponent)
+        Some((opponent, offer))
     }
 
     /// A request failed: back to idle.
@@ -521,20 +465,15 @@ impl Matchmaker {
         self.stage = Stage::Idle;
     }
 
-    /// Our challenge was created; `keep_alive` holds it open until it is
-    /// answered or settled here.
-    pub fn created(&mut self, id: String, opponent: String, keep_alive: ChallengeKeepAlive) {
+    /// Our challenge was created; the task of `keep_alive` holds it open
+    /// until it is answered, and is aborted when it is settled here.
+    pub fn created(&mut self, id: String, opponent: String, keep_alive: AbortHandle) {
         self.stage = Stage::Pending;
-        let challenge = id.clone();
-        let task = tokio::spawn(async move {
-            let done = keep_alive.done().await;
-            tracing::debug!(challenge = %challenge, done = done.as_deref().unwrap_or("-"), "our challenge's stream ended");
-        });
         self.pending = Some(Pending {
             id,
             opponent,
             since: Instant::now(),
-            keep_alive: Some(task.abort_handle()),
+            keep_alive: Some(keep_alive),
         });
     }
 
@@ -581,17 +520,6 @@ impl Matchmaker {
         tracing::info!(opponent = %opponent, reason, skip_s = self.config.decline_cooldown_secs, "matchmaking: skipping this bot for a while");
         self.cooldowns.skip(opponent, until, reason, now);
     }
-}
-
-/// Withdraws our challenge `id` in the background.
-pub fn spawn_cancel(client: &Client, id: String) {
-    let client = client.clone();
-    tokio::spawn(async move {
-        match client.cancel_challenge(&id).await {
-            Ok(()) => tracing::info!(challenge = %id, "our challenge cancelled"),
-            Err(e) => tracing::warn!(challenge = %id, "cannot cancel our challenge: {e}"),
-        }
-    });
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! kept in `engine.state_dir/block-lists.json`: a URL that fails keeps the
 //! list it had, across restarts too.
 
-use super::state;
+use crate::bot::store::state;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,7 +8,8 @@
 //! played, rebuilt after a takeback, an illegal move an error that leaves
 //! the record as it was).
 
-use super::record::RecordError;
+use super::line::Line;
+use super::standard::RecordError;
 use crate::chess::Color;
 use crate::lichess::model::VariantKey;
 use shakmaty::fen::Fen;
@@ -80,11 +81,7 @@ pub struct VariantRecord {
     /// start ("startpos").
     initial_fen: Option<String>,
     /// The moves as the server wrote them (UCI, drops as `P@e4`).
-    texts: Vec<String>,
-    moves: Vec<Move>,
-    /// positions[i] is the position before moves[i]; the last one is the
-    /// current position. Never empty.
-    positions: Vec<VariantPosition>,
+    line: Line<VariantPosition, Move>,
 }
 
 impl VariantRecord {
@@ -117,9 +114,7 @@ impl VariantRecord {
         Ok(VariantRecord {
             key,
             initial_fen,
-            texts: Vec::new(),
-            moves: Vec::new(),
-            positions: vec![initial],
+            line: Line::new(initial),
         })
     }
 
@@ -127,37 +122,16 @@ impl VariantRecord {
     /// move list. Returns how many moves are new. On error the record is
     /// unchanged.
     pub fn sync(&mut self, moves: &str) -> Result<usize, RecordError> {
-        let texts: Vec<&str> = moves.split_whitespace().collect();
-        let common = self
-            .texts
-            .iter()
-            .zip(&texts)
-            .take_while(|(a, b)| a.as_str() == **b)
-            .count();
-        let mut next = self.clone();
-        next.texts.truncate(common);
-        next.moves.truncate(common);
-        next.positions.truncate(common + 1);
-        for (index, text) in texts.iter().enumerate().skip(common) {
-            let pos = next.position();
-            let m = parse(pos, text).map_err(|reason| RecordError::IllegalMove {
-                index,
-                text: text.chars().take(16).collect(),
-                reason,
-            })?;
+        self.line.sync(moves, |pos, text| {
+            let m = parse(pos, text)?;
             let mut after = pos.clone();
             after.play_unchecked(m);
-            next.texts.push((*text).to_owned());
-            next.moves.push(m);
-            next.positions.push(after);
-        }
-        let added = texts.len() - common;
-        *self = next;
-        Ok(added)
+            Ok((m, after))
+        })
     }
 
     fn position(&self) -> &VariantPosition {
-        &self.positions[self.positions.len() - 1]
+        self.line.position()
     }
 
     pub fn variant(&self) -> VariantKey {
@@ -166,7 +140,7 @@ impl VariantRecord {
 
     /// Number of half-moves played.
     pub fn ply(&self) -> usize {
-        self.moves.len()
+        self.line.moves().len()
     }
 
     /// The side to move.
@@ -176,12 +150,12 @@ impl VariantRecord {
 
     /// The side to move at the start.
     pub fn initial_turn(&self) -> Color {
-        color(self.positions[0].turn())
+        color(self.line.initial().turn())
     }
 
     /// The move number of the first move.
     pub fn initial_move_number(&self) -> u32 {
-        self.positions[0].fullmoves().get()
+        self.line.initial().fullmoves().get()
     }
 
     /// The current position's key (pockets and check counts included).
@@ -203,7 +177,7 @@ impl VariantRecord {
 
     /// The moves as the server wrote them.
     pub fn uci_moves(&self) -> &[String] {
-        &self.texts
+        self.line.texts()
     }
 
     /// The initial FEN, None for the variant's own start.
@@ -256,11 +230,7 @@ impl VariantRecord {
 
     /// The moves in SAN.
     pub fn san_moves(&self) -> Vec<String> {
-        self.moves
-            .iter()
-            .zip(&self.positions)
-            .map(|(&m, pos)| san(pos, m))
-            .collect()
+        self.line.played().map(|(m, pos)| san(pos, m)).collect()
     }
 }
 

@@ -2,8 +2,8 @@
 //! extras (Elo, TimeControl, Variant, FEN), moves in SAN with the engine's
 //! evaluation of each of our moves as a `[%eval ...]` comment.
 
-use super::record::GameRecord;
-use super::variant::{VariantRecord, pgn_name};
+use crate::bot::board::standard::GameRecord;
+use crate::bot::board::variant::{VariantRecord, pgn_name};
 use crate::chess::Color;
 use std::fmt::Write as _;
 

@@ -1,7 +1,7 @@
 //! The arena tournaments the bot plays in: which arenas it is in, how
 //! each stands (not started, running, over), when to join, the slots they
 //! keep, and what a restart hands over. Pure state: the daemon
-//! (`daemon/tournaments.rs`) sends the requests this asks for and feeds
+//! (`daemon/arena_requests.rs`) sends the requests this asks for and feeds
 //! back what came of them.
 //!
 //! **Pairing.** lila pairs the bots of an arena that admits bots by

@@ -4,11 +4,11 @@
 //! aborting or resigning a game, joining and leaving an arena.
 
 use super::Daemon;
-use crate::bot::blocklists::BlockLists;
-use crate::bot::budget;
 use crate::bot::control::{ChallengeOrder, Order, Reply, Request};
-use crate::bot::state::{self, unix_now};
-use crate::bot::tournaments::Stage;
+use crate::bot::policy::arenas::Stage;
+use crate::bot::policy::blocklists::BlockLists;
+use crate::bot::policy::budget;
+use crate::bot::store::state::{self, unix_now};
 use crate::config::Config;
 use crate::lichess::client::CreateChallenge;
 use serde_json::json;

@@ -47,6 +47,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until, timeout, timeout_at};
 
 mod protocol;
+pub mod roster;
 use protocol::{
     check_go, go_command, parse_bestmove, parse_info, parse_uci_line, position_command, read_line,
 };
