@@ -199,6 +199,13 @@ impl Daemon {
         let Some(me) = self.me.clone() else {
             return;
         };
+        self.start_game_task(id, info, me);
+    }
+
+    /// Starts the task of game `id`: its slot (the one it was accepted
+    /// with, its arena's, or any free one), its opponent counted against
+    /// the quota and matchmaking's cooldowns, and the task itself.
+    fn start_game_task(&mut self, id: String, info: GameInfo, me: Me) {
         self.parked.remove(&id);
         let slots = &self.slots;
         let entry = self

@@ -64,7 +64,14 @@ impl Blocks {
 impl Daemon {
     pub(super) fn on_control(&mut self, Order { request, reply }: Order) {
         let answer = match request {
-            Request::Status { json } => self.status(json),
+            Request::Status { json } => {
+                let status = self.status();
+                Reply::ok(if json {
+                    status.to_string()
+                } else {
+                    status_text(&status)
+                })
+            }
             Request::Matchmaking(on) => {
                 self.matchmaker.set_enabled(on);
                 tracing::info!(on, "matchmaking switched by the control socket");
@@ -221,7 +228,9 @@ impl Daemon {
         Reply::ok(format!("challenging {}", order.user))
     }
 
-    fn status(&self, as_json: bool) -> Reply {
+    /// The daemon as `kaissa ctl status --json` shows it; the text
+    /// form is made from it ([`status_text`]).
+    fn status(&self) -> serde_json::Value {
         let now = unix_now();
         let mut games: Vec<serde_json::Value> = self
             .games
@@ -273,7 +282,7 @@ impl Daemon {
                 })})
             })
             .collect();
-        let status = json!({
+        json!({
             "version": env!("CARGO_PKG_VERSION"),
             "uptime_secs": self.started.elapsed().as_secs(),
             "concurrency": self.slots.total(),
@@ -290,116 +299,131 @@ impl Daemon {
             "slots_kept_for_arenas": self.slots.kept(),
             "blocked": blocked,
             "online_blocked": self.blocks.lists.users().len(),
-        });
-        if as_json {
-            return Reply::ok(status.to_string());
-        }
-        let mut text = format!(
-            "kaissa {}, up {}\nslots: {} of {} in use{}; parked correspondence games: {}\n",
-            env!("CARGO_PKG_VERSION"),
-            duration_text(self.started.elapsed().as_secs()),
-            self.slots.in_use(),
-            self.slots.total(),
-            match self.slots.kept() {
-                0 => String::new(),
-                n => format!(", {n} kept for arenas"),
-            },
-            self.parked.len()
-        );
-        text.push_str(&format!("games: {}\n", games.len()));
-        for g in &games {
-            let clock = |v: &serde_json::Value| {
-                v.as_u64()
-                    .map_or("-".to_owned(), |ms| duration_text(ms / 1000))
-            };
-            text.push_str(&format!(
-                "  {} vs {} ({} {} {}{}): {} plies, clocks {} / {}, score {}\n",
-                g["id"].as_str().unwrap_or(""),
-                g["opponent"].as_str().unwrap_or(""),
-                g["color"].as_str().unwrap_or(""),
-                g["speed"].as_str().unwrap_or(""),
-                g["variant"].as_str().unwrap_or(""),
-                if g["rated"] == true { ", rated" } else { "" },
-                g["plies"],
-                clock(&g["our_clock_ms"]),
-                clock(&g["their_clock_ms"]),
-                g["score"].as_str().unwrap_or("-"),
-            ));
-        }
-        text.push_str(&format!("queue: {}\n", queue.len()));
-        for c in &queue {
-            text.push_str(&format!(
-                "  {} from {}\n",
-                c["id"].as_str().unwrap_or(""),
-                c["challenger"].as_str().unwrap_or("")
-            ));
-        }
-        text.push_str(&format!(
-            "bot games today: {} of {}\n",
-            self.quota.count(now),
-            self.quota.per_day(now)
-        ));
-        let [(_, per_minute), (day, per_day)] = budget::WINDOWS;
-        text.push_str(&format!(
-            "challenges sent: {} of {per_minute} credits this minute, {} of {per_day} today\n",
-            self.budget.spent(now, 60),
-            self.budget.spent(now, day),
-        ));
-        text.push_str(&format!(
-            "matchmaking: {}{}\n",
-            if self.matchmaker.enabled() {
-                "on"
-            } else {
-                "off"
-            },
-            self.matchmaker
-                .pending()
-                .map(|p| format!(", challenge {} to {} pending", p.id, p.opponent))
-                .unwrap_or_default()
-        ));
-        text.push_str(&format!("tournaments: {}\n", tournaments.len()));
-        for t in &tournaments {
-            let state = match (&t["refused"], &t["game"], t["joined"] == true) {
-                (serde_json::Value::String(why), _, _) => format!("refused for good: {why}"),
-                _ if t["held"].is_string() => format!(
-                    "held off: {}; joining again in {} s",
-                    t["held"].as_str().unwrap_or(""),
-                    t["retry_in_s"]
-                ),
-                (_, serde_json::Value::String(game), _) => format!("playing {game}"),
-                (_, _, true) => "waiting for a pairing".to_owned(),
-                (_, _, false) => "joining".to_owned(),
-            };
-            text.push_str(&format!(
-                "  {} {} ({}, {}): {}; {} game(s), {} missed\n",
-                t["id"].as_str().unwrap_or(""),
-                t["name"].as_str().filter(|n| !n.is_empty()).unwrap_or("-"),
-                t["origin"].as_str().unwrap_or(""),
-                t["stage"].as_str().unwrap_or(""),
-                state,
-                t["games"],
-                t["missed"],
-            ));
-        }
-        text.push_str(&format!(
-            "blocked: {} by kaissa ctl{}, {} by online lists",
-            blocked.len(),
-            if blocked.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " ({})",
-                    blocked
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-            self.blocks.lists.users().len()
-        ));
-        Reply::ok(text)
+        })
     }
+}
+
+/// `kaissa ctl status` as text, from its JSON form.
+fn status_text(status: &serde_json::Value) -> String {
+    let count = |key: &str| status[key].as_array().map_or(0, Vec::len);
+    let kept = match status["slots_kept_for_arenas"].as_u64().unwrap_or(0) {
+        0 => String::new(),
+        n => format!(", {n} kept for arenas"),
+    };
+    let mut text = format!(
+        "kaissa {}, up {}\nslots: {} of {} in use{kept}; parked correspondence games: {}\n",
+        status["version"].as_str().unwrap_or(""),
+        duration_text(status["uptime_secs"].as_u64().unwrap_or(0)),
+        status["slots_in_use"],
+        status["concurrency"],
+        status["parked"],
+    );
+    text.push_str(&format!("games: {}\n", count("games")));
+    for g in status["games"].as_array().into_iter().flatten() {
+        text.push_str(&game_line(g));
+    }
+    text.push_str(&format!("queue: {}\n", count("queue")));
+    for c in status["queue"].as_array().into_iter().flatten() {
+        text.push_str(&format!(
+            "  {} from {}\n",
+            c["id"].as_str().unwrap_or(""),
+            c["challenger"].as_str().unwrap_or("")
+        ));
+    }
+    text.push_str(&format!(
+        "bot games today: {} of {}\n",
+        status["bot_games_today"], status["bot_games_per_day"]
+    ));
+    let [(_, per_minute), (_, per_day)] = budget::WINDOWS;
+    let credits = &status["challenge_credits"];
+    text.push_str(&format!(
+        "challenges sent: {} of {per_minute} credits this minute, {} of {per_day} today\n",
+        credits["minute"], credits["day"],
+    ));
+    let matchmaking = &status["matchmaking"];
+    text.push_str(&format!(
+        "matchmaking: {}{}\n",
+        if matchmaking["enabled"] == true {
+            "on"
+        } else {
+            "off"
+        },
+        match &matchmaking["pending"] {
+            serde_json::Value::Null => String::new(),
+            p => format!(
+                ", challenge {} to {} pending",
+                p["id"].as_str().unwrap_or(""),
+                p["opponent"].as_str().unwrap_or("")
+            ),
+        }
+    ));
+    text.push_str(&format!("tournaments: {}\n", count("tournaments")));
+    for t in status["tournaments"].as_array().into_iter().flatten() {
+        text.push_str(&arena_line(t));
+    }
+    let blocked: Vec<&str> = status["blocked"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u.as_str())
+        .collect();
+    text.push_str(&format!(
+        "blocked: {} by kaissa ctl{}, {} by online lists",
+        blocked.len(),
+        if blocked.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", blocked.join(", "))
+        },
+        status["online_blocked"]
+    ));
+    text
+}
+
+/// One game of `status`, as text.
+fn game_line(g: &serde_json::Value) -> String {
+    let clock = |v: &serde_json::Value| {
+        v.as_u64()
+            .map_or("-".to_owned(), |ms| duration_text(ms / 1000))
+    };
+    format!(
+        "  {} vs {} ({} {} {}{}): {} plies, clocks {} / {}, score {}\n",
+        g["id"].as_str().unwrap_or(""),
+        g["opponent"].as_str().unwrap_or(""),
+        g["color"].as_str().unwrap_or(""),
+        g["speed"].as_str().unwrap_or(""),
+        g["variant"].as_str().unwrap_or(""),
+        if g["rated"] == true { ", rated" } else { "" },
+        g["plies"],
+        clock(&g["our_clock_ms"]),
+        clock(&g["their_clock_ms"]),
+        g["score"].as_str().unwrap_or("-"),
+    )
+}
+
+/// One arena of `status`, as text.
+fn arena_line(t: &serde_json::Value) -> String {
+    let state = match (&t["refused"], &t["game"], t["joined"] == true) {
+        (serde_json::Value::String(why), _, _) => format!("refused for good: {why}"),
+        _ if t["held"].is_string() => format!(
+            "held off: {}; joining again in {} s",
+            t["held"].as_str().unwrap_or(""),
+            t["retry_in_s"]
+        ),
+        (_, serde_json::Value::String(game), _) => format!("playing {game}"),
+        (_, _, true) => "waiting for a pairing".to_owned(),
+        (_, _, false) => "joining".to_owned(),
+    };
+    format!(
+        "  {} {} ({}, {}): {}; {} game(s), {} missed\n",
+        t["id"].as_str().unwrap_or(""),
+        t["name"].as_str().filter(|n| !n.is_empty()).unwrap_or("-"),
+        t["origin"].as_str().unwrap_or(""),
+        t["stage"].as_str().unwrap_or(""),
+        state,
+        t["games"],
+        t["missed"],
+    )
 }
 
 /// `1h02m03s`, `4m05s`, `7s`.

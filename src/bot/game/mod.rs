@@ -931,27 +931,8 @@ impl Game {
             s.their_clock_ms = clock.then(|| state.time_left(them));
         });
         self.winner = state.winner;
-        if let Some(p) = &self.pondering {
-            let key = record.key();
-            let ongoing = state.status.is_ongoing();
-            let outcome = if ongoing && ply + 1 == p.ply && key == p.after_ours {
-                // Only our own move so far: the opponent is thinking.
-                None
-            } else if ongoing && ply == p.ply && key == p.key {
-                Some(None)
-            } else if !ongoing {
-                Some(Some("game over"))
-            } else if ply == p.ply {
-                Some(Some("other reply"))
-            } else {
-                Some(Some("position changed"))
-            };
-            match outcome {
-                None => {}
-                Some(None) => self.ponder_hit(ply, &state, arrived),
-                Some(Some(why)) => self.stop_pondering(why),
-            }
-        }
+        let key = record.key();
+        self.ponder_on(ply, key, &state, arrived);
         if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
             // The position changed under the search (takeback, game end).
             if self.thinking.take().is_some() {
@@ -962,6 +943,31 @@ impl Game {
             self.state = Some((state, arrived));
             return Flow::Over;
         }
+        self.answer_offers(&state, ply);
+        if opponent_moved {
+            self.abort_at = None;
+        } else if turn != us && self.abort_at.is_none() && self.tournament.is_none() {
+            // Not in an arena: there Lichess ends a game nobody starts
+            // against the player who did not move, and an abort would
+            // throw our point away (Lichess refuses it anyway).
+            self.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
+        }
+        self.state = Some((state, arrived));
+        if turn == us && self.thinking.is_none() && self.moved_at_ply != Some(ply) {
+            Flow::Think
+        } else if turn != us && self.thinking.is_none() && self.has_no_clock() {
+            Flow::Park
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Answers the opponent's draw offer and takeback proposal in
+    /// `state` (at `ply`), once each.
+    fn answer_offers(&mut self, state: &GameState, ply: usize) {
+        let Some(us) = self.color else {
+            return;
+        };
         let them = to_model(!us);
         if state.offers_draw(them) && self.offers.draw_answered_at != Some(ply) {
             self.offers.draw_answered_at = Some(ply);
@@ -986,22 +992,6 @@ impl Game {
             self.spawn_action(move |client, id| async move {
                 client.answer_takeback(&id, accept).await
             });
-        }
-        if opponent_moved {
-            self.abort_at = None;
-        } else if turn != us && self.abort_at.is_none() && self.tournament.is_none() {
-            // Not in an arena: there Lichess ends a game nobody starts
-            // against the player who did not move, and an abort would
-            // throw our point away (Lichess refuses it anyway).
-            self.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
-        }
-        self.state = Some((state, arrived));
-        if turn == us && self.thinking.is_none() && self.moved_at_ply != Some(ply) {
-            Flow::Think
-        } else if turn != us && self.thinking.is_none() && self.has_no_clock() {
-            Flow::Park
-        } else {
-            Flow::Continue
         }
     }
 

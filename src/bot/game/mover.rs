@@ -269,18 +269,8 @@ impl Game {
                 Flow::Continue
             }
             Answer::BestMove { id, best } => {
-                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
-                    // A ponder search holds its answer until a hit or a
-                    // stop; ending by itself, it is of no use: never post.
-                    self.pondering = None;
-                    return Flow::Continue;
-                }
-                // Also the answers of stopped searches: not ours to post.
-                if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
-                    return Flow::Continue;
-                }
                 let done = Instant::now();
-                let (Some(thinking), Some(record)) = (self.thinking.take(), self.record.as_ref())
+                let (Some(thinking), Some(record)) = (self.answered(id), self.record.as_ref())
                 else {
                     return Flow::Continue;
                 };
@@ -320,21 +310,26 @@ impl Game {
                 flow
             }
             Answer::Failed { id, error } => {
-                if self.pondering.as_ref().is_some_and(|p| p.id == id) {
-                    self.pondering = None;
-                    return Flow::Continue;
-                }
-                if self.thinking.as_ref().is_none_or(|t| t.id != Some(id)) {
-                    return Flow::Continue;
-                }
                 let done = Instant::now();
-                let Some(thinking) = self.thinking.take() else {
+                let Some(thinking) = self.answered(id) else {
                     return Flow::Continue;
                 };
                 tracing::warn!(engine = %self.engine_name(), "search failed: {error}");
                 self.engine_failed(thinking, done).await
             }
         }
+    }
+
+    /// The search for our move that search `id` ended, taken; `None` if
+    /// `id` was another: a ponder search (it holds its answer until a hit
+    /// or a stop; ending by itself, it is of no use and is forgotten) or a
+    /// stopped search, whose answer is never posted.
+    fn answered(&mut self, id: SearchRef) -> Option<Thinking> {
+        if self.pondering.as_ref().is_some_and(|p| p.id == id) {
+            self.pondering = None;
+            return None;
+        }
+        self.thinking.take_if(|t| t.id == Some(id))
     }
 
     /// The engine gave no usable move: search again (the driver restarts
@@ -379,20 +374,7 @@ impl Game {
         let key = record.key();
         let ply = thinking.ply;
         if let Some(report) = &report {
-            self.scores.push(score_cp(report.score));
-            let eval = white_eval(report.score, us);
-            if self.evals.len() <= ply {
-                self.evals.resize(ply + 1, None);
-            }
-            self.evals[ply] = Some(eval);
-            self.ctx
-                .summary
-                .send_modify(|s| s.score = Some(score_text(eval)));
-            self.view = EngineView {
-                score: Some(score_text(eval)),
-                depth: Some(report.depth),
-                pv: Some(report.pv.clone()).filter(|p| !p.is_empty()),
-            };
+            self.note(ply, us, report);
         }
         self.tablebase_draw = matches!(
             thinking.source,
@@ -488,40 +470,64 @@ impl Game {
                     self.save_hash();
                 }
             }
-            Err(e) => {
-                tracing::warn!(ply, mv = %uci, "move not played: {e}");
-                // Refused ("not your turn": our position is stale) or lost
-                // in transit: reopen the game stream, whose `gameFull`
-                // tells whether the move was played, and answer the
-                // position again if not. Bounded, so it cannot loop.
-                if let ClientError::MoveRejected {
-                    after_retry: false, ..
-                } = &e
-                {
-                    // The server's word on this very move: never again here.
-                    self.refused.add(ply, key, &uci);
-                }
-                let refused = matches!(e, ClientError::MoveRejected { .. });
-                if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
-                    self.resyncs += 1;
-                    self.moved_at_ply = None;
-                    return Flow::Resync;
-                }
-                // Out of resyncs for this move: think again shortly on
-                // what we know, rather than wait mute.
-                self.rethink_at = Some(Instant::now() + RETHINK_AFTER);
-                // Unless an earlier attempt may have gone through, answer
-                // this position again on the next state the server sends.
-                if !matches!(
-                    e,
-                    ClientError::MoveRejected {
-                        after_retry: true,
-                        ..
-                    }
-                ) {
-                    self.moved_at_ply = None;
-                }
+            Err(e) => return self.not_played(ply, key, &uci, &e),
+        }
+        Flow::Continue
+    }
+
+    /// What a search said of the move at `ply`: kept for the draw and
+    /// resign rules, the PGN's evals, `ctl status` and the chat's `!eval`.
+    fn note(&mut self, ply: usize, us: crate::chess::Color, report: &Report) {
+        self.scores.push(score_cp(report.score));
+        let eval = white_eval(report.score, us);
+        if self.evals.len() <= ply {
+            self.evals.resize(ply + 1, None);
+        }
+        self.evals[ply] = Some(eval);
+        self.ctx
+            .summary
+            .send_modify(|s| s.score = Some(score_text(eval)));
+        self.view = EngineView {
+            score: Some(score_text(eval)),
+            depth: Some(report.depth),
+            pv: Some(report.pv.clone()).filter(|p| !p.is_empty()),
+        };
+    }
+
+    /// Our move `uci` at `ply` (in the position `key`) was not played:
+    /// refused, or lost in transit.
+    fn not_played(&mut self, ply: usize, key: u64, uci: &str, e: &ClientError) -> Flow {
+        tracing::warn!(ply, mv = %uci, "move not played: {e}");
+        // Refused ("not your turn": our position is stale) or lost
+        // in transit: reopen the game stream, whose `gameFull`
+        // tells whether the move was played, and answer the
+        // position again if not. Bounded, so it cannot loop.
+        if let ClientError::MoveRejected {
+            after_retry: false, ..
+        } = &e
+        {
+            // The server's word on this very move: never again here.
+            self.refused.add(ply, key, uci);
+        }
+        let refused = matches!(e, ClientError::MoveRejected { .. });
+        if (refused || e.is_transient()) && self.resyncs < MAX_RESYNCS_PER_MOVE {
+            self.resyncs += 1;
+            self.moved_at_ply = None;
+            return Flow::Resync;
+        }
+        // Out of resyncs for this move: think again shortly on
+        // what we know, rather than wait mute.
+        self.rethink_at = Some(Instant::now() + RETHINK_AFTER);
+        // Unless an earlier attempt may have gone through, answer
+        // this position again on the next state the server sends.
+        if !matches!(
+            e,
+            ClientError::MoveRejected {
+                after_retry: true,
+                ..
             }
+        ) {
+            self.moved_at_ply = None;
         }
         Flow::Continue
     }
@@ -583,6 +589,33 @@ impl Game {
             said: None,
             permit,
         });
+    }
+
+    /// A new state (at `ply`, the position `key`) for our ponder search,
+    /// if any: the opponent still thinking, the expected reply (a hit),
+    /// or anything else (it stops).
+    pub(super) fn ponder_on(&mut self, ply: usize, key: u64, state: &GameState, arrived: Instant) {
+        let Some(p) = &self.pondering else {
+            return;
+        };
+        let ongoing = state.status.is_ongoing();
+        let outcome = if ongoing && ply + 1 == p.ply && key == p.after_ours {
+            // Only our own move so far: the opponent is thinking.
+            None
+        } else if ongoing && ply == p.ply && key == p.key {
+            Some(None)
+        } else if !ongoing {
+            Some(Some("game over"))
+        } else if ply == p.ply {
+            Some(Some("other reply"))
+        } else {
+            Some(Some("position changed"))
+        };
+        match outcome {
+            None => {}
+            Some(None) => self.ponder_hit(ply, state, arrived),
+            Some(Some(why)) => self.stop_pondering(why),
+        }
     }
 
     /// The opponent played the expected reply (`state`, at `ply`): the

@@ -138,6 +138,52 @@ impl Arena {
         }
     }
 
+    /// A read of the arena (`t`) came: its name and stage, and whether
+    /// Lichess paused us or we are a player already; when to read it
+    /// next. True when its conditions refuse us (nothing more to do).
+    fn read(
+        &mut self,
+        id: &str,
+        t: &ArenaTournament,
+        check_every: Duration,
+        now: Instant,
+        notes: &mut Vec<Note>,
+    ) -> bool {
+        if t.verdicts.as_ref().is_some_and(|v| !v.accepted) && !self.joined {
+            self.refused = Some("its conditions do not admit this account".to_owned());
+            notes.push(Note::Refused {
+                id: id.to_owned(),
+                why: "its conditions do not admit this account".to_owned(),
+            });
+            return true;
+        }
+        let mut next = check_every;
+        if t.running() {
+            if self.stage != Stage::Running && self.stage != Stage::Unknown {
+                notes.push(Note::Started(id.to_owned()));
+            }
+            self.stage = Stage::Running;
+        } else if let Some(secs) = t.seconds_to_start.filter(|&s| s > 0) {
+            let start = now + Duration::from_secs(secs);
+            self.stage = Stage::Upcoming(start);
+            next = next.min(Duration::from_secs(secs.max(1)));
+        }
+        if let Some(me) = &t.me {
+            if me.withdraw && self.joined && self.game.is_none() {
+                // Paused by Lichess (a missed pairing): join again.
+                self.joined = false;
+                notes.push(Note::PausedByLichess(id.to_owned()));
+            }
+            if !me.withdraw && !self.joined && self.team_ready {
+                // A player already (joined elsewhere, or before a
+                // restart): Lichess pairs us, no join needed.
+                self.joined = true;
+            }
+        }
+        self.next_check = now + next;
+        false
+    }
+
     /// Lichess holds us off for `after` (`why`): the note to log.
     fn hold(&mut self, why: String, after: Duration, now: Instant) -> Note {
         self.not_before = Some(now + after);
@@ -471,38 +517,9 @@ impl Tournaments {
                     notes.push(Note::Finished(id.to_owned()));
                     return notes;
                 }
-                if t.verdicts.as_ref().is_some_and(|v| !v.accepted) && !arena.joined {
-                    arena.refused = Some("its conditions do not admit this account".to_owned());
-                    notes.push(Note::Refused {
-                        id: id.to_owned(),
-                        why: "its conditions do not admit this account".to_owned(),
-                    });
+                if arena.read(id, &t, self.check_every, now, &mut notes) {
                     return notes;
                 }
-                let mut next = self.check_every;
-                if t.running() {
-                    if arena.stage != Stage::Running && arena.stage != Stage::Unknown {
-                        notes.push(Note::Started(id.to_owned()));
-                    }
-                    arena.stage = Stage::Running;
-                } else if let Some(secs) = t.seconds_to_start.filter(|&s| s > 0) {
-                    let start = now + Duration::from_secs(secs);
-                    arena.stage = Stage::Upcoming(start);
-                    next = next.min(Duration::from_secs(secs.max(1)));
-                }
-                if let Some(me) = &t.me {
-                    if me.withdraw && arena.joined && arena.game.is_none() {
-                        // Paused by Lichess (a missed pairing): join again.
-                        arena.joined = false;
-                        notes.push(Note::PausedByLichess(id.to_owned()));
-                    }
-                    if !me.withdraw && !arena.joined && arena.team_ready {
-                        // A player already (joined elsewhere, or before a
-                        // restart): Lichess pairs us, no join needed.
-                        arena.joined = true;
-                    }
-                }
-                arena.next_check = now + next;
                 None
             }
             Outcome::Checked(Err(f)) => {
