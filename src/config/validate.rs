@@ -7,8 +7,20 @@ use super::error::{ConfigError, invalid};
 use super::sections::{Config, PlayableVariant, parse_time_control};
 
 impl Config {
-    /// Checks the rules a single value cannot express.
+    /// Checks the rules a single value cannot express, section by
+    /// section.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_lichess()?;
+        self.validate_engine()?;
+        self.validate_challenge()?;
+        self.validate_bot()?;
+        self.validate_matchmaking()?;
+        self.validate_chat()?;
+        self.sources.validate()
+    }
+
+    /// `[lichess]`'s rules.
+    fn validate_lichess(&self) -> Result<(), ConfigError> {
         let l = &self.lichess;
         match reqwest::Url::parse(&l.url) {
             Ok(url) if matches!(url.scheme(), "http" | "https") => {}
@@ -32,7 +44,11 @@ impl Config {
         {
             return Err(invalid("lichess.token_file", "is empty"));
         }
+        Ok(())
+    }
 
+    /// `[engine]`'s rules.
+    fn validate_engine(&self) -> Result<(), ConfigError> {
         let e = &self.engine;
         if !(1..=1 << 20).contains(&e.hash_mb) {
             return Err(invalid(
@@ -53,7 +69,11 @@ impl Config {
             0,
             super::MOVE_OVERHEAD_MAX_MS,
         )?;
+        Ok(())
+    }
 
+    /// `[challenge]`'s rules.
+    fn validate_challenge(&self) -> Result<(), ConfigError> {
         let c = &self.challenge;
         check_order(
             "challenge.min_base",
@@ -85,32 +105,7 @@ impl Config {
                 "and challenge.casual are both false: nobody could play",
             ));
         }
-        for (key, list) in [
-            ("challenge.block_list", &c.block_list),
-            ("challenge.allow_list", &c.allow_list),
-        ] {
-            if let Some(bad) = list.iter().find(|id| !is_user_id(id)) {
-                return Err(invalid(key, format!("{bad:?} is not a Lichess username")));
-            }
-        }
-        for url in &c.online_block_lists {
-            match reqwest::Url::parse(url) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-                _ => {
-                    return Err(invalid(
-                        "challenge.online_block_lists",
-                        format!("{url:?} is not an http(s) URL"),
-                    ));
-                }
-            }
-        }
-        check_range(
-            "challenge.block_list_refresh_secs",
-            c.block_list_refresh_secs,
-            60,
-            7 * 86_400,
-        )?;
-
+        self.validate_challenge_lists()?;
         check_range(
             "challenge.min_days_per_turn",
             c.min_days_per_turn.into(),
@@ -154,8 +149,43 @@ impl Config {
             1000,
         )?;
         check_range("challenge.queue_size", c.queue_size.into(), 0, 1000)?;
+        Ok(())
+    }
 
-        let b = &self.bot;
+    /// `[challenge]`'s lists: users, and the online block lists.
+    fn validate_challenge_lists(&self) -> Result<(), ConfigError> {
+        let c = &self.challenge;
+        for (key, list) in [
+            ("challenge.block_list", &c.block_list),
+            ("challenge.allow_list", &c.allow_list),
+        ] {
+            if let Some(bad) = list.iter().find(|id| !is_user_id(id)) {
+                return Err(invalid(key, format!("{bad:?} is not a Lichess username")));
+            }
+        }
+        for url in &c.online_block_lists {
+            match reqwest::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                _ => {
+                    return Err(invalid(
+                        "challenge.online_block_lists",
+                        format!("{url:?} is not an http(s) URL"),
+                    ));
+                }
+            }
+        }
+        check_range(
+            "challenge.block_list_refresh_secs",
+            c.block_list_refresh_secs,
+            60,
+            7 * 86_400,
+        )?;
+        Ok(())
+    }
+
+    /// `[bot]`'s rules.
+    fn validate_bot(&self) -> Result<(), ConfigError> {
+        let (b, c) = (&self.bot, &self.challenge);
         if b.concurrency == 0 {
             return Err(invalid("bot.concurrency", "must be at least 1"));
         }
@@ -221,7 +251,11 @@ impl Config {
         if b.resign_moves == 0 {
             return Err(invalid("bot.resign_moves", "must be at least 1"));
         }
+        Ok(())
+    }
 
+    /// `[matchmaking]`'s rules.
+    fn validate_matchmaking(&self) -> Result<(), ConfigError> {
         let m = &self.matchmaking;
         check_range("matchmaking.idle_secs", m.idle_secs, 1, 86_400)?;
         check_range("matchmaking.rating_window", m.rating_window.into(), 0, 4000)?;
@@ -266,7 +300,11 @@ impl Config {
             &self.engines,
         )?;
         super::engines::check_served("matchmaking.variants", &m.variants, &self.engines)?;
+        Ok(())
+    }
 
+    /// `[chat]`'s rules.
+    fn validate_chat(&self) -> Result<(), ConfigError> {
         let chat = &self.chat;
         for (key, template) in [
             ("chat.greeting", &chat.greeting),
@@ -276,7 +314,7 @@ impl Config {
         ] {
             check_template(key, template)?;
         }
-        self.sources.validate()
+        Ok(())
     }
 }
 
