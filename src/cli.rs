@@ -98,16 +98,14 @@ pub enum Command {
     },
     /// Talk to the running daemon through its control socket (the
     /// commands below).
-    #[command(after_help = format!("Commands:\n{}", crate::bot::control::USAGE))]
     Ctl {
         /// The socket (default: /run/kaissa/control.sock, the service's;
         /// /run/kaissa/NAME/control.sock for the instance NAME of
         /// kaissa@.service).
-        #[arg(long, default_value = "/run/kaissa/control.sock")]
+        #[arg(long, default_value = "/run/kaissa/control.sock", global = true)]
         socket: PathBuf,
-        /// The command and its arguments.
-        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-        command: Vec<String>,
+        #[command(subcommand)]
+        command: crate::bot::control::CtlCommand,
     },
     /// Run the bot daemon: answer challenges until SIGTERM or Ctrl-C.
     Run {
@@ -472,7 +470,7 @@ mod tests {
     #[test]
     fn every_ctl_command_is_in_the_man_page_and_the_readme() {
         let section = readme_section("### Control at run time");
-        for line in crate::bot::control::USAGE.lines() {
+        for line in crate::bot::control::usage().lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
             let verb = match words[..] {
                 ["tournament", sub, ..] => format!("tournament {sub}"),
@@ -491,6 +489,9 @@ mod tests {
             .expect("ctl")
             .render_help()
             .to_string();
-        assert!(help.contains(crate::bot::control::USAGE), "{help}");
+        for line in crate::bot::control::usage().lines() {
+            let verb = line.split_whitespace().next().expect("a command");
+            assert!(help.contains(verb), "{verb} not in:\n{help}");
+        }
     }
 }

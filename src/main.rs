@@ -77,7 +77,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::logging::init();
             run_upgrade(config.as_deref(), yes_i_understand)
         }
-        Command::Ctl { socket, command } => run_ctl(&socket, &command.join(" ")),
+        Command::Ctl { socket, command } => run_ctl(&socket, &command.line()),
         Command::Run { config } => {
             kaissa::logging::init();
             run_daemon(config.as_deref())

@@ -148,9 +148,27 @@ async fn the_operator_runs_the_daemon_from_kaissa_ctl() {
     let (ok, text) = ctl(&socket, "challenge Third 1+0");
     assert!(ok, "{text}");
 
-    // Bad commands are named, and change nothing.
+    // Bad commands are named, and change nothing: refused by the client,
+    // which knows the grammar, and by the daemon, sent the line as it is.
     let (ok, text) = ctl(&socket, "dance");
-    assert!(!ok && text.contains("unknown command"), "{text}");
+    assert!(
+        !ok && text.contains("unrecognized subcommand 'dance'"),
+        "{text}"
+    );
+    let reply = kaissa::bot::control::send(&socket, "dance").await.unwrap();
+    assert!(
+        !reply.ok && reply.text.contains("unknown command \"dance\""),
+        "{}",
+        reply.text
+    );
+    let reply = kaissa::bot::control::send(&socket, "block a/b")
+        .await
+        .unwrap();
+    assert!(
+        !reply.ok && reply.text.contains("not a Lichess id"),
+        "{}",
+        reply.text
+    );
 
     // The block outlives a restart; unblocking lets the user in again.
     bot.signal("TERM");

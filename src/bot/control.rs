@@ -9,6 +9,7 @@
 use crate::config::{ArenaEntry, is_tournament_id, parse_time_control};
 use crate::lichess::client::ChallengeTime;
 use crate::lichess::model::{ChallengeColor, VariantKey};
+use clap::{CommandFactory, Parser};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -23,19 +24,379 @@ const MAX_LINE: u64 = 4096;
 /// answer is awaited as long.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The usage of `kaissa ctl`, one command a line.
-pub const USAGE: &str = "\
-status [--json]
-challenge USER [MINUTES+SECONDS] [white|black|random] [rated|casual] [VARIANT]
-matchmaking on|off
-block USER
-unblock USER
-abort GAME
-resign GAME
-tournament join ID [team=TEAM] [password=PASSWORD] [join-team]
-tournament leave ID";
+/// `kaissa ctl`'s commands: the grammar, defined once. The client
+/// (`kaissa ctl ...`) parses its arguments with it and sends
+/// [`CtlCommand::line`]; the daemon parses that line with it again
+/// ([`parse`]), so the two cannot disagree, and both `--help` and the
+/// daemon's error messages come from it.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum CtlCommand {
+    /// What the daemon is doing: the games, the queue, the quotas,
+    /// matchmaking, the arenas and the blocks.
+    Status {
+        /// The same, as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Challenge USER: 3+2, a random colour, casual and standard chess
+    /// unless the words after USER, in any order, say otherwise.
+    Challenge {
+        #[arg(value_parser = user_id)]
+        user: String,
+        /// MINUTES+SECONDS, white|black|random, rated|casual, VARIANT
+        #[arg(value_parser = challenge_term, value_name = "TERM")]
+        terms: Vec<ChallengeTerm>,
+    },
+    /// Switch matchmaking on or off (until the next start).
+    Matchmaking {
+        #[arg(value_enum)]
+        switch: Switch,
+    },
+    /// Block USER: its challenges are declined and matchmaking leaves it
+    /// alone (kept across restarts).
+    Block {
+        #[arg(value_parser = user_id)]
+        user: String,
+    },
+    /// Unblock USER.
+    Unblock {
+        #[arg(value_parser = user_id)]
+        user: String,
+    },
+    /// Abort the game GAME (Lichess allows it before both have moved).
+    Abort {
+        #[arg(value_parser = user_id)]
+        game: String,
+    },
+    /// Resign the game GAME.
+    Resign {
+        #[arg(value_parser = user_id)]
+        game: String,
+    },
+    /// Join or leave an arena tournament.
+    #[command(subcommand)]
+    Tournament(TournamentCommand),
+}
 
-/// A command.
+/// `kaissa ctl tournament ...`
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum TournamentCommand {
+    /// Join the arena ID (as in lichess.org/tournament/ID) and play its
+    /// pairings.
+    Join {
+        #[arg(value_parser = tournament_id)]
+        id: String,
+        /// team=TEAM (a team battle's team), password=PASSWORD, join-team
+        /// (join TEAM first)
+        #[arg(value_parser = join_term, value_name = "TERM")]
+        terms: Vec<JoinTerm>,
+    },
+    /// Leave the arena ID.
+    Leave {
+        #[arg(value_parser = tournament_id)]
+        id: String,
+    },
+}
+
+/// `matchmaking on|off`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+/// A word after `challenge USER`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChallengeTerm {
+    /// MINUTES+SECONDS, as written, and its values.
+    Time(String, ChallengeTime),
+    Color(ChallengeColor),
+    Rated(bool),
+    Variant(VariantKey),
+}
+
+/// A word after `tournament join ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinTerm {
+    Team(String),
+    Password(String),
+    JoinTeam,
+}
+
+/// The line the client sends: `kaissa ctl` and the command's words.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "kaissa ctl",
+    no_binary_name = true,
+    disable_help_subcommand = true
+)]
+struct CtlLine {
+    #[command(subcommand)]
+    command: CtlCommand,
+}
+
+fn user_id(word: &str) -> Result<String, String> {
+    if crate::config::is_user_id(word) {
+        Ok(word.to_owned())
+    } else {
+        Err("not a Lichess id (letters, digits, - and _)".to_owned())
+    }
+}
+
+fn tournament_id(word: &str) -> Result<String, String> {
+    if is_tournament_id(word) {
+        Ok(word.to_owned())
+    } else {
+        Err(
+            "not a tournament id (8 letters and digits, as in lichess.org/tournament/ID)"
+                .to_owned(),
+        )
+    }
+}
+
+fn challenge_term(word: &str) -> Result<ChallengeTerm, String> {
+    Ok(match word {
+        "white" => ChallengeTerm::Color(ChallengeColor::White),
+        "black" => ChallengeTerm::Color(ChallengeColor::Black),
+        "random" => ChallengeTerm::Color(ChallengeColor::Random),
+        "rated" => ChallengeTerm::Rated(true),
+        "casual" => ChallengeTerm::Rated(false),
+        w if w.contains('+') => {
+            let (limit_secs, increment_secs) = parse_time_control(w)?;
+            let time = ChallengeTime::Clock {
+                limit_secs,
+                increment_secs,
+            };
+            ChallengeTerm::Time(w.to_owned(), time)
+        }
+        w => serde_json::from_value(serde_json::json!(w))
+            .ok()
+            .filter(|k| *k != VariantKey::Unknown && *k != VariantKey::FromPosition)
+            .map(ChallengeTerm::Variant)
+            .ok_or("not a time control (MINUTES+SECONDS), colour, rated|casual or variant")?,
+    })
+}
+
+fn join_term(word: &str) -> Result<JoinTerm, String> {
+    if let Some(team) = word.strip_prefix("team=") {
+        if !crate::lichess::client::is_valid_id(team) {
+            return Err("not a team id".to_owned());
+        }
+        Ok(JoinTerm::Team(team.to_owned()))
+    } else if let Some(password) = word.strip_prefix("password=") {
+        Ok(JoinTerm::Password(password.to_owned()))
+    } else if word == "join-team" {
+        Ok(JoinTerm::JoinTeam)
+    } else {
+        Err("not team=TEAM, password=PASSWORD or join-team".to_owned())
+    }
+}
+
+impl CtlCommand {
+    /// The command as one line of words, as the daemon parses it.
+    pub fn line(&self) -> String {
+        let words: Vec<String> = match self {
+            CtlCommand::Status { json } => {
+                let mut w = vec!["status".to_owned()];
+                if *json {
+                    w.push("--json".to_owned());
+                }
+                w
+            }
+            CtlCommand::Challenge { user, terms } => ["challenge".to_owned(), user.clone()]
+                .into_iter()
+                .chain(terms.iter().map(ChallengeTerm::word))
+                .collect(),
+            CtlCommand::Matchmaking { switch } => vec![
+                "matchmaking".to_owned(),
+                match switch {
+                    Switch::On => "on",
+                    Switch::Off => "off",
+                }
+                .to_owned(),
+            ],
+            CtlCommand::Block { user } => vec!["block".to_owned(), user.clone()],
+            CtlCommand::Unblock { user } => vec!["unblock".to_owned(), user.clone()],
+            CtlCommand::Abort { game } => vec!["abort".to_owned(), game.clone()],
+            CtlCommand::Resign { game } => vec!["resign".to_owned(), game.clone()],
+            CtlCommand::Tournament(TournamentCommand::Join { id, terms }) => {
+                ["tournament".to_owned(), "join".to_owned(), id.clone()]
+                    .into_iter()
+                    .chain(terms.iter().map(JoinTerm::word))
+                    .collect()
+            }
+            CtlCommand::Tournament(TournamentCommand::Leave { id }) => {
+                vec!["tournament".to_owned(), "leave".to_owned(), id.clone()]
+            }
+        };
+        words.join(" ")
+    }
+
+    /// What the daemon is asked to do (the defaults filled in, the rules
+    /// across words checked).
+    pub fn request(self) -> Result<Request, String> {
+        Ok(match self {
+            CtlCommand::Status { json } => Request::Status { json },
+            CtlCommand::Challenge { user, terms } => {
+                let mut order = ChallengeOrder {
+                    user,
+                    time: ChallengeTime::Clock {
+                        limit_secs: 180,
+                        increment_secs: 2,
+                    },
+                    color: ChallengeColor::Random,
+                    rated: false,
+                    variant: VariantKey::Standard,
+                };
+                for term in terms {
+                    match term {
+                        ChallengeTerm::Time(_, time) => order.time = time,
+                        ChallengeTerm::Color(color) => order.color = color,
+                        ChallengeTerm::Rated(rated) => order.rated = rated,
+                        ChallengeTerm::Variant(variant) => order.variant = variant,
+                    }
+                }
+                Request::Challenge(order)
+            }
+            CtlCommand::Matchmaking { switch } => Request::Matchmaking(switch == Switch::On),
+            CtlCommand::Block { user } => Request::Block(user),
+            CtlCommand::Unblock { user } => Request::Unblock(user),
+            CtlCommand::Abort { game } => Request::Abort(game),
+            CtlCommand::Resign { game } => Request::Resign(game),
+            CtlCommand::Tournament(TournamentCommand::Leave { id }) => Request::TournamentLeave(id),
+            CtlCommand::Tournament(TournamentCommand::Join { id, terms }) => {
+                let mut entry = ArenaEntry {
+                    id,
+                    ..ArenaEntry::default()
+                };
+                for term in terms {
+                    match term {
+                        JoinTerm::Team(team) => entry.team = Some(team),
+                        JoinTerm::Password(password) => entry.password = Some(password),
+                        JoinTerm::JoinTeam => entry.join_team = true,
+                    }
+                }
+                if entry.join_team && entry.team.is_none() {
+                    return Err("join-team needs team=TEAM".to_owned());
+                }
+                Request::TournamentJoin(entry)
+            }
+        })
+    }
+}
+
+impl ChallengeTerm {
+    fn word(&self) -> String {
+        match self {
+            ChallengeTerm::Time(text, _) => text.clone(),
+            ChallengeTerm::Color(ChallengeColor::White) => "white".to_owned(),
+            ChallengeTerm::Color(ChallengeColor::Black) => "black".to_owned(),
+            ChallengeTerm::Color(ChallengeColor::Random) => "random".to_owned(),
+            ChallengeTerm::Rated(true) => "rated".to_owned(),
+            ChallengeTerm::Rated(false) => "casual".to_owned(),
+            ChallengeTerm::Variant(key) => key.as_str().to_owned(),
+        }
+    }
+}
+
+impl JoinTerm {
+    fn word(&self) -> String {
+        match self {
+            JoinTerm::Team(team) => format!("team={team}"),
+            JoinTerm::Password(password) => format!("password={password}"),
+            JoinTerm::JoinTeam => "join-team".to_owned(),
+        }
+    }
+}
+
+/// The commands, a line each (`kaissa ctl`'s usage, the daemon's error
+/// answers).
+pub fn usage() -> String {
+    let mut lines = Vec::new();
+    let mut add = |prefix: &str, command: &clap::Command| {
+        let args: Vec<String> = command
+            .get_arguments()
+            .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+            .map(|a| match a.get_long() {
+                Some(long) => format!("[--{long}]"),
+                None if !a.get_possible_values().is_empty() => a
+                    .get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_owned())
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                None => {
+                    let name = a
+                        .get_value_names()
+                        .and_then(|n| n.first())
+                        .map_or_else(|| a.get_id().as_str().to_uppercase(), |n| n.to_string());
+                    if a.get_num_args().is_some_and(|n| n.max_values() > 1) {
+                        format!("[{name}...]")
+                    } else {
+                        name
+                    }
+                }
+            })
+            .collect();
+        lines.push(
+            format!("{prefix}{} {}", command.get_name(), args.join(" "))
+                .trim_end()
+                .to_owned(),
+        );
+    };
+    for command in CtlLine::command().get_subcommands() {
+        let subs: Vec<&clap::Command> = command.get_subcommands().collect();
+        if subs.is_empty() {
+            add("", command);
+        } else {
+            for sub in subs {
+                add(&format!("{} ", command.get_name()), sub);
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+/// Parses a command line (the daemon's side).
+pub fn parse(line: &str) -> Result<Request, String> {
+    let words = line.split_whitespace();
+    match CtlLine::try_parse_from(words) {
+        Ok(parsed) => parsed.command.request(),
+        Err(e) => Err(clap_error(&e)),
+    }
+}
+
+/// A clap error as the daemon answers it: what is wrong, and the
+/// commands when the command itself is unknown or missing.
+fn clap_error(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ErrorKind};
+    match e.kind() {
+        ErrorKind::InvalidSubcommand => {
+            let word = e
+                .get(ContextKind::InvalidSubcommand)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            format!("unknown command {word:?}; the commands:\n{}", usage())
+        }
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            format!("no command; the commands:\n{}", usage())
+        }
+        _ => {
+            let text = e.render().to_string();
+            let text = text.trim().trim_start_matches("error: ");
+            // The first lines say what is wrong and the usage; clap's tip
+            // about --help is for a terminal, not for the socket.
+            text.lines()
+                .filter(|l| !l.starts_with("For more information"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_owned()
+        }
+    }
+}
+
+/// A command, as the daemon carries it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     Status { json: bool },
@@ -87,123 +448,6 @@ impl Reply {
             text: text.into(),
         }
     }
-}
-
-/// Parses a command line.
-pub fn parse(line: &str) -> Result<Request, String> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let id = |what: &str| -> Result<String, String> {
-        match words.get(1) {
-            Some(w) if words.len() == 2 && crate::config::is_user_id(w) => Ok((*w).to_owned()),
-            _ => Err(format!("usage: {} {what}", words[0])),
-        }
-    };
-    match words.first().copied() {
-        None => Err(format!("no command; the commands:\n{USAGE}")),
-        Some("status") => match &words[1..] {
-            [] => Ok(Request::Status { json: false }),
-            ["--json"] => Ok(Request::Status { json: true }),
-            _ => Err("usage: status [--json]".to_owned()),
-        },
-        Some("matchmaking") => match &words[1..] {
-            ["on"] => Ok(Request::Matchmaking(true)),
-            ["off"] => Ok(Request::Matchmaking(false)),
-            _ => Err("usage: matchmaking on|off".to_owned()),
-        },
-        Some("block") => id("USER").map(Request::Block),
-        Some("unblock") => id("USER").map(Request::Unblock),
-        Some("abort") => id("GAME").map(Request::Abort),
-        Some("resign") => id("GAME").map(Request::Resign),
-        Some("challenge") => parse_challenge(&words[1..]).map(Request::Challenge),
-        Some("tournament") => parse_tournament(&words[1..]),
-        Some(other) => Err(format!("unknown command {other:?}; the commands:\n{USAGE}")),
-    }
-}
-
-fn parse_tournament(words: &[&str]) -> Result<Request, String> {
-    let usage = "usage: tournament join ID [team=TEAM] [password=PASSWORD] [join-team] | tournament leave ID";
-    let (verb, id, rest) = match words {
-        [verb, id, rest @ ..] => (*verb, *id, rest),
-        _ => return Err(usage.to_owned()),
-    };
-    if !is_tournament_id(id) {
-        return Err(format!(
-            "{id:?} is not a tournament id (8 letters and digits, as in lichess.org/tournament/ID)"
-        ));
-    }
-    match verb {
-        "leave" if rest.is_empty() => Ok(Request::TournamentLeave(id.to_owned())),
-        "join" => {
-            let mut entry = ArenaEntry {
-                id: id.to_owned(),
-                ..ArenaEntry::default()
-            };
-            for word in rest {
-                if let Some(team) = word.strip_prefix("team=") {
-                    if !crate::lichess::client::is_valid_id(team) {
-                        return Err(format!("{team:?} is not a team id"));
-                    }
-                    entry.team = Some(team.to_owned());
-                } else if let Some(password) = word.strip_prefix("password=") {
-                    entry.password = Some(password.to_owned());
-                } else if *word == "join-team" {
-                    entry.join_team = true;
-                } else {
-                    return Err(format!("unknown word {word:?}; {usage}"));
-                }
-            }
-            if entry.join_team && entry.team.is_none() {
-                return Err("join-team needs team=TEAM".to_owned());
-            }
-            Ok(Request::TournamentJoin(entry))
-        }
-        _ => Err(usage.to_owned()),
-    }
-}
-
-fn parse_challenge(words: &[&str]) -> Result<ChallengeOrder, String> {
-    let usage =
-        "usage: challenge USER [MINUTES+SECONDS] [white|black|random] [rated|casual] [VARIANT]";
-    let (user, rest) = words.split_first().ok_or(usage)?;
-    if !crate::config::is_user_id(user) {
-        return Err(format!("{user:?} is not a Lichess username"));
-    }
-    let mut order = ChallengeOrder {
-        user: (*user).to_owned(),
-        time: ChallengeTime::Clock {
-            limit_secs: 180,
-            increment_secs: 2,
-        },
-        color: ChallengeColor::Random,
-        rated: false,
-        variant: VariantKey::Standard,
-    };
-    for word in rest {
-        match *word {
-            "white" => order.color = ChallengeColor::White,
-            "black" => order.color = ChallengeColor::Black,
-            "random" => order.color = ChallengeColor::Random,
-            "rated" => order.rated = true,
-            "casual" => order.rated = false,
-            w if w.contains('+') => {
-                let (limit_secs, increment_secs) = parse_time_control(w)?;
-                order.time = ChallengeTime::Clock {
-                    limit_secs,
-                    increment_secs,
-                };
-            }
-            w => {
-                let key: VariantKey = serde_json::from_value(serde_json::json!(w))
-                    .ok()
-                    .filter(|k| *k != VariantKey::Unknown && *k != VariantKey::FromPosition)
-                    .ok_or_else(|| {
-                        format!("{w:?} is not a time control, colour, mode or variant; {usage}")
-                    })?;
-                order.variant = key;
-            }
-        }
-    }
-    Ok(order)
 }
 
 /// Where the socket goes: `bot.control_socket` when set (`none`: no
@@ -371,6 +615,68 @@ mod tests {
         assert!(!plain.rated);
         assert!(parse("challenge Bob purple").is_err());
         assert!(parse("challenge Bob 1+x").is_err());
+    }
+
+    /// The client parses its arguments and sends `line()`; the daemon
+    /// parses that line: the same command comes out.
+    #[test]
+    fn what_the_client_sends_the_daemon_reads_the_same() {
+        for words in [
+            "status",
+            "status --json",
+            "challenge Bob",
+            "challenge Bob 0.5+0 white casual chess960",
+            "challenge Bob rated 10+5 kingOfTheHill",
+            "matchmaking on",
+            "block Spammer",
+            "unblock Spammer",
+            "abort abcd1234",
+            "resign abcd1234",
+            "tournament join hL7vMrFQ",
+            "tournament join hL7vMrFQ team=coders password=s3cret join-team",
+            "tournament leave hL7vMrFQ",
+        ] {
+            let client = CtlLine::try_parse_from(words.split_whitespace())
+                .unwrap_or_else(|e| panic!("{words}: {e}"));
+            let line = client.command.line();
+            assert_eq!(line, words, "the words go as they were typed");
+            let daemon = CtlLine::try_parse_from(line.split_whitespace()).unwrap();
+            assert_eq!(daemon.command, client.command, "{words}");
+            assert!(parse(&line).is_ok(), "{words}");
+        }
+    }
+
+    #[test]
+    fn the_daemon_names_what_is_wrong() {
+        let err = parse("block a/b").unwrap_err();
+        assert!(
+            err.contains("a/b") && err.contains("not a Lichess id"),
+            "{err}"
+        );
+        let err = parse("challenge Bob purple").unwrap_err();
+        assert!(err.contains("purple") && err.contains("variant"), "{err}");
+        let err = parse("dance").unwrap_err();
+        assert!(err.starts_with("unknown command \"dance\""), "{err}");
+        assert!(err.contains("tournament join ID [TERM...]"), "{err}");
+        let err = parse("").unwrap_err();
+        assert!(err.starts_with("no command"), "{err}");
+        assert!(!parse("matchmaking maybe").unwrap_err().contains("--help"));
+    }
+
+    #[test]
+    fn the_usage_has_a_line_a_command() {
+        assert_eq!(
+            usage(),
+            "status [--json]\n\
+             challenge USER [TERM...]\n\
+             matchmaking on|off\n\
+             block USER\n\
+             unblock USER\n\
+             abort GAME\n\
+             resign GAME\n\
+             tournament join ID [TERM...]\n\
+             tournament leave ID"
+        );
     }
 
     #[tokio::test]
