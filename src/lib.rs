@@ -60,12 +60,13 @@
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in
 //!   `src/config/env.rs`, a rule across values in
 //!   `src/config/validate.rs`.
-//! - **A Lichess endpoint**: `src/lichess/client.rs` (the call), the
-//!   `Endpoint` whose rate-limit gate it waits at (`src/lichess/gates.rs`),
-//!   and
-//!   `src/lichess/model.rs` (its types, with a fixture from the API
-//!   specification under `tests/data/lichess/` and a test in
-//!   `tests/lichess_spec.rs`); the token scope a feature needs in
+//! - **A Lichess endpoint**: one line in the table of
+//!   `src/lichess/routes.rs` (method, path as the API specification
+//!   writes it, the rate-limit gate of `src/lichess/gates.rs`), the call
+//!   in `src/lichess/client.rs`, and its types in `src/lichess/model.rs`
+//!   (with a fixture from the specification under `tests/data/lichess/`
+//!   and a test in `tests/lichess_spec.rs`, which also holds the table to
+//!   the specification); the token scope a feature needs in
 //!   `src/bot/scopes.rs`.
 //! - **An offline tool** (data generation, tuning, clock tests): a module
 //!   in `src/tools/`; its subcommand and flags in `src/cli.rs`, one arm in

@@ -65,6 +65,7 @@ use super::model::{
     Account, ArenaTournament, Challenge, ChallengeColor, ChatMessage, ChatRoom, DeclineReason,
     ErrorBody, Event, GameEvent, NowPlaying, OnlineBot, TokenInfo, UserStatus, VariantKey,
 };
+use super::routes::{self, Route};
 use super::stream::{DEFAULT_MAX_LINE_LEN, DEFAULT_SILENCE_TIMEOUT, NdjsonStream, StreamEvent};
 use super::token::Token;
 
@@ -251,11 +252,13 @@ struct Call {
 }
 
 impl Call {
-    fn new(method: Method, path: String, endpoint: Endpoint) -> Call {
+    /// A call to `route`, its path filled in with `args`.
+    fn to(route: &Route, args: &[&str]) -> Call {
+        debug_assert_eq!(route.params(), args.len(), "{}", route.path);
         Call {
-            method,
-            path,
-            endpoint,
+            method: route.method.clone(),
+            path: route.path_with(args),
+            endpoint: route.endpoint,
             query: Vec::new(),
             form: None,
             text: None,
@@ -263,14 +266,6 @@ impl Call {
             stream: false,
             mv: None,
         }
-    }
-
-    fn get(path: String, endpoint: Endpoint) -> Call {
-        Call::new(Method::GET, path, endpoint)
-    }
-
-    fn post(path: String, endpoint: Endpoint) -> Call {
-        Call::new(Method::POST, path, endpoint)
     }
 }
 
@@ -441,18 +436,13 @@ impl Client {
 
     /// `GET /api/account`: who we are. Use it to check the token at startup.
     pub async fn account(&self) -> Result<Account, Error> {
-        self.json(Call::get("/api/account".to_owned(), Endpoint::Account))
-            .await
+        self.json(Call::to(&routes::ACCOUNT, &[])).await
     }
 
     /// `POST /api/bot/account/upgrade`: turn the account into a bot account.
     /// Irreversible, and only for an account that never played a game.
     pub async fn upgrade_to_bot(&self) -> Result<(), Error> {
-        self.ok(Call::post(
-            "/api/bot/account/upgrade".to_owned(),
-            Endpoint::Account,
-        ))
-        .await
+        self.ok(Call::to(&routes::UPGRADE, &[])).await
     }
 
     /// `POST /api/token/test`: what our token is (its scopes, its user,
@@ -460,7 +450,7 @@ impl Client {
     /// is keyed by the token itself: only the value is kept, and no error
     /// of this call quotes the body.
     pub async fn token_info(&self) -> Result<Option<TokenInfo>, Error> {
-        let mut call = Call::post("/api/token/test".to_owned(), Endpoint::TokenTest);
+        let mut call = Call::to(&routes::TOKEN_TEST, &[]);
         call.text = Some(self.inner.token.expose().to_owned());
         let body = self.body(&call).await?;
         let tokens: HashMap<String, Option<TokenInfo>> =
@@ -474,7 +464,7 @@ impl Client {
     /// `GET /api/bot/online`: bots online now (up to `nb`), ndjson. Lines
     /// that do not parse are skipped.
     pub async fn online_bots(&self, nb: u32) -> Result<Vec<OnlineBot>, Error> {
-        let mut call = Call::get("/api/bot/online".to_owned(), Endpoint::OnlineBots);
+        let mut call = Call::to(&routes::ONLINE_BOTS, &[]);
         call.query.push(("nb", nb.to_string()));
         let body = self.body(&call).await?;
         Ok(body
@@ -491,7 +481,7 @@ impl Client {
         for id in ids {
             check_id("username", id)?;
         }
-        let mut call = Call::get("/api/users/status".to_owned(), Endpoint::OnlineBots);
+        let mut call = Call::to(&routes::USERS_STATUS, &[]);
         call.query.push((
             "ids",
             ids.iter().take(100).cloned().collect::<Vec<_>>().join(","),
@@ -501,7 +491,7 @@ impl Client {
 
     /// `GET /api/account/playing`: our ongoing games (up to 50).
     pub async fn playing(&self) -> Result<NowPlaying, Error> {
-        let mut call = Call::get("/api/account/playing".to_owned(), Endpoint::Playing);
+        let mut call = Call::to(&routes::PLAYING, &[]);
         call.query.push(("nb", "50".to_owned()));
         self.json(call).await
     }
@@ -510,7 +500,7 @@ impl Client {
     /// connect Lichess replays open challenges and ongoing games. Opening
     /// it closes any other event stream of the same token.
     pub async fn stream_events(&self) -> Result<EventStream, Error> {
-        let mut call = Call::get("/api/stream/event".to_owned(), Endpoint::Events);
+        let mut call = Call::to(&routes::EVENTS, &[]);
         call.lane = Lane::Events;
         self.stream(call).await
     }
@@ -519,7 +509,7 @@ impl Client {
     /// every move, chat lines and opponent-gone notices.
     pub async fn stream_game(&self, game_id: &str) -> Result<GameStream, Error> {
         check_id("game id", game_id)?;
-        let mut call = Call::get(format!("/api/bot/game/stream/{game_id}"), Endpoint::Game);
+        let mut call = Call::to(&routes::GAME_STREAM, &[game_id]);
         call.lane = Lane::Game;
         self.stream(call).await
     }
@@ -537,10 +527,7 @@ impl Client {
     ) -> Result<(), Error> {
         check_id("game id", game_id)?;
         check_uci(uci)?;
-        let mut call = Call::post(
-            format!("/api/bot/game/{game_id}/move/{uci}"),
-            Endpoint::Game,
-        );
+        let mut call = Call::to(&routes::MOVE, &[game_id, uci]);
         if offering_draw {
             call.query.push(("offeringDraw", "true".to_owned()));
         }
@@ -559,7 +546,7 @@ impl Client {
                 value: room.as_str().to_owned(),
             });
         }
-        let mut call = Call::post(format!("/api/bot/game/{game_id}/chat"), Endpoint::Chat);
+        let mut call = Call::to(&routes::CHAT, &[game_id]);
         call.form = Some(vec![
             ("room", room.as_str().to_owned()),
             ("text", truncate_chars(text, MAX_CHAT_LEN).to_owned()),
@@ -570,75 +557,62 @@ impl Client {
     /// `GET /api/bot/game/{id}/chat`: the player chat so far.
     pub async fn chat_history(&self, game_id: &str) -> Result<Vec<ChatMessage>, Error> {
         check_id("game id", game_id)?;
-        self.json(Call::get(
-            format!("/api/bot/game/{game_id}/chat"),
-            Endpoint::Chat,
-        ))
-        .await
+        self.json(Call::to(&routes::CHAT_HISTORY, &[game_id])).await
     }
 
     /// `POST /api/bot/game/{id}/abort` (only before both sides moved).
     /// On the game lane.
     pub async fn abort(&self, game_id: &str) -> Result<(), Error> {
-        let path = |id: &str| format!("/api/bot/game/{id}/abort");
-        self.game_action(game_id, path, Lane::Game).await
+        self.game_action(&routes::ABORT, game_id, &[], Lane::Game)
+            .await
     }
 
     /// `POST /api/bot/game/{id}/resign`. On the game lane.
     pub async fn resign(&self, game_id: &str) -> Result<(), Error> {
-        let path = |id: &str| format!("/api/bot/game/{id}/resign");
-        self.game_action(game_id, path, Lane::Game).await
+        self.game_action(&routes::RESIGN, game_id, &[], Lane::Game)
+            .await
     }
 
     /// `POST /api/bot/game/{id}/draw/{yes|no}`: answer (or, with yes,
     /// make) a draw offer.
     pub async fn answer_draw(&self, game_id: &str, accept: bool) -> Result<(), Error> {
-        let path: fn(&str) -> String = if accept {
-            |id| format!("/api/bot/game/{id}/draw/yes")
-        } else {
-            |id| format!("/api/bot/game/{id}/draw/no")
-        };
-        self.game_action(game_id, path, Lane::Queued).await
+        self.game_action(&routes::DRAW, game_id, &[yes_no(accept)], Lane::Queued)
+            .await
     }
 
     /// `POST /api/bot/game/{id}/takeback/{yes|no}`.
     pub async fn answer_takeback(&self, game_id: &str, accept: bool) -> Result<(), Error> {
-        let path: fn(&str) -> String = if accept {
-            |id| format!("/api/bot/game/{id}/takeback/yes")
-        } else {
-            |id| format!("/api/bot/game/{id}/takeback/no")
-        };
-        self.game_action(game_id, path, Lane::Queued).await
+        self.game_action(&routes::TAKEBACK, game_id, &[yes_no(accept)], Lane::Queued)
+            .await
     }
 
     /// `POST /api/bot/game/{id}/claim-victory`, after `opponentGone` and
     /// `claimWinInSeconds`. On the game lane.
     pub async fn claim_victory(&self, game_id: &str) -> Result<(), Error> {
-        let path = |id: &str| format!("/api/bot/game/{id}/claim-victory");
-        self.game_action(game_id, path, Lane::Game).await
+        self.game_action(&routes::CLAIM_VICTORY, game_id, &[], Lane::Game)
+            .await
     }
 
     /// `POST /api/bot/game/{id}/claim-draw`, after `opponentGone`. On the
     /// game lane.
     pub async fn claim_draw(&self, game_id: &str) -> Result<(), Error> {
-        let path = |id: &str| format!("/api/bot/game/{id}/claim-draw");
-        self.game_action(game_id, path, Lane::Game).await
+        self.game_action(&routes::CLAIM_DRAW, game_id, &[], Lane::Game)
+            .await
     }
 
-    /// A `POST` to the game's `path` (built from its checked id; each
-    /// path is written whole, where the spec test reads it).
+    /// A `POST` to a game's `route` (its checked id, then `rest`).
     async fn game_action(
         &self,
+        route: &Route,
         game_id: &str,
-        path: impl FnOnce(&str) -> String,
+        rest: &[&str],
         lane: Lane,
     ) -> Result<(), Error> {
         check_id("game id", game_id)?;
-        let endpoint = match lane {
-            Lane::Queued => Endpoint::Offers,
-            _ => Endpoint::Game,
-        };
-        let mut call = Call::post(path(game_id), endpoint);
+        let args: Vec<&str> = std::iter::once(game_id)
+            .chain(rest.iter().copied())
+            .collect();
+        let mut call = Call::to(route, &args);
         call.lane = lane;
         self.ok(call).await
     }
@@ -647,11 +621,8 @@ impl Client {
     /// challenge is gone.
     pub async fn accept_challenge(&self, challenge_id: &str) -> Result<(), Error> {
         check_id("challenge id", challenge_id)?;
-        self.ok(Call::post(
-            format!("/api/challenge/{challenge_id}/accept"),
-            Endpoint::ChallengeAnswer,
-        ))
-        .await
+        self.ok(Call::to(&routes::CHALLENGE_ACCEPT, &[challenge_id]))
+            .await
     }
 
     /// `POST /api/challenge/{id}/decline` with a reason.
@@ -661,10 +632,7 @@ impl Client {
         reason: DeclineReason,
     ) -> Result<(), Error> {
         check_id("challenge id", challenge_id)?;
-        let mut call = Call::post(
-            format!("/api/challenge/{challenge_id}/decline"),
-            Endpoint::ChallengeAnswer,
-        );
+        let mut call = Call::to(&routes::CHALLENGE_DECLINE, &[challenge_id]);
         call.form = Some(vec![("reason", reason.as_str().to_owned())]);
         self.ok(call).await
     }
@@ -672,11 +640,8 @@ impl Client {
     /// `POST /api/challenge/{id}/cancel`: withdraw our own challenge.
     pub async fn cancel_challenge(&self, challenge_id: &str) -> Result<(), Error> {
         check_id("challenge id", challenge_id)?;
-        self.ok(Call::post(
-            format!("/api/challenge/{challenge_id}/cancel"),
-            Endpoint::ChallengeCancel,
-        ))
-        .await
+        self.ok(Call::to(&routes::CHALLENGE_CANCEL, &[challenge_id]))
+            .await
     }
 
     /// `POST /api/challenge/{username}`: challenge someone. A real-time
@@ -739,11 +704,7 @@ impl Client {
     /// play in it).
     pub async fn tournament(&self, id: &str) -> Result<ArenaTournament, Error> {
         check_id("tournament id", id)?;
-        self.json(Call::get(
-            format!("/api/tournament/{id}"),
-            Endpoint::Tournament,
-        ))
-        .await
+        self.json(Call::to(&routes::TOURNAMENT, &[id])).await
     }
 
     /// `POST /api/tournament/{id}/join`: join an arena (or come back from
@@ -759,7 +720,7 @@ impl Client {
         pair_me_asap: bool,
     ) -> Result<(), Error> {
         check_id("tournament id", id)?;
-        let mut call = Call::post(format!("/api/tournament/{id}/join"), Endpoint::Tournament);
+        let mut call = Call::to(&routes::TOURNAMENT_JOIN, &[id]);
         let mut form = Vec::new();
         if let Some(team) = team {
             form.push(("team", team.to_owned()));
@@ -778,11 +739,7 @@ impl Client {
     /// started, or pause in one that has.
     pub async fn withdraw_tournament(&self, id: &str) -> Result<(), Error> {
         check_id("tournament id", id)?;
-        self.ok(Call::post(
-            format!("/api/tournament/{id}/withdraw"),
-            Endpoint::Tournament,
-        ))
-        .await
+        self.ok(Call::to(&routes::TOURNAMENT_WITHDRAW, &[id])).await
     }
 
     /// `POST /team/{teamId}/join` (lila's route has no `/api`): become a
@@ -790,7 +747,7 @@ impl Client {
     /// password gets it.
     pub async fn join_team(&self, team: &str, password: Option<&str>) -> Result<(), Error> {
         check_id("team id", team)?;
-        let mut call = Call::post(format!("/team/{team}/join"), Endpoint::Tournament);
+        let mut call = Call::to(&routes::TEAM_JOIN, &[team]);
         if let Some(password) = password {
             call.form = Some(vec![("password", password.to_owned())]);
         }
@@ -1087,10 +1044,7 @@ fn challenge_call(
     if keep_alive {
         form.push(("keepAliveStream", "true".to_owned()));
     }
-    let mut call = Call::post(
-        format!("/api/challenge/{username}"),
-        Endpoint::ChallengeCreate,
-    );
+    let mut call = Call::to(&routes::CHALLENGE_CREATE, &[username]);
     call.form = Some(form);
     Ok(call)
 }
@@ -1144,6 +1098,10 @@ async fn read_body(mut response: Response) -> Result<Vec<u8>, reqwest::Error> {
         }
     }
     Ok(body)
+}
+
+fn yes_no(accept: bool) -> &'static str {
+    if accept { "yes" } else { "no" }
 }
 
 #[cfg(test)]

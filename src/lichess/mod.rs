@@ -3,8 +3,9 @@
 //!
 //! - [`client`]: the one HTTP [`Client`] (auth, retries, every bot
 //!   endpoint), with [`token`] (the secret [`Token`]), [`error`] (what a
-//!   request's failure says) and [`gates`] (the rate-limit gate of each
-//!   [`Endpoint`]);
+//!   request's failure says), [`gates`] (the rate-limit gate of each
+//!   [`Endpoint`]) and [`routes`] (every endpoint's method, path and
+//!   gate, in one table);
 //! - [`model`]: serde types of every event and response;
 //! - [`stream`]: ndjson over a byte stream, with a silence watchdog;
 //! - [`backoff`]: the reconnect backoff of every loop that reopens a stream;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod gates;
 pub mod model;
 pub mod online;
+pub mod routes;
 pub mod stream;
 pub mod token;
 
