@@ -7,7 +7,11 @@
 //! Lichess adds fields and omits many documented ones:
 //! - unknown fields are ignored;
 //! - a field the bot can live without is an `Option` or has a default
-//!   (rating, title, winner, wdraw, the clock of a correspondence game...);
+//!   (rating, title, winner, wdraw, the clock of a correspondence game...).
+//!   A type whose every field is optional says so once, `#[serde(default)]`
+//!   on the type; a type with a required field (an id, a player, a state)
+//!   marks its optional fields one by one, so that a missing id is an
+//!   error and not an empty string;
 //! - an unknown `type` parses into an `Unknown` variant carrying the type
 //!   name, and an unknown enum value (a new variant, speed, status or title)
 //!   into that enum's `Unknown`/`Other` variant, so nothing new is fatal.
@@ -361,20 +365,18 @@ pub enum ChallengeStatus {
 }
 
 /// The perf a challenge counts for (`perf` in `ChallengeJson.yaml`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ChallengePerf {
-    #[serde(default)]
     pub icon: Option<String>,
-    #[serde(default)]
     pub name: Option<String>,
 }
 
 /// Which clients a game can be played with (`GameCompat.yaml`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Compat {
-    #[serde(default)]
     pub bot: bool,
-    #[serde(default)]
     pub board: bool,
 }
 
@@ -431,19 +433,14 @@ fn unlimited() -> TimeControl {
 
 /// The opponent as listed in `gameStart`/`gameFinish`/`nowPlaying`
 /// (`GameEventOpponent.yaml`). `id` is null for the Lichess AI.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct GameOpponent {
-    #[serde(default)]
     pub id: Option<String>,
-    #[serde(default)]
     pub username: String,
-    #[serde(default)]
     pub rating: Option<u32>,
-    #[serde(default)]
     pub rating_diff: Option<i32>,
     /// Lichess AI level (1 to 8) when playing the AI.
-    #[serde(default)]
     pub ai: Option<u8>,
 }
 
@@ -580,19 +577,13 @@ pub struct GameClock {
 /// A player in `gameFull` (`GameEventPlayer.yaml`). The Lichess AI has no
 /// id or name, only `aiLevel`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct GamePlayer {
-    #[serde(default)]
     pub id: String,
-    #[serde(default)]
     pub name: String,
-    #[serde(default)]
     pub title: Option<Title>,
-    #[serde(default)]
     pub rating: Option<u32>,
-    #[serde(default)]
     pub provisional: bool,
-    #[serde(default)]
     pub ai_level: Option<u8>,
 }
 
@@ -604,9 +595,9 @@ impl GamePlayer {
 }
 
 /// `perf` in `gameFull`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct GamePerf {
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -857,13 +848,11 @@ pub struct Account {
 }
 
 /// One perf of a user (`Perf.yaml`): only the rating matters here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Perf {
-    #[serde(default)]
     pub rating: Option<u32>,
-    #[serde(default)]
     pub games: Option<u32>,
-    #[serde(default)]
     pub prov: bool,
 }
 
@@ -912,45 +901,39 @@ impl Account {
 
 /// `/api/account/playing`: the ongoing games, most urgent first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct NowPlaying {
-    #[serde(default)]
     pub now_playing: Vec<GameInfo>,
-    #[serde(default)]
     pub nb_my_turn: Option<u32>,
 }
 
 /// One message of the chat history (`PlayerGameChat.yaml`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ChatMessage {
-    #[serde(default)]
     pub text: String,
-    #[serde(default)]
     pub user: String,
 }
 
 /// `{"ok": true}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct OkBody {
-    #[serde(default)]
     pub ok: bool,
 }
 
 /// What `POST /api/token/test` says of one token. The answer maps each
 /// token sent to one of these, or to `null` for an invalid token:
 /// `HashMap<String, Option<TokenInfo>>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct TokenInfo {
-    #[serde(default)]
     pub user_id: Option<String>,
     /// Comma-separated scopes (`"bot:play,challenge:write"`); empty if
     /// the token has none.
-    #[serde(default)]
     pub scopes: Option<String>,
     /// When the token expires, in milliseconds since the epoch; `None`:
     /// never.
-    #[serde(default)]
     pub expires: Option<u64>,
 }
 
@@ -1036,7 +1019,8 @@ pub struct ArenaClock {
 }
 
 /// `verdicts` of an arena: whether its conditions let the user in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ArenaVerdicts {
     #[serde(default = "yes")]
     pub accepted: bool,
@@ -1047,26 +1031,22 @@ fn yes() -> bool {
 }
 
 /// `me` of an arena: where the user stands in it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct ArenaMe {
-    #[serde(default)]
     pub rank: Option<u64>,
     /// Paused (or left, before the start).
-    #[serde(default)]
     pub withdraw: bool,
     /// The game being played in it.
-    #[serde(default)]
     pub game_id: Option<String>,
 }
 
 /// The `ratelimit` object of a 429 body, e.g. the bot-vs-bot daily cap:
 /// `{"key": "bot.vsBot.day", "seconds": 86398}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct RateLimitInfo {
-    #[serde(default)]
     pub key: Option<String>,
-    #[serde(default)]
     pub seconds: Option<u64>,
 }
 
@@ -1074,11 +1054,10 @@ pub struct RateLimitInfo {
 /// validation errors arrive as `{"error": {"field": ["message"]}}` and
 /// some endpoints answer with the field map at the top level; hence the
 /// raw value and [`ErrorBody::message`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ErrorBody {
-    #[serde(default)]
     pub error: Option<serde_json::Value>,
-    #[serde(default)]
     pub ratelimit: Option<RateLimitInfo>,
 }
 
