@@ -5,10 +5,10 @@
 //! keeps the run-time arenas for a restart.
 
 use super::{Daemon, Inbox, Phase};
-use crate::bot::policy::arenas::{Action, Failure, Note, Origin, Outcome, SavedArena};
+use crate::bot::policy::arenas::{Action, Failure, Note, Origin, Outcome, SavedArena, Tournaments};
 use crate::bot::store::state;
 use crate::config::ArenaEntry;
-use crate::config::GameKind;
+use crate::config::{Config, GameKind};
 use crate::lichess::Error as ClientError;
 use crate::lichess::client::Client;
 use crate::lichess::model::{ArenaTournament, GameInfo, GameStatus};
@@ -29,14 +29,34 @@ pub(super) fn load(dir: Option<&std::path::Path>) -> Vec<(ArenaEntry, Origin)> {
         .collect()
 }
 
+/// The arena tournaments: the plan (what to ask Lichess, the slots
+/// kept), where the run-time ones are kept, and withdraws under way (a
+/// stop waits for them).
+pub(super) struct Arenas {
+    pub(super) plan: Tournaments,
+    pub(super) file: Option<std::path::PathBuf>,
+    pub(super) withdrawing: usize,
+}
+
+impl Arenas {
+    /// The configured arenas and those a previous run joined.
+    pub(super) fn new(config: &Config, state_dir: Option<&std::path::Path>) -> Arenas {
+        Arenas {
+            plan: Tournaments::new(&config.tournaments, load(state_dir)),
+            file: crate::bot::store::state::path(state_dir, crate::bot::policy::arenas::STATE_FILE),
+            withdrawing: 0,
+        }
+    }
+}
+
 impl Daemon {
     /// Housekeeping for the arenas: the slots they keep, the requests due
     /// (a pairing only with a slot free for it), the state file.
     pub(super) fn tournaments_tick(&mut self) {
-        self.slots.keep(self.tournaments.kept_slots());
+        self.slots.keep(self.arenas.plan.kept_slots());
         if self.phase == Phase::Running {
             let free = self.slots.in_use() < self.slots.total();
-            for action in self.tournaments.due(Instant::now(), free) {
+            for action in self.arenas.plan.due(Instant::now(), free) {
                 self.send_tournament(action);
             }
         }
@@ -44,8 +64,8 @@ impl Daemon {
     }
 
     fn save_tournaments(&mut self) {
-        if let Some(list) = self.tournaments.to_save()
-            && let Some(file) = &self.tournaments_file
+        if let Some(list) = self.arenas.plan.to_save()
+            && let Some(file) = &self.arenas.file
         {
             // It may hold arena passwords: the service user's alone.
             state::save_private(file, &list);
@@ -56,7 +76,7 @@ impl Daemon {
         let client = self.client.clone();
         let tx = self.inbox_tx.clone();
         if matches!(action, Action::Withdraw(_)) {
-            self.withdrawing += 1;
+            self.arenas.withdrawing += 1;
         }
         tokio::spawn(async move {
             let (id, outcome) = run(&client, action).await;
@@ -101,7 +121,7 @@ impl Daemon {
     /// An answer came back.
     pub(super) fn on_tournament_answer(&mut self, (id, outcome): Answered) {
         if let Outcome::Withdrawn(result) = &outcome {
-            self.withdrawing = self.withdrawing.saturating_sub(1);
+            self.arenas.withdrawing = self.arenas.withdrawing.saturating_sub(1);
             match result {
                 Ok(()) => tracing::info!(tournament = %id, "withdrew from the arena"),
                 Err(e) => {
@@ -112,20 +132,20 @@ impl Daemon {
         let outcome = match outcome {
             Outcome::Checked(Ok(t)) => match self.arena_unplayable(&t) {
                 // Before joining (or while we are not in it): refused.
-                Some(why) if !self.tournaments.get(&id).is_some_and(|a| a.joined) => {
+                Some(why) if !self.arenas.plan.get(&id).is_some_and(|a| a.joined) => {
                     Outcome::Checked(Err(Failure::Refused(why)))
                 }
                 _ => Outcome::Checked(Ok(t)),
             },
             other => other,
         };
-        for note in self.tournaments.outcome(&id, outcome, Instant::now()) {
+        for note in self.arenas.plan.outcome(&id, outcome, Instant::now()) {
             log(
                 &note,
-                self.tournaments.get(&id).map_or("", |a| a.name.as_str()),
+                self.arenas.plan.get(&id).map_or("", |a| a.name.as_str()),
             );
         }
-        self.slots.keep(self.tournaments.kept_slots());
+        self.slots.keep(self.arenas.plan.kept_slots());
         self.save_tournaments();
     }
 
@@ -134,14 +154,14 @@ impl Daemon {
         let Some(tournament) = &info.tournament_id else {
             return;
         };
-        if self.phase != Phase::Running && self.tournaments.get(tournament).is_none() {
+        if self.phase != Phase::Running && self.arenas.plan.get(tournament).is_none() {
             // Stopping: an arena we left (or never knew) is not taken up.
             return;
         }
-        if self.tournaments.game_started(tournament, &info.game_id) {
+        if self.arenas.plan.game_started(tournament, &info.game_id) {
             tracing::info!(tournament = %tournament, game = %info.game_id, "a game of an arena joined elsewhere: playing in it until it ends");
         }
-        self.slots.keep(self.tournaments.kept_slots());
+        self.slots.keep(self.arenas.plan.kept_slots());
         self.save_tournaments();
     }
 
@@ -158,36 +178,37 @@ impl Daemon {
         if missed {
             tracing::warn!(tournament = %tournament, game = %info.game_id, "missed an arena pairing (no first move in time): Lichess pauses us; joining again");
         }
-        self.tournaments
+        self.arenas
+            .plan
             .game_over(tournament, &info.game_id, missed);
-        self.slots.keep(self.tournaments.kept_slots());
+        self.slots.keep(self.arenas.plan.kept_slots());
     }
 
     /// `kaissa ctl tournament join`.
     pub(super) fn join_tournament(&mut self, entry: &ArenaEntry) {
         tracing::info!(tournament = %entry.id, team = entry.team.as_deref().unwrap_or("-"), "joining the arena (control socket)");
-        self.tournaments.add(entry, Origin::Ctl);
+        self.arenas.plan.add(entry, Origin::Ctl);
         self.tournaments_tick();
     }
 
     /// `kaissa ctl tournament leave`: whether we were in it.
     pub(super) fn leave_tournament(&mut self, id: &str) -> bool {
-        let Some(action) = self.tournaments.remove(id) else {
+        let Some(action) = self.arenas.plan.remove(id) else {
             return false;
         };
         tracing::info!(tournament = %id, "leaving the arena (control socket)");
         self.send_tournament(action);
-        self.slots.keep(self.tournaments.kept_slots());
+        self.slots.keep(self.arenas.plan.kept_slots());
         self.save_tournaments();
         true
     }
 
     /// A stop (not a restart): withdraw from every arena, if so set.
     pub(super) fn leave_tournaments(&mut self) {
-        if !self.config.tournaments.leave_at_shutdown || self.tournaments.is_empty() {
+        if !self.config.tournaments.leave_at_shutdown || self.arenas.plan.is_empty() {
             return;
         }
-        for action in self.tournaments.leave_all() {
+        for action in self.arenas.plan.leave_all() {
             self.send_tournament(action);
         }
         self.slots.keep(0);

@@ -15,7 +15,7 @@
 //! `/api/account/playing` check, takes it up again. The same check starts
 //! a task for any other ongoing game that has none.
 
-use super::{Daemon, GameEntry, Inbox, Parked, Phase, SPARE_GAMES};
+use super::{Daemon, GameEntry, Inbox, Phase, SPARE_GAMES};
 use crate::bot::external::roster;
 use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Notice};
 use crate::bot::store::hashstore;
@@ -23,7 +23,7 @@ use crate::bot::store::state::unix_now;
 use crate::config::GameKind;
 use crate::lichess::client::is_valid_id;
 use crate::lichess::model::{GameInfo, Speed, VariantKey};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -48,6 +48,22 @@ impl PlayingCheck {
             last: Instant::now(),
         }
     }
+}
+
+/// The correspondence games waiting for the opponent (no task, no
+/// slot), and those greeted already (not greeted again when taken up).
+#[derive(Debug, Default)]
+pub(super) struct Parking {
+    pub(super) waiting: HashMap<String, Parked>,
+    pub(super) greeted: HashSet<String>,
+}
+
+/// A correspondence game waiting for the opponent, without a task.
+#[derive(Debug)]
+pub(super) struct Parked {
+    pub(super) info: GameInfo,
+    /// Our turn came, but no slot was free yet.
+    pub(super) due: bool,
 }
 
 impl Daemon {
@@ -84,14 +100,15 @@ impl Daemon {
             return;
         };
         let listed: HashSet<&str> = games.iter().map(|g| g.game_id.as_str()).collect();
-        self.parked.retain(|id, _| {
+        self.parking.waiting.retain(|id, _| {
             let ongoing = listed.contains(id.as_str());
             if !ongoing {
                 tracing::info!(game = %id, "parked correspondence game no longer ongoing");
             }
             ongoing
         });
-        self.greeted
+        self.parking
+            .greeted
             .retain(|id| listed.contains(id.as_str()) || self.games.contains_key(id));
         let missing: Vec<GameInfo> = games
             .into_iter()
@@ -100,7 +117,7 @@ impl Daemon {
                     .get(&g.game_id)
                     .is_none_or(|entry| entry.task.is_none())
             })
-            .filter(|g| !self.parked.contains_key(&g.game_id) || g.is_my_turn)
+            .filter(|g| !self.parking.waiting.contains_key(&g.game_id) || g.is_my_turn)
             .collect();
         let level = if missing.is_empty() {
             tracing::Level::DEBUG
@@ -111,18 +128,18 @@ impl Daemon {
             tracing::info!(
                 ongoing = self.running_games() + missing.len(),
                 missing = missing.len(),
-                parked = self.parked.len(),
+                parked = self.parking.waiting.len(),
                 "reconciled with the ongoing games"
             );
         } else {
             tracing::debug!(
                 ongoing = self.running_games(),
-                parked = self.parked.len(),
+                parked = self.parking.waiting.len(),
                 "reconciled with the ongoing games"
             );
         }
         for info in missing {
-            if self.parked.contains_key(&info.game_id) {
+            if self.parking.waiting.contains_key(&info.game_id) {
                 tracing::info!(game = %info.game_id, "correspondence: our turn (playing check)");
             } else if !is_correspondence(&info) || info.is_my_turn {
                 tracing::info!(game = %info.game_id, "resuming a game nobody watched");
@@ -161,10 +178,10 @@ impl Daemon {
         }
         if correspondence && !info.is_my_turn {
             // Nothing to do until the opponent moves: no task, no slot.
-            if self.games.remove(&id).is_some() || !self.parked.contains_key(&id) {
+            if self.games.remove(&id).is_some() || !self.parking.waiting.contains_key(&id) {
                 tracing::info!(game = %id, "correspondence game parked until our turn");
             }
-            self.parked.insert(id, Parked { info, due: false });
+            self.parking.waiting.insert(id, Parked { info, due: false });
             return;
         }
         // A game we accepted has its slot already; any other counts
@@ -175,12 +192,12 @@ impl Daemon {
             // are plenty).
             match self.slots.try_reserve() {
                 Some(slot) => {
-                    self.parked.remove(&id);
+                    self.parking.waiting.remove(&id);
                     self.games.insert(id.clone(), GameEntry::new(Some(slot)));
                 }
                 None => {
                     tracing::info!(game = %id, "correspondence: our turn; waiting for a free slot");
-                    self.parked.insert(id, Parked { info, due: true });
+                    self.parking.waiting.insert(id, Parked { info, due: true });
                     return;
                 }
             }
@@ -206,7 +223,7 @@ impl Daemon {
     /// with, its arena's, or any free one), its opponent counted against
     /// the quota and matchmaking's cooldowns, and the task itself.
     fn start_game_task(&mut self, id: String, info: GameInfo, me: Me) {
-        self.parked.remove(&id);
+        self.parking.waiting.remove(&id);
         let slots = &self.slots;
         let entry = self
             .games
@@ -249,7 +266,7 @@ impl Daemon {
             return;
         };
         let bot = entry.bot;
-        let ctx = self.game_context(me, !self.greeted.contains(&id), &info, bot);
+        let ctx = self.game_context(me, !self.parking.greeted.contains(&id), &info, bot);
         let summary = ctx.summary.subscribe();
         let task = game::spawn(ctx, info, self.inbox_tx.clone());
         let Some(entry) = self.games.get_mut(&id) else {
@@ -273,14 +290,14 @@ impl Daemon {
             "game finished on Lichess"
         );
         self.tournament_game_finished(&info);
-        if self.parked.remove(&id).is_some() {
+        if self.parking.waiting.remove(&id).is_some() {
             // Over while it waited (the opponent resigned, or mated us):
             // a task takes it up for the PGN and the goodbye.
             tracing::info!(game = %id, "parked correspondence game finished");
             self.wrap_up_parked(info);
             return;
         }
-        self.greeted.remove(&id);
+        self.parking.greeted.remove(&id);
         let Some(entry) = self.games.get_mut(&id) else {
             return;
         };
@@ -347,7 +364,7 @@ impl Daemon {
         let ctx = self.game_context(me, false, &info, false);
         let mut entry = GameEntry::new(None);
         entry.task = Some(game::spawn(ctx, info, self.inbox_tx.clone()));
-        self.greeted.remove(&id);
+        self.parking.greeted.remove(&id);
         self.games.insert(id, entry);
     }
 
@@ -372,12 +389,12 @@ impl Daemon {
         if let Some(entry) = self.games.remove(id) {
             tracing::debug!(game = %id, in_use = self.slots.in_use(), ?exit, "game task ended");
             if exit == Exit::Parked && self.phase == Phase::Running {
-                self.greeted.insert(id.to_owned());
+                self.parking.greeted.insert(id.to_owned());
                 let Some(mut info) = entry.info else {
                     return;
                 };
                 info.is_my_turn = entry.recheck;
-                self.parked.insert(
+                self.parking.waiting.insert(
                     id.to_owned(),
                     Parked {
                         info,
@@ -385,7 +402,7 @@ impl Daemon {
                     },
                 );
             } else {
-                self.greeted.remove(id);
+                self.parking.greeted.remove(id);
             }
         }
         self.drain_queue();

@@ -284,7 +284,8 @@ impl Daemon {
             self.decline_queued(|c| c.challenger.is_bot(), "daily bot quota");
         }
         let due: Vec<String> = self
-            .parked
+            .parking
+            .waiting
             .iter()
             .filter(|(_, p)| p.due)
             .map(|(id, _)| id.clone())
@@ -293,7 +294,7 @@ impl Daemon {
             if self.slots.in_use() >= self.slots.capacity() {
                 break;
             }
-            if let Some(parked) = self.parked.remove(&id) {
+            if let Some(parked) = self.parking.waiting.remove(&id) {
                 tracing::info!(game = %id, "correspondence: a slot is free, taking the game up");
                 self.on_game_start(parked.info);
             }

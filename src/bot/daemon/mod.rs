@@ -30,13 +30,14 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `mod.rs` | the state, the event loop and its dispatch, the event stream's connection, housekeeping, systemd |
+//! | `mod.rs` | the state, the event loop and its dispatch, the event stream's connection, housekeeping |
 //! | `games.rs` | game tasks: `gameStart`, `gameFinish`, parked correspondence games, reconciling with `/api/account/playing` |
 //! | `incoming.rs` | challenges to us: decision, fair limits, the queue, accepts and declines |
 //! | `outgoing.rs` | our challenges: matchmaking |
 //! | `stop.rs` | shutdown: finish, resign, hand over |
 //! | `arena_requests.rs` | arena tournaments: their requests, their slots, their games |
 //! | `operator.rs` | the operator's commands from the control socket (`kaissa ctl`) |
+//! | `service.rs` | what systemd hears: ready, watchdog, status, stopping |
 //!
 //! **systemd**: `READY=1` when the event stream first opens, `WATCHDOG=1`
 //! while the event stream is open or was within the last 5 minutes,
@@ -48,7 +49,6 @@ use super::preflight::{self, Finding, Level};
 use super::scheduler::Scheduler;
 use crate::bot::external::roster::Engines;
 use crate::bot::game::lookup::MoveSources;
-use crate::bot::policy::arenas::Tournaments;
 use crate::bot::policy::blocklists;
 use crate::bot::policy::budget::ChallengeBudget;
 use crate::bot::policy::challenge::{SlotGuard, Slots};
@@ -66,11 +66,12 @@ use crate::lichess::{Endpoint, Error as ClientError};
 use crate::systemd::Notifier;
 use futures::StreamExt;
 use outgoing::MatchEvent;
-use std::collections::{HashMap, HashSet};
+use service::Service;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -80,9 +81,11 @@ mod games;
 mod incoming;
 mod operator;
 mod outgoing;
+mod service;
 mod stop;
 
-use games::PlayingCheck;
+use arena_requests::Arenas;
+use games::{Parking, PlayingCheck};
 use incoming::Incoming;
 use operator::Blocks;
 
@@ -108,8 +111,6 @@ const MAX_DECIDED: usize = 10_000;
 const MAX_REMATCH_CHAINS: usize = 1_000;
 /// How often stale hash files are swept and their total size capped.
 const SWEEP_EVERY: Duration = Duration::from_secs(600);
-/// The loop must have turned this recently for the watchdog to ping.
-const LOOP_STUCK_AFTER: Duration = Duration::from_secs(30);
 /// How often pending accepts, the shutdown deadline, the watchdog and the
 /// status line are looked after.
 const HOUSEKEEPING: Duration = Duration::from_millis(500);
@@ -120,9 +121,6 @@ pub const RESIGN_GRACE: Duration = Duration::from_secs(10);
 /// save their hash tables (a save is bounded at 10 s) before the daemon
 /// exits regardless.
 pub const HANDOVER_GRACE: Duration = Duration::from_secs(12);
-/// The event stream may be down this long before the watchdog pings stop
-/// (systemd then restarts the daemon, which is all it can do).
-const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
 
 /// What the daemon is asked to do about stopping; the daemon reads it
 /// from a watch channel ([`Signals`]).
@@ -180,14 +178,6 @@ impl GameEntry {
             summary: None,
         }
     }
-}
-
-/// A correspondence game waiting for the opponent, without a task.
-#[derive(Debug)]
-struct Parked {
-    info: GameInfo,
-    /// Our turn came, but no slot was free yet.
-    due: bool,
 }
 
 /// Where shutdown stands.
@@ -297,19 +287,13 @@ pub struct Daemon {
     inbox_tx: mpsc::UnboundedSender<Inbox>,
     inbox_rx: mpsc::UnboundedReceiver<Inbox>,
     me: Option<Me>,
-    notifier: Arc<Notifier>,
+    /// What systemd hears.
+    service: Service,
     /// Books, tables and online sources, shared by every game.
     sources: Arc<MoveSources>,
     /// The external engines (`[engines.NAME]`) and their health.
     engines: Arc<Engines>,
     phase: Phase,
-    /// When the event stream was last seen open.
-    last_open: Option<Instant>,
-    ready_sent: bool,
-    /// Shared with the watchdog task: when the event stream was last seen
-    /// open, and when the loop last turned.
-    health: Arc<Mutex<Health>>,
-    last_status: String,
     /// The challenges made to us: answers to send, decisions, rematches.
     incoming: Incoming,
     /// Who is blocked: the online lists and `kaissa ctl block`.
@@ -330,24 +314,12 @@ pub struct Daemon {
     /// Since when nothing was under way (no game, nothing queued).
     idle_since: Instant,
     /// Correspondence games waiting for the opponent.
-    parked: HashMap<String, Parked>,
-    /// Parked games greeted already (not greeted again when taken up).
-    greeted: HashSet<String>,
+    parking: Parking,
     /// When `gameStart`s beyond the cap were last logged.
     flood_logged: Option<Instant>,
     last_sweep: Instant,
-    /// The arena tournaments, the answers about them, where the run-time
-    /// ones are kept, and withdraws under way (a stop waits for them).
-    tournaments: Tournaments,
-    tournaments_file: Option<std::path::PathBuf>,
-    withdrawing: usize,
-}
-
-/// What the watchdog looks at.
-#[derive(Debug, Default, Clone, Copy)]
-struct Health {
-    stream_open: Option<Instant>,
-    loop_turned: Option<Instant>,
+    /// The arena tournaments.
+    arenas: Arenas,
 }
 
 impl Daemon {
@@ -371,14 +343,7 @@ impl Daemon {
         let blocks = Blocks::load(&config, state_dir.as_deref());
         matchmaker.set_online_blocked(&blocks.all());
         let engines = Engines::new(&config);
-        let tournaments_file = crate::bot::store::state::path(
-            state_dir.as_deref(),
-            crate::bot::policy::arenas::STATE_FILE,
-        );
-        let tournaments = Tournaments::new(
-            &config.tournaments,
-            arena_requests::load(state_dir.as_deref()),
-        );
+        let arenas = Arenas::new(&config, state_dir.as_deref());
         Daemon {
             client,
             config: Arc::new(config),
@@ -388,14 +353,10 @@ impl Daemon {
             inbox_tx,
             inbox_rx,
             me: None,
-            notifier: Arc::new(Notifier::disabled()),
+            service: Service::new(Notifier::disabled()),
             sources: Arc::new(MoveSources::default()),
             engines,
             phase: Phase::Running,
-            last_open: None,
-            ready_sent: false,
-            health: Arc::new(Mutex::new(Health::default())),
-            last_status: String::new(),
             incoming: Incoming::default(),
             blocks,
             started: Instant::now(),
@@ -407,19 +368,16 @@ impl Daemon {
             budget_said: false,
             matchmaker,
             idle_since: Instant::now(),
-            parked: HashMap::new(),
-            greeted: HashSet::new(),
+            parking: Parking::default(),
             flood_logged: None,
             last_sweep: Instant::now(),
-            tournaments,
-            tournaments_file,
-            withdrawing: 0,
+            arenas,
         }
     }
 
     /// Reports to systemd through `notifier` (by default nothing is sent).
     pub fn with_notifier(mut self, notifier: Notifier) -> Daemon {
-        self.notifier = Arc::new(notifier);
+        self.service = Service::new(notifier);
         self
     }
 
@@ -454,7 +412,7 @@ impl Daemon {
         if let Some(path) = &socket {
             let _ = std::fs::remove_file(path);
         }
-        let _ = self.notifier.stopping();
+        self.service.stopping();
         let running = self.running_games();
         if running > 0 {
             tracing::warn!(games = running, "exiting with games in progress");
@@ -508,7 +466,7 @@ impl Daemon {
                     Step::Opened(Ok(stream)) => {
                         tracing::info!("event stream open");
                         backoff.up();
-                        self.on_stream_open();
+                        self.service.stream_open();
                         self.reconcile_later();
                         conn = Conn::Open(stream);
                     }
@@ -526,7 +484,7 @@ impl Daemon {
                         }
                     }
                     Step::Next(next) => {
-                        self.mark_open();
+                        self.service.stream_open();
                         match next {
                             Some(Ok(StreamEvent::Item(event))) => self.handle(event),
                             Some(Ok(StreamEvent::KeepAlive)) => {}
@@ -548,7 +506,7 @@ impl Daemon {
                 Some(message) = self.inbox_rx.recv() => self.on_inbox(message),
                 _ = housekeeping.tick() => {
                     if matches!(conn, Conn::Open(_)) {
-                        self.mark_open();
+                        self.service.stream_open();
                     }
                     self.housekeeping();
                 }
@@ -563,7 +521,7 @@ impl Daemon {
                 }
             }
             self.send_answers();
-            self.health().loop_turned = Some(Instant::now());
+            self.service.loop_turned();
         }
     }
 
@@ -588,10 +546,6 @@ impl Daemon {
         }
     }
 
-    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
-        self.health.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn open_events(&self) -> OpenFuture {
         let client = self.client.clone();
         Box::pin(async move { client.stream_events().await })
@@ -601,50 +555,6 @@ impl Daemon {
         let delay = backoff.failed();
         tracing::info!(retry_in_ms = delay.as_millis() as u64, "reconnecting");
         Conn::Waiting(Instant::now() + delay)
-    }
-
-    fn on_stream_open(&mut self) {
-        self.mark_open();
-        if !self.ready_sent {
-            self.ready_sent = true;
-            if let Err(e) = self.notifier.ready() {
-                tracing::warn!("cannot notify systemd: {e}");
-            }
-            self.spawn_watchdog();
-        }
-    }
-
-    /// The event stream is open (a line or keep-alive just came).
-    fn mark_open(&mut self) {
-        let now = Instant::now();
-        self.last_open = Some(now);
-        self.health().stream_open = Some(now);
-    }
-
-    /// `WATCHDOG=1` at half the period systemd asked for, while the loop
-    /// turns (its housekeeping tick, whatever the event traffic) and the
-    /// event stream is open or was within [`UNHEALTHY_AFTER`].
-    fn spawn_watchdog(&self) {
-        let Some(period) = self.notifier.watchdog_interval() else {
-            return;
-        };
-        let notifier = Arc::clone(&self.notifier);
-        let health = Arc::clone(&self.health);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(period / 2);
-            loop {
-                ticks.tick().await;
-                let h = *health.lock().unwrap_or_else(|p| p.into_inner());
-                if h.stream_open
-                    .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
-                    && h.loop_turned
-                        .is_some_and(|at| at.elapsed() < LOOP_STUCK_AFTER)
-                    && let Err(e) = notifier.watchdog()
-                {
-                    tracing::warn!("cannot notify systemd: {e}");
-                }
-            }
-        });
     }
 
     fn housekeeping(&mut self) {
@@ -689,7 +599,7 @@ impl Daemon {
 
     fn update_status(&mut self) {
         let games = self.running_games();
-        let connected = matches!(self.last_open, Some(at) if at.elapsed() < HOUSEKEEPING * 4);
+        let connected = self.service.connected(HOUSEKEEPING * 4);
         let queued = match self.queue.len() {
             0 => String::new(),
             n => format!(", {n} challenge(s) waiting"),
@@ -703,12 +613,7 @@ impl Daemon {
                 format!("restarting: handing over {games} game(s)")
             }
         };
-        if status != self.last_status {
-            if let Err(e) = self.notifier.status(&status) {
-                tracing::warn!("cannot notify systemd: {e}");
-            }
-            self.last_status = status;
-        }
+        self.service.status(status);
     }
 
     /// Our account, to know our colour in each game. Retries transient

@@ -260,7 +260,8 @@ impl Daemon {
         });
         let blocked: Vec<&String> = self.blocks.ctl.iter().collect();
         let tournaments: Vec<serde_json::Value> = self
-            .tournaments
+            .arenas
+            .plan
             .iter()
             .map(|a| {
                 let stage = match a.stage {
@@ -294,7 +295,7 @@ impl Daemon {
             "challenge_credits": {"minute": self.budget.spent(now, 60),
                                   "day": self.budget.spent(now, budget::WINDOWS[1].0)},
             "matchmaking": matchmaking,
-            "parked": self.parked.len(),
+            "parked": self.parking.waiting.len(),
             "tournaments": tournaments,
             "slots_kept_for_arenas": self.slots.kept(),
             "blocked": blocked,

@@ -66,7 +66,7 @@ impl Daemon {
         }
         let busy = !self.games.is_empty()
             || !self.queue.is_empty()
-            || self.parked.values().any(|p| p.due)
+            || self.parking.waiting.values().any(|p| p.due)
             || self.matchmaker.busy();
         if busy || self.phase != Phase::Running {
             self.idle_since = Instant::now();

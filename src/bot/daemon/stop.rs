@@ -22,9 +22,10 @@ impl Daemon {
     pub(super) fn done(&self) -> bool {
         match self.phase {
             Phase::Running => false,
-            Phase::Draining { .. } => self.games.is_empty() && self.withdrawing == 0,
+            Phase::Draining { .. } => self.games.is_empty() && self.arenas.withdrawing == 0,
             Phase::Resigning { exit_by } => {
-                (self.running_games() == 0 && self.withdrawing == 0) || Instant::now() >= exit_by
+                (self.running_games() == 0 && self.arenas.withdrawing == 0)
+                    || Instant::now() >= exit_by
             }
             Phase::HandingOver { exit_by } => {
                 self.running_games() == 0 || Instant::now() >= exit_by
@@ -62,7 +63,7 @@ impl Daemon {
                     deadline_s = self.config.bot.shutdown_deadline().as_secs(),
                     "shutting down: new challenges declined, running games finish (a second signal resigns them)"
                 );
-                let _ = self.notifier.stopping();
+                self.service.stopping();
                 self.phase = Phase::Draining { deadline };
             }
             (Stop::Finish, _) => {}
@@ -72,7 +73,7 @@ impl Daemon {
 
     /// Asks every game task to stop for the next run.
     pub(super) fn hand_over_all(&mut self) {
-        let _ = self.notifier.stopping();
+        self.service.stopping();
         tracing::info!(
             games = self.running_games(),
             "restarting: the games in progress are left for the next run"
@@ -91,7 +92,7 @@ impl Daemon {
     }
 
     pub(super) fn resign_all(&mut self) {
-        let _ = self.notifier.stopping();
+        self.service.stopping();
         // Accepted challenges that have not started yet are let go.
         self.games.retain(|_, entry| entry.task.is_some());
         for entry in self.games.values() {

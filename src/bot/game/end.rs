@@ -59,18 +59,18 @@ pub(super) fn result_of(status: GameStatus, winner: Option<Color>) -> (&'static 
 impl Game {
     pub(super) async fn wrap_up(mut self) {
         self.reader.stop();
-        if self.thinking.take().is_some() {
+        if self.search.thinking.take().is_some() {
             self.player.stop();
         }
         self.stop_pondering("game over");
         // A periodic save still writing would bring back a file deleted
         // now (the save after the last move, say).
-        if let Some(saving) = self.saving.take() {
+        if let Some(saving) = self.hash.saving.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), saving).await;
         }
         if let (Some(dir), Some(path), Player::BuiltIn(engine)) = (
             &self.ctx.config.engine.state_dir,
-            &self.hash_file,
+            &self.hash.path,
             &mut self.player,
         ) {
             if self.status.is_ongoing() && self.moves_posted > 0 {
@@ -102,8 +102,8 @@ impl Game {
             winner = self.winner.map(Color::as_str),
             result,
             plies = ply,
-            ponder_hits = self.ponder_hits,
-            ponder_misses = self.ponder_misses,
+            ponder_hits = self.search.ponder_hits,
+            ponder_misses = self.search.ponder_misses,
             "game end"
         );
         if let Some(dir) = self.ctx.config.bot.pgn_dir.clone()
@@ -176,7 +176,7 @@ impl Game {
             },
             termination: Some(termination.to_owned()),
         };
-        Some(write_pgn(&headers, &record.pgn_moves(), &self.evals))
+        Some(write_pgn(&headers, &record.pgn_moves(), &self.judged.evals))
     }
 }
 async fn write_file(dir: &std::path::Path, path: &PathBuf, text: String) -> std::io::Result<()> {

@@ -153,7 +153,7 @@ impl Game {
         let pos = record.position();
         if !state.status.is_ongoing()
             || pos.turn() != us
-            || self.thinking.is_some()
+            || self.search.thinking.is_some()
             || self.moved_at_ply == Some(ply)
         {
             return Flow::Continue;
@@ -228,7 +228,7 @@ impl Game {
         let ply = record.ply();
         if !state.status.is_ongoing()
             || pos.turn() != us
-            || self.thinking.is_some()
+            || self.search.thinking.is_some()
             || self.moved_at_ply == Some(ply)
         {
             return Flow::Continue;

@@ -49,12 +49,11 @@ mod player;
 mod reader;
 mod rules;
 
-use super::chat::{self, Command, EngineView, Room};
+use super::chat::{self, Command, Room};
 use super::external::{self, ExternalEngine};
 use super::scheduler::{Permit, Scheduler};
 use crate::bot::board::Record;
 use crate::bot::store::hashstore;
-use crate::bot::store::pgn::Eval;
 use crate::chess;
 use crate::config::Config;
 use crate::engine::{self, Engine, EngineOptions, hashfile};
@@ -66,9 +65,10 @@ use crate::lichess::model::{
 };
 use clock::Lag;
 use lookup::{Asking, MoveSources};
-use mover::{Pondering, Refused, Suspended, Thinking};
+use mover::{Refused, Search};
 use player::{Answers, Player};
 use reader::{Line, Reader};
+use rules::Judged;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -327,6 +327,29 @@ struct Claims {
 
 type PermitFuture = Pin<Box<dyn Future<Output = Permit> + Send>>;
 
+/// The game's timers, each armed or not.
+#[derive(Debug, Default)]
+struct Timers {
+    /// Abort the game if the opponent has not moved by then.
+    abort_at: Option<Instant>,
+    /// `!wait`s granted in this game.
+    wait_extensions: u32,
+    /// Lichess said the game finished: wrap up by then even if the last
+    /// state does not come.
+    finish_by: Option<Instant>,
+    /// When the resyncs of a move are spent: think again at this instant.
+    rethink_at: Option<Instant>,
+}
+
+/// Where this game's table is kept (`engine.state_dir` set), and its last
+/// periodic save while it may still be writing (the game's end waits for
+/// it before deleting or rewriting the file).
+#[derive(Debug, Default)]
+struct HashFile {
+    path: Option<PathBuf>,
+    saving: Option<JoinHandle<()>>,
+}
+
 struct Game {
     ctx: GameContext,
     id: String,
@@ -339,38 +362,20 @@ struct Game {
     status: GameStatus,
     winner: Option<Color>,
     player: Player,
-    /// Searches of the external engine that failed for the current move
-    /// (its process died or hung and is being restarted).
-    failures: u32,
-    thinking: Option<Thinking>,
-    pondering: Option<Pondering>,
-    /// Ponder searches that ended in a hit / a miss (wrong guess).
-    ponder_hits: u32,
-    ponder_misses: u32,
+    /// The searches: for our move, on the opponent's time, suspended.
+    search: Search,
     /// The ply of our last move post, so one position is answered once.
     moved_at_ply: Option<usize>,
-    /// Evaluation after each move (White's view), for the PGN.
-    evals: Vec<Option<Eval>>,
-    /// Our score after each of our moves (our view, centipawns).
-    scores: Vec<i32>,
-    view: EngineView,
     greeted: bool,
     offers: Offers,
-    /// The tables called the position after our last move a draw.
-    tablebase_draw: bool,
-    abort_at: Option<Instant>,
-    /// `!wait`s granted in this game.
-    wait_extensions: u32,
+    /// What the searches said of our moves, for the rules and the PGN.
+    judged: Judged,
     claims: Claims,
-    finish_by: Option<Instant>,
+    timers: Timers,
     /// Resyncs after a failed move post, for the current move.
     resyncs: u32,
-    /// When the resyncs are spent: think again at this instant.
-    rethink_at: Option<Instant>,
     /// Our moves the server refused in the current position.
     refused: Refused,
-    /// Our search for the move, suspended for another game.
-    suspended: Option<Suspended>,
     /// The arena tournament of the game, if it is an arena pairing.
     tournament: Option<String>,
     /// Our move posts and their echo on the stream.
@@ -379,11 +384,8 @@ struct Game {
     chat_replies: (u32, Instant),
     /// The game stream, read by its own task.
     reader: Reader,
-    /// Where this game's table is kept (`engine.state_dir` set).
-    hash_file: Option<PathBuf>,
-    /// The last periodic save of the table, while it may still be writing
-    /// (the game's end waits for it before deleting or rewriting the file).
-    saving: Option<JoinHandle<()>>,
+    /// This game's table on disk.
+    hash: HashFile,
     /// Our moves posted in this run (the table is saved every few).
     moves_posted: usize,
     /// Stopped for the next run of the daemon (a restart), which resumes
@@ -466,32 +468,23 @@ impl Game {
             status: GameStatus::Started,
             winner: None,
             player,
-            failures: 0,
-            thinking: None,
-            pondering: None,
-            ponder_hits: 0,
-            ponder_misses: 0,
+            search: Search::default(),
             moved_at_ply: None,
-            evals: Vec::new(),
-            scores: Vec::new(),
-            view: EngineView::default(),
             greeted,
             offers: Offers::default(),
-            tablebase_draw: false,
-            abort_at: None,
-            wait_extensions: 0,
+            judged: Judged::default(),
             claims: Claims::default(),
-            finish_by: None,
+            timers: Timers::default(),
             resyncs: 0,
-            rethink_at: None,
             refused: Refused::default(),
-            suspended: None,
             tournament: info.tournament_id.clone(),
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
-            hash_file,
-            saving: None,
+            hash: HashFile {
+                path: hash_file,
+                saving: None,
+            },
             moves_posted: 0,
             handed_over: false,
             online_asked_at: None,
@@ -611,14 +604,14 @@ impl Game {
                         None => Flow::Continue,
                     }
                 }
-                _ = tokio::time::sleep_until(self.abort_at.unwrap_or_else(far)),
-                    if self.abort_at.is_some() => self.on_abort_timer(),
+                _ = tokio::time::sleep_until(self.timers.abort_at.unwrap_or_else(far)),
+                    if self.timers.abort_at.is_some() => self.on_abort_timer(),
                 _ = tokio::time::sleep_until(self.claims.at.unwrap_or_else(far)),
                     if self.claims.at.is_some() => self.on_claim_timer().await,
-                _ = tokio::time::sleep_until(self.rethink_at.unwrap_or_else(far)),
-                    if self.rethink_at.is_some() => self.on_rethink_timer(),
-                _ = tokio::time::sleep_until(self.finish_by.unwrap_or_else(far)),
-                    if self.finish_by.is_some() => Flow::Over,
+                _ = tokio::time::sleep_until(self.timers.rethink_at.unwrap_or_else(far)),
+                    if self.timers.rethink_at.is_some() => self.on_rethink_timer(),
+                _ = tokio::time::sleep_until(self.timers.finish_by.unwrap_or_else(far)),
+                    if self.timers.finish_by.is_some() => Flow::Over,
                 command = commands.recv() => match command {
                     Some(GameCommand::Finished(info)) => self.on_finished(*info),
                     Some(GameCommand::Resign) => self.resign_now(),
@@ -862,7 +855,7 @@ impl Game {
             our_moves: ply / 2,
             against_bot: self.facts.as_ref().is_some_and(|f| f.opponent_bot),
             opponent_clock_no_increment,
-            tablebase_draw: self.tablebase_draw,
+            tablebase_draw: self.judged.tablebase_draw,
             // Arena points come from wins. (Bots cannot play Swiss
             // games: lila's Swiss pairing leaves out BOT accounts.)
             draws_barred: self.tournament.is_some() && !self.ctx.config.tournaments.draws,
@@ -913,14 +906,14 @@ impl Game {
         if ply != before {
             // A new move: a fresh resync budget for it.
             self.resyncs = 0;
-            self.rethink_at = None;
+            self.timers.rethink_at = None;
         }
         self.lag.seen(ply, arrived);
         let turn = record.turn();
         let opponent_moved = ply >= 2 || (ply == 1 && record.initial_turn() != us);
         if ply < before {
             // A takeback: the evaluations of the moves taken back go.
-            self.evals.truncate(ply);
+            self.judged.evals.truncate(ply);
         }
         self.status = state.status;
         let them = to_model(!us);
@@ -933,9 +926,10 @@ impl Game {
         self.winner = state.winner;
         let key = record.key();
         self.ponder_on(ply, key, &state, arrived);
-        if self.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing() {
+        if self.search.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing()
+        {
             // The position changed under the search (takeback, game end).
-            if self.thinking.take().is_some() {
+            if self.search.thinking.take().is_some() {
                 self.player.stop();
             }
         }
@@ -945,17 +939,17 @@ impl Game {
         }
         self.answer_offers(&state, ply);
         if opponent_moved {
-            self.abort_at = None;
-        } else if turn != us && self.abort_at.is_none() && self.tournament.is_none() {
+            self.timers.abort_at = None;
+        } else if turn != us && self.timers.abort_at.is_none() && self.tournament.is_none() {
             // Not in an arena: there Lichess ends a game nobody starts
             // against the player who did not move, and an abort would
             // throw our point away (Lichess refuses it anyway).
-            self.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
+            self.timers.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
         }
         self.state = Some((state, arrived));
-        if turn == us && self.thinking.is_none() && self.moved_at_ply != Some(ply) {
+        if turn == us && self.search.thinking.is_none() && self.moved_at_ply != Some(ply) {
             Flow::Think
-        } else if turn != us && self.thinking.is_none() && self.has_no_clock() {
+        } else if turn != us && self.search.thinking.is_none() && self.has_no_clock() {
             Flow::Park
         } else {
             Flow::Continue
@@ -971,8 +965,11 @@ impl Game {
         let them = to_model(!us);
         if state.offers_draw(them) && self.offers.draw_answered_at != Some(ply) {
             self.offers.draw_answered_at = Some(ply);
-            let accept =
-                rules::accept_draw(&self.scores, &self.standing(ply), &self.ctx.config.bot);
+            let accept = rules::accept_draw(
+                &self.judged.scores,
+                &self.standing(ply),
+                &self.ctx.config.bot,
+            );
             tracing::info!(accept, "draw offer");
             self.spawn_action(
                 move |client, id| async move { client.answer_draw(&id, accept).await },
@@ -1064,7 +1061,7 @@ impl Game {
         let games = format!("{}; {modes}", speeds.join(", "));
         let ctx = chat::Context {
             me: &self.ctx.me.name,
-            engine: &self.view,
+            engine: &self.judged.view,
             waiting: self.ctx.queue_len.load(Ordering::Relaxed),
             variants: &variants,
             games: &games,
@@ -1079,14 +1076,14 @@ impl Game {
     /// [`FIRST_MOVE_WAIT_EXTENSIONS`] times a game. The extension given,
     /// if any.
     fn extend_first_move_wait(&mut self) -> Option<Duration> {
-        let at = self.abort_at.as_mut()?;
-        if self.wait_extensions >= FIRST_MOVE_WAIT_EXTENSIONS {
+        let at = self.timers.abort_at.as_mut()?;
+        if self.timers.wait_extensions >= FIRST_MOVE_WAIT_EXTENSIONS {
             return None;
         }
-        self.wait_extensions += 1;
+        self.timers.wait_extensions += 1;
         *at = (*at).max(Instant::now() + FIRST_MOVE_WAIT_EXTENSION);
         tracing::info!(
-            extensions = self.wait_extensions,
+            extensions = self.timers.wait_extensions,
             "the opponent asked to wait: abort timer extended"
         );
         Some(FIRST_MOVE_WAIT_EXTENSION)
@@ -1105,7 +1102,7 @@ impl Game {
     }
 
     fn on_abort_timer(&mut self) -> Flow {
-        self.abort_at = None;
+        self.timers.abort_at = None;
         tracing::info!("aborting: the opponent did not make a first move");
         self.spawn_action(|client, id| async move { client.abort(&id).await });
         Flow::Continue
@@ -1114,12 +1111,12 @@ impl Game {
     /// The resyncs for this move are spent and it is still unanswered:
     /// think again on the position we have.
     fn on_rethink_timer(&mut self) -> Flow {
-        self.rethink_at = None;
+        self.timers.rethink_at = None;
         let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
         else {
             return Flow::Continue;
         };
-        if !state.status.is_ongoing() || record.turn() != us || self.thinking.is_some() {
+        if !state.status.is_ongoing() || record.turn() != us || self.search.thinking.is_some() {
             return Flow::Continue;
         }
         tracing::info!(
@@ -1173,7 +1170,9 @@ impl Game {
                 self.winner = info.winner;
             }
             // Let the stream deliver the final state (the last move).
-            self.finish_by.get_or_insert(Instant::now() + FINISH_GRACE);
+            self.timers
+                .finish_by
+                .get_or_insert(Instant::now() + FINISH_GRACE);
         }
         Flow::Continue
     }

@@ -187,6 +187,22 @@ pub(super) struct Pondering {
     pub(super) permit: Permit,
 }
 
+/// The searches of the game: the one for our move, the one on the
+/// opponent's time, one suspended for another game, and their counts.
+#[derive(Default)]
+pub(super) struct Search {
+    pub(super) thinking: Option<Thinking>,
+    pub(super) pondering: Option<Pondering>,
+    /// Our search for the move, suspended for another game.
+    pub(super) suspended: Option<Suspended>,
+    /// Searches that failed for the current move (an external engine's
+    /// process died or hung and is being restarted).
+    pub(super) failures: u32,
+    /// Ponder searches that ended in a hit / a miss (wrong guess).
+    pub(super) ponder_hits: u32,
+    pub(super) ponder_misses: u32,
+}
+
 impl Game {
     /// Starts the search for our move, if it is still wanted.
     pub(super) fn start_search(&mut self, permit: Permit) {
@@ -200,7 +216,7 @@ impl Game {
         let ply = record.ply();
         if !state.status.is_ongoing()
             || record.turn() != us
-            || self.thinking.is_some()
+            || self.search.thinking.is_some()
             || self.moved_at_ply == Some(ply)
         {
             return;
@@ -235,14 +251,14 @@ impl Game {
         };
         let started = Instant::now();
         // Defensive: a ponder search is never left running under ours.
-        if let Some(p) = self.pondering.take() {
+        if let Some(p) = self.search.pondering.take() {
             tracing::debug!(ply = p.ply, expected = %p.expected, why = "position changed", "ponder stopped");
             self.player.stop();
         }
         let Some(id) = self.player.go(order) else {
             return;
         };
-        self.thinking = Some(Thinking {
+        self.search.thinking = Some(Thinking {
             id: Some(id),
             ply,
             arrived,
@@ -261,9 +277,9 @@ impl Game {
     pub(super) async fn on_answer(&mut self, answer: Answer) -> Flow {
         match answer {
             Answer::Info { id, said } => {
-                if let Some(t) = self.thinking.as_mut().filter(|t| t.id == Some(id)) {
+                if let Some(t) = self.search.thinking.as_mut().filter(|t| t.id == Some(id)) {
                     t.said = Some(said);
-                } else if let Some(p) = self.pondering.as_mut().filter(|p| p.id == id) {
+                } else if let Some(p) = self.search.pondering.as_mut().filter(|p| p.id == id) {
                     p.said = Some(said);
                 }
                 Flow::Continue
@@ -295,7 +311,7 @@ impl Game {
                     tracing::error!(engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
                     return self.engine_failed(thinking, done).await;
                 };
-                self.failures = 0;
+                self.search.failures = 0;
                 let report = thinking.said.as_ref().and_then(|s| s.report(record));
                 let (posted, ply, arrived, ours) = (
                     self.moves_posted,
@@ -325,18 +341,18 @@ impl Game {
     /// or a stop; ending by itself, it is of no use and is forgotten) or a
     /// stopped search, whose answer is never posted.
     fn answered(&mut self, id: SearchRef) -> Option<Thinking> {
-        if self.pondering.as_ref().is_some_and(|p| p.id == id) {
-            self.pondering = None;
+        if self.search.pondering.as_ref().is_some_and(|p| p.id == id) {
+            self.search.pondering = None;
             return None;
         }
-        self.thinking.take_if(|t| t.id == Some(id))
+        self.search.thinking.take_if(|t| t.id == Some(id))
     }
 
     /// The engine gave no usable move: search again (the driver restarts
     /// a dead process), or after too many failures play any legal move.
     async fn engine_failed(&mut self, thinking: Thinking, done: Instant) -> Flow {
-        self.failures += 1;
-        if self.failures < MAX_ENGINE_FAILURES {
+        self.search.failures += 1;
+        if self.search.failures < MAX_ENGINE_FAILURES {
             drop(thinking);
             self.moved_at_ply = None;
             return Flow::Think;
@@ -347,8 +363,8 @@ impl Game {
         let Some(chosen) = record.any_legal().and_then(|m| chosen(record, &m)) else {
             return Flow::Continue;
         };
-        tracing::error!(engine = %self.engine_name(), failures = self.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
-        self.failures = 0;
+        tracing::error!(engine = %self.engine_name(), failures = self.search.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
+        self.search.failures = 0;
         self.play(thinking, chosen, None, done).await
     }
 
@@ -376,13 +392,13 @@ impl Game {
         if let Some(report) = &report {
             self.note(ply, us, report);
         }
-        self.tablebase_draw = matches!(
+        self.judged.tablebase_draw = matches!(
             thinking.source,
             Source::Tablebase { outcome, .. } | Source::OnlineTablebase { outcome }
                 if matches!(outcome, Outcome::Draw | Outcome::CursedWin | Outcome::BlessedLoss)
         );
         let standing = self.standing(ply);
-        if rules::resign(&self.scores, &standing, &self.ctx.config.bot) {
+        if rules::resign(&self.judged.scores, &standing, &self.ctx.config.bot) {
             tracing::info!(ply, "resigning a lost position");
             self.moved_at_ply = Some(ply);
             if let Err(e) = self.ctx.client.resign(&self.id).await {
@@ -391,7 +407,7 @@ impl Game {
             return Flow::Continue;
         }
         let bot = &self.ctx.config.bot;
-        let offering_draw = rules::offer_draw(&self.scores, &standing, bot)
+        let offering_draw = rules::offer_draw(&self.judged.scores, &standing, bot)
             && self
                 .offers
                 .draw_offered_at
@@ -478,16 +494,16 @@ impl Game {
     /// What a search said of the move at `ply`: kept for the draw and
     /// resign rules, the PGN's evals, `ctl status` and the chat's `!eval`.
     fn note(&mut self, ply: usize, us: crate::chess::Color, report: &Report) {
-        self.scores.push(score_cp(report.score));
+        self.judged.scores.push(score_cp(report.score));
         let eval = white_eval(report.score, us);
-        if self.evals.len() <= ply {
-            self.evals.resize(ply + 1, None);
+        if self.judged.evals.len() <= ply {
+            self.judged.evals.resize(ply + 1, None);
         }
-        self.evals[ply] = Some(eval);
+        self.judged.evals[ply] = Some(eval);
         self.ctx
             .summary
             .send_modify(|s| s.score = Some(score_text(eval)));
-        self.view = EngineView {
+        self.judged.view = EngineView {
             score: Some(score_text(eval)),
             depth: Some(report.depth),
             pv: Some(report.pv.clone()).filter(|p| !p.is_empty()),
@@ -517,7 +533,7 @@ impl Game {
         }
         // Out of resyncs for this move: think again shortly on
         // what we know, rather than wait mute.
-        self.rethink_at = Some(Instant::now() + RETHINK_AFTER);
+        self.timers.rethink_at = Some(Instant::now() + RETHINK_AFTER);
         // Unless an earlier attempt may have gone through, answer
         // this position again on the next state the server sends.
         if !matches!(
@@ -541,7 +557,7 @@ impl Game {
             Some(choice) => choice.spec.ponder,
             None => self.ctx.config.engine.ponder,
         };
-        if !wanted || self.pondering.is_some() || self.thinking.is_some() {
+        if !wanted || self.search.pondering.is_some() || self.search.thinking.is_some() {
             return;
         }
         let (Some(us), Some(record), Some((state, _))) = (self.color, &self.record, &self.state)
@@ -580,7 +596,7 @@ impl Game {
             return;
         };
         tracing::debug!(ply = ply + 2, expected = %reply, "pondering");
-        self.pondering = Some(Pondering {
+        self.search.pondering = Some(Pondering {
             id,
             ply: ply + 2,
             after_ours,
@@ -595,7 +611,7 @@ impl Game {
     /// if any: the opponent still thinking, the expected reply (a hit),
     /// or anything else (it stops).
     pub(super) fn ponder_on(&mut self, ply: usize, key: u64, state: &GameState, arrived: Instant) {
-        let Some(p) = &self.pondering else {
+        let Some(p) = &self.search.pondering else {
             return;
         };
         let ongoing = state.status.is_ongoing();
@@ -621,7 +637,7 @@ impl Game {
     /// The opponent played the expected reply (`state`, at `ply`): the
     /// ponder search becomes the search for our move.
     pub(super) fn ponder_hit(&mut self, ply: usize, state: &GameState, arrived: Instant) {
-        let (Some(p), Some(us)) = (self.pondering.take(), self.color) else {
+        let (Some(p), Some(us)) = (self.search.pondering.take(), self.color) else {
             return;
         };
         let permit = p.permit;
@@ -630,10 +646,10 @@ impl Game {
         // An external engine's deadline, set at `go ponder`, counts from
         // now.
         self.player.ponderhit();
-        self.ponder_hits += 1;
+        self.search.ponder_hits += 1;
         tracing::debug!(ply, expected = %p.expected, "ponder hit");
         let now = Instant::now();
-        self.thinking = Some(Thinking {
+        self.search.thinking = Some(Thinking {
             id: Some(p.id),
             ply,
             arrived,
@@ -650,12 +666,12 @@ impl Game {
     /// Stops the ponder search, if any (its answer will be ignored), and
     /// frees its permit. `why` is logged; "other reply" counts as a miss.
     pub(super) fn stop_pondering(&mut self, why: &str) {
-        let Some(p) = self.pondering.take() else {
+        let Some(p) = self.search.pondering.take() else {
             return;
         };
         self.player.stop();
         if why == "other reply" {
-            self.ponder_misses += 1;
+            self.search.ponder_misses += 1;
             tracing::debug!(ply = p.ply, expected = %p.expected, "ponder miss");
         } else {
             tracing::debug!(ply = p.ply, expected = %p.expected, why, "ponder stopped");
@@ -665,7 +681,7 @@ impl Game {
     /// The waits and searches of earlier, suspended searches of the move
     /// at `ply`, with this search's wait `queued` added.
     pub(super) fn resumed(&mut self, ply: usize, queued: Duration) -> (Duration, Duration) {
-        match self.suspended.take().filter(|s| s.ply == ply) {
+        match self.search.suspended.take().filter(|s| s.ply == ply) {
             Some(s) => (s.queued + queued, s.searched),
             None => (queued, Duration::ZERO),
         }
@@ -682,8 +698,12 @@ impl Game {
 
     /// The signal by which the scheduler wants our search's thread back.
     pub(super) fn cut_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
-        let thinking = self.thinking.as_ref().and_then(|t| t.permit.as_ref());
-        let permit = thinking.or(self.pondering.as_ref().map(|p| &p.permit))?;
+        let thinking = self
+            .search
+            .thinking
+            .as_ref()
+            .and_then(|t| t.permit.as_ref());
+        let permit = thinking.or(self.search.pondering.as_ref().map(|p| &p.permit))?;
         Some(permit.cut_signal())
     }
 
@@ -692,11 +712,12 @@ impl Game {
     /// again (it goes on from its table when its turn comes); one that
     /// has had half its budget or more stops and plays its best move.
     pub(super) fn on_cut(&mut self) -> Flow {
-        if self.pondering.is_some() {
+        if self.search.pondering.is_some() {
             self.stop_pondering("a game needs the thread");
             return Flow::Continue;
         }
         let Some((ply, arrived, started, queued, before)) = self
+            .search
             .thinking
             .as_ref()
             .filter(|t| t.permit.is_some())
@@ -714,8 +735,8 @@ impl Game {
                 "search suspended for a game that cannot wait"
             );
             // Its answer is ignored (no search of ours has its id now).
-            self.thinking = None;
-            self.suspended = Some(Suspended {
+            self.search.thinking = None;
+            self.search.suspended = Some(Suspended {
                 ply,
                 searched: before + started.elapsed(),
                 queued,
@@ -733,12 +754,12 @@ impl Game {
     /// Saves the table to the game's hash file (if `engine.state_dir` is
     /// set), on the engine thread; the outcome is logged.
     pub(super) fn save_hash(&mut self) {
-        let (Some(path), Player::BuiltIn(engine)) = (self.hash_file.clone(), &mut self.player)
+        let (Some(path), Player::BuiltIn(engine)) = (self.hash.path.clone(), &mut self.player)
         else {
             return;
         };
         let reply = engine.save_hash(path);
-        self.saving = Some(spawn_here(async move {
+        self.hash.saving = Some(spawn_here(async move {
             match reply.await {
                 Ok(Ok(saved)) => {
                     tracing::debug!(entries = saved.used, "hash table saved")

@@ -8,7 +8,7 @@ use super::Game;
 impl Game {
     pub(super) async fn park(mut self) {
         self.reader.stop();
-        if self.thinking.take().is_some() {
+        if self.search.thinking.take().is_some() {
             self.player.stop();
         }
         self.stop_pondering("parked");

@@ -127,6 +127,19 @@ pub(super) fn resign(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bo
         && hopeless(scores, bot)
 }
 
+/// What the searches said of our moves: the rules read the scores, the
+/// PGN the evaluations, the chat's `!eval` the last view.
+#[derive(Debug, Default)]
+pub(super) struct Judged {
+    /// Evaluation after each move (White's view), for the PGN.
+    pub(super) evals: Vec<Option<Eval>>,
+    /// Our score after each of our moves (our view, centipawns).
+    pub(super) scores: Vec<i32>,
+    pub(super) view: crate::bot::chat::EngineView,
+    /// The tables called the position after our last move a draw.
+    pub(super) tablebase_draw: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

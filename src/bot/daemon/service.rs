@@ -1,0 +1,118 @@
+//! What the daemon tells systemd: `READY=1` when the event stream first
+//! opens, `WATCHDOG=1` from a task of its own while the loop turns and
+//! the event stream is open (or was within [`UNHEALTHY_AFTER`]), `STATUS=`
+//! when the status line changes, `STOPPING=1` on shutdown. Without
+//! `NOTIFY_SOCKET` nothing is sent.
+
+use crate::systemd::Notifier;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The loop must have turned this recently for the watchdog to ping.
+const LOOP_STUCK_AFTER: Duration = Duration::from_secs(30);
+/// The event stream may be down this long before the watchdog pings stop
+/// (systemd then restarts the daemon, which is all it can do).
+const UNHEALTHY_AFTER: Duration = Duration::from_secs(300);
+
+/// The daemon's side of the service manager.
+pub(super) struct Service {
+    notifier: Arc<Notifier>,
+    /// When the event stream was last seen open.
+    last_open: Option<Instant>,
+    ready_sent: bool,
+    /// Shared with the watchdog task.
+    health: Arc<Mutex<Health>>,
+    last_status: String,
+}
+
+/// What the watchdog looks at: when the event stream was last seen open,
+/// and when the loop last turned.
+#[derive(Debug, Default, Clone, Copy)]
+struct Health {
+    stream_open: Option<Instant>,
+    loop_turned: Option<Instant>,
+}
+
+impl Service {
+    pub(super) fn new(notifier: Notifier) -> Service {
+        Service {
+            notifier: Arc::new(notifier),
+            last_open: None,
+            ready_sent: false,
+            health: Arc::new(Mutex::new(Health::default())),
+            last_status: String::new(),
+        }
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The event stream is open (it opened, or a line or keep-alive just
+    /// came); the first time, systemd hears `READY=1` and the watchdog
+    /// starts.
+    pub(super) fn stream_open(&mut self) {
+        let now = Instant::now();
+        self.last_open = Some(now);
+        self.health().stream_open = Some(now);
+        if !self.ready_sent {
+            self.ready_sent = true;
+            if let Err(e) = self.notifier.ready() {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.spawn_watchdog();
+        }
+    }
+
+    /// The loop turned.
+    pub(super) fn loop_turned(&self) {
+        self.health().loop_turned = Some(Instant::now());
+    }
+
+    /// Whether the event stream was seen open within `within`.
+    pub(super) fn connected(&self, within: Duration) -> bool {
+        matches!(self.last_open, Some(at) if at.elapsed() < within)
+    }
+
+    /// `STATUS=`, when it changed.
+    pub(super) fn status(&mut self, status: String) {
+        if status != self.last_status {
+            if let Err(e) = self.notifier.status(&status) {
+                tracing::warn!("cannot notify systemd: {e}");
+            }
+            self.last_status = status;
+        }
+    }
+
+    /// `STOPPING=1`.
+    pub(super) fn stopping(&self) {
+        let _ = self.notifier.stopping();
+    }
+
+    /// `WATCHDOG=1` at half the period systemd asked for, while the loop
+    /// turns (its housekeeping tick, whatever the event traffic) and the
+    /// event stream is open or was within [`UNHEALTHY_AFTER`].
+    fn spawn_watchdog(&self) {
+        let Some(period) = self.notifier.watchdog_interval() else {
+            return;
+        };
+        let notifier = Arc::clone(&self.notifier);
+        let health = Arc::clone(&self.health);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period / 2);
+            loop {
+                ticks.tick().await;
+                let h = *health.lock().unwrap_or_else(|p| p.into_inner());
+                if h.stream_open
+                    .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                    && h.loop_turned
+                        .is_some_and(|at| at.elapsed() < LOOP_STUCK_AFTER)
+                    && let Err(e) = notifier.watchdog()
+                {
+                    tracing::warn!("cannot notify systemd: {e}");
+                }
+            }
+        });
+    }
+}
