@@ -11,6 +11,23 @@
 //! Dependencies point one way: `chess` <- `engine` <- `uci`, `bot`,
 //! `tools`; `lichess` knows no chess.
 //!
+//! # Four walks
+//!
+//! Where a change starts, in one place each:
+//! - **How challenges are accepted**: `decide` in
+//!   `src/bot/policy/challenge.rs`, the rules in order, each with the
+//!   reason Lichess shows; the daemon only applies its answer.
+//! - **Time management**: `src/bot/game/clock.rs`, the limits a game
+//!   gives whichever engine plays (the built-in engine's time manager,
+//!   `src/engine/timeman.rs`, turns them into a search's soft and hard
+//!   limits).
+//! - **A new Lichess endpoint**: a line in the table of
+//!   `src/lichess/routes.rs`; its call follows in `src/lichess/client.rs`.
+//! - **A new variant engine**: a `[engines.NAME]` section that claims the
+//!   variant (`src/config/engines.rs`); nothing in the code changes unless
+//!   the variant's rules are new to shakmaty's board
+//!   (`src/bot/board/variant.rs`).
+//!
 //! # Where to change what
 //!
 //! - **A challenge rule** (accept or decline): `src/bot/policy/challenge.rs`,
@@ -51,10 +68,12 @@
 //!   The engine stays a searcher (the tables also score its leaves).
 //! - **An external engine or a variant**: which engine plays a game in
 //!   `src/config/engines.rs` (`[engines.NAME]`, `claims`) and
-//!   `src/bot/external/roster.rs` (probing, health, the choice the daemon applies);
-//!   the UCI process in `src/bot/external/mod.rs`; its searches in
-//!   `src/bot/game/extern_search.rs`; a variant's rules (shakmaty) in
-//!   `src/bot/board/variant.rs`, seen by the game through `src/bot/board/mod.rs`.
+//!   `src/bot/external/roster.rs` (probing, health, the choice the daemon
+//!   applies); the UCI process in `src/bot/external/mod.rs`; how the game
+//!   drives it (go, ponder, ponderhit, stop, the same as the built-in
+//!   engine) in `src/bot/game/player.rs`; a variant's rules (shakmaty) in
+//!   `src/bot/board/variant.rs`, seen by the game through
+//!   `src/bot/board/mod.rs`.
 //! - **A configuration key**: its field, default and doc in
 //!   `src/config/sections.rs`, the same in the shipped
 //!   `config/kaissa.toml` (a test holds them equal), a list key also in

@@ -534,18 +534,7 @@ impl Session {
                 None => self.error("TimeManager: expected adaptive or fixed"),
             },
             "clear hash" => self.engine.clear_hash(),
-            "evalfile" => match nnue::load_eval_file(value.as_deref().unwrap_or("")) {
-                Ok(net) => {
-                    let what = match &net {
-                        Some(n) => format!("nnue net {:016x}", n.checksum),
-                        None => nnue::CLASSICAL.to_string(),
-                    };
-                    self.engine.set_net(net.clone());
-                    self.net = net;
-                    say(&self.out, &format!("info string evaluation: {what}"));
-                }
-                Err(e) => self.error(&format!("{e}; evaluation unchanged")),
-            },
+            "evalfile" => self.set_eval_file(value.as_deref().unwrap_or("")),
             "hashfile" => {
                 self.hash_file = value
                     .as_deref()
@@ -553,35 +542,7 @@ impl Session {
                     .filter(|v| !v.is_empty() && *v != "<empty>")
                     .map(std::path::PathBuf::from);
             }
-            "save hash" | "load hash" => {
-                let Some(path) = self.hash_file.clone() else {
-                    self.error("set HashFile first");
-                    return;
-                };
-                let save = name == "save hash";
-                let reply = if save {
-                    self.engine.save_hash(path.clone())
-                } else {
-                    self.engine.load_hash(path.clone())
-                };
-                // The answer comes after the current search, if any: wait
-                // for it off the input loop.
-                let out = self.out.clone();
-                std::thread::spawn(move || {
-                    let line = match reply.blocking_recv() {
-                        Ok(Ok(info)) => format!(
-                            "info string hash {} {}: {} MiB, {} entries",
-                            if save { "saved to" } else { "loaded from" },
-                            path.display(),
-                            info.bytes >> 20,
-                            info.used
-                        ),
-                        Ok(Err(e)) => format!("info string error: {e}; table unchanged"),
-                        Err(_) => "info string error: engine stopped".to_string(),
-                    };
-                    say(&out, &line);
-                });
-            }
+            "save hash" | "load hash" => self.hash_file_io(name == "save hash"),
             "ownbook" => match boolean(&value) {
                 Some(b) => {
                     self.book.own_book = b;
@@ -607,32 +568,7 @@ impl Session {
                 }
                 None => self.error("BookSelection: expected weighted or best"),
             },
-            "syzygypath" => {
-                let dirs = value.unwrap_or_default().trim().to_owned();
-                let tables = if dirs.is_empty() || dirs == "<empty>" {
-                    None
-                } else {
-                    match Tablebases::open(&dirs) {
-                        Ok(t) => {
-                            say(
-                                &self.out,
-                                &format!(
-                                    "info string tablebases: {} files, up to {} pieces",
-                                    t.files(),
-                                    t.max_pieces()
-                                ),
-                            );
-                            Some(Arc::new(t))
-                        }
-                        Err(e) => {
-                            self.error(&format!("{e}; no tablebases"));
-                            None
-                        }
-                    }
-                };
-                self.engine.set_tablebases(tables.clone());
-                self.sources.tablebases = tables;
-            }
+            "syzygypath" => self.set_syzygy_path(value.unwrap_or_default().trim()),
             _ => match name
                 .strip_prefix("tune_")
                 .filter(|_| cfg!(feature = "tune"))
@@ -647,6 +583,82 @@ impl Session {
                 None => self.error(&format!("unknown option {name:?}")),
             },
         }
+    }
+
+    /// `EvalFile`: a net file, `<embedded>` or `classical`; a file that
+    /// cannot be loaded leaves the evaluation as it was.
+    fn set_eval_file(&mut self, value: &str) {
+        match nnue::load_eval_file(value) {
+            Ok(net) => {
+                let what = match &net {
+                    Some(n) => format!("nnue net {:016x}", n.checksum),
+                    None => nnue::CLASSICAL.to_string(),
+                };
+                self.engine.set_net(net.clone());
+                self.net = net;
+                say(&self.out, &format!("info string evaluation: {what}"));
+            }
+            Err(e) => self.error(&format!("{e}; evaluation unchanged")),
+        }
+    }
+
+    /// `Save Hash` / `Load Hash`: the table to or from `HashFile`, after
+    /// the current search; the answer is an info string.
+    fn hash_file_io(&mut self, save: bool) {
+        let Some(path) = self.hash_file.clone() else {
+            self.error("set HashFile first");
+            return;
+        };
+        let reply = if save {
+            self.engine.save_hash(path.clone())
+        } else {
+            self.engine.load_hash(path.clone())
+        };
+        // The answer comes after the current search, if any: wait
+        // for it off the input loop.
+        let out = self.out.clone();
+        std::thread::spawn(move || {
+            let line = match reply.blocking_recv() {
+                Ok(Ok(info)) => format!(
+                    "info string hash {} {}: {} MiB, {} entries",
+                    if save { "saved to" } else { "loaded from" },
+                    path.display(),
+                    info.bytes >> 20,
+                    info.used
+                ),
+                Ok(Err(e)) => format!("info string error: {e}; table unchanged"),
+                Err(_) => "info string error: engine stopped".to_string(),
+            };
+            say(&out, &line);
+        });
+    }
+
+    /// `SyzygyPath`: the tablebases in `dirs` (empty: none), for the
+    /// search and the move sources.
+    fn set_syzygy_path(&mut self, dirs: &str) {
+        let tables = if dirs.is_empty() || dirs == "<empty>" {
+            None
+        } else {
+            match Tablebases::open(dirs) {
+                Ok(t) => {
+                    say(
+                        &self.out,
+                        &format!(
+                            "info string tablebases: {} files, up to {} pieces",
+                            t.files(),
+                            t.max_pieces()
+                        ),
+                    );
+                    Some(Arc::new(t))
+                }
+                Err(e) => {
+                    self.error(&format!("{e}; no tablebases"));
+                    None
+                }
+            }
+        };
+        self.engine.set_tablebases(tables.clone());
+        self.sources.tablebases = tables;
     }
 
     /// Opens the books of `BookFile` if `OwnBook` is on (a file that

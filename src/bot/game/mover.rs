@@ -392,29 +392,9 @@ impl Game {
         if let Some(report) = &report {
             self.note(ply, us, report);
         }
-        self.judged.tablebase_draw = matches!(
-            thinking.source,
-            Source::Tablebase { outcome, .. } | Source::OnlineTablebase { outcome }
-                if matches!(outcome, Outcome::Draw | Outcome::CursedWin | Outcome::BlessedLoss)
-        );
-        let standing = self.standing(ply);
-        if rules::resign(&self.judged.scores, &standing, &self.ctx.config.bot) {
-            tracing::info!(ply, "resigning a lost position");
-            self.moved_at_ply = Some(ply);
-            if let Err(e) = self.ctx.client.resign(&self.id).await {
-                tracing::warn!("resign failed: {e}");
-            }
+        let Some(offering_draw) = self.resign_or_offer(ply, thinking.source).await else {
             return Flow::Continue;
-        }
-        let bot = &self.ctx.config.bot;
-        let offering_draw = rules::offer_draw(&self.judged.scores, &standing, bot)
-            && self
-                .offers
-                .draw_offered_at
-                .is_none_or(|at| ply >= at + 2 * bot.draw_moves as usize);
-        if offering_draw {
-            self.offers.draw_offered_at = Some(ply);
-        }
+        };
         let uci = chosen.uci;
         let think = done - thinking.started + thinking.searched_before;
         // Retry the post for as long as our clock allows, within bounds.
@@ -489,6 +469,35 @@ impl Game {
             Err(e) => return self.not_played(ply, key, &uci, &e),
         }
         Flow::Continue
+    }
+
+    /// The rules on the move at `ply` (chosen from `source`): resign a
+    /// lost game (`None`), or whether to offer a draw with the move.
+    async fn resign_or_offer(&mut self, ply: usize, source: Source) -> Option<bool> {
+        self.judged.tablebase_draw = matches!(
+            source,
+            Source::Tablebase { outcome, .. } | Source::OnlineTablebase { outcome }
+                if matches!(outcome, Outcome::Draw | Outcome::CursedWin | Outcome::BlessedLoss)
+        );
+        let standing = self.standing(ply);
+        if rules::resign(&self.judged.scores, &standing, &self.ctx.config.bot) {
+            tracing::info!(ply, "resigning a lost position");
+            self.moved_at_ply = Some(ply);
+            if let Err(e) = self.ctx.client.resign(&self.id).await {
+                tracing::warn!("resign failed: {e}");
+            }
+            return None;
+        }
+        let bot = &self.ctx.config.bot;
+        let offering_draw = rules::offer_draw(&self.judged.scores, &standing, bot)
+            && self
+                .offers
+                .draw_offered_at
+                .is_none_or(|at| ply >= at + 2 * bot.draw_moves as usize);
+        if offering_draw {
+            self.offers.draw_offered_at = Some(ply);
+        }
+        Some(offering_draw)
     }
 
     /// What a search said of the move at `ply`: kept for the draw and
