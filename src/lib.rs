@@ -22,7 +22,7 @@
 //!   `src/engine/timeman.rs`, turns them into a search's soft and hard
 //!   limits).
 //! - **A new Lichess endpoint**: a line in the table of
-//!   `src/lichess/routes.rs`; its call follows in `src/lichess/client.rs`.
+//!   `src/lichess/routes.rs`; its call follows in `src/lichess/client/mod.rs`.
 //! - **A new variant engine**: a `[engines.NAME]` section that claims the
 //!   variant (`src/config/engines.rs`); nothing in the code changes unless
 //!   the variant's rules are new to shakmaty's board
@@ -82,7 +82,7 @@
 //! - **A Lichess endpoint**: one line in the table of
 //!   `src/lichess/routes.rs` (method, path as the API specification
 //!   writes it, the rate-limit gate of `src/lichess/gates.rs`), the call
-//!   in `src/lichess/client.rs`, and its types in `src/lichess/model.rs`
+//!   in `src/lichess/client/mod.rs`, and its types in `src/lichess/model.rs`
 //!   (with a fixture from the specification under `tests/data/lichess/`
 //!   and a test in `tests/lichess_spec.rs`, which also holds the table to
 //!   the specification); the token scope a feature needs in

@@ -1,7 +1,7 @@
 //! Every Lichess endpoint the client calls, in one table: its method, its
 //! path as the API specification writes it (a `{param}` for each part a
 //! call fills in, in order) and the rate-limit gate it waits at. A new
-//! endpoint is a line here and a call in `client.rs`; the spec test
+//! endpoint is a line here and a call in `client/mod.rs`; the spec test
 //! checks every line against the specification's paths and methods.
 
 use super::gates::Endpoint;
