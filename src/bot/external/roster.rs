@@ -80,6 +80,17 @@ fn choice(name: &str, config: &ExternalEngineConfig, overhead: Duration) -> Exte
     }
 }
 
+/// The variants `config` claims that the engine `id` does not name.
+fn missing_variants(config: &ExternalEngineConfig, id: &EngineId) -> Vec<&'static str> {
+    config
+        .variants
+        .iter()
+        .map(|v| v.key())
+        .filter(|&v| !id_plays(id, v))
+        .map(VariantKey::as_str)
+        .collect()
+}
+
 /// Whether an engine that said `id` plays `variant`: a variant of its
 /// own must be in its `UCI_Variant` list, Chess960 needs `UCI_Chess960`.
 pub fn id_plays(id: &EngineId, variant: VariantKey) -> bool {
@@ -113,13 +124,7 @@ impl Engines {
         };
         let health = match external::probe(&spec(name, config)).await {
             Ok(id) => {
-                let missing: Vec<&str> = config
-                    .variants
-                    .iter()
-                    .map(|v| v.key())
-                    .filter(|&v| !id_plays(&id, v))
-                    .map(VariantKey::as_str)
-                    .collect();
+                let missing = missing_variants(config, &id);
                 if missing.is_empty() {
                     tracing::info!(engine = %name, id = %id.name, "external engine ready");
                 } else {
@@ -218,13 +223,7 @@ impl Engines {
                 let games = describe_games(config);
                 match health {
                     Some(Health::Good(id)) => {
-                        let missing: Vec<&str> = config
-                            .variants
-                            .iter()
-                            .map(|v| v.key())
-                            .filter(|&v| !id_plays(&id, v))
-                            .map(VariantKey::as_str)
-                            .collect();
+                        let missing = missing_variants(config, &id);
                         let author = id.author.map(|a| format!(" by {a}")).unwrap_or_default();
                         let mut line = format!("engine {name}: {}{author}; plays {games}", id.name);
                         if !missing.is_empty() {
