@@ -3,8 +3,9 @@
 //! prints `URL TOKEN` as its first line, then takes commands on stdin, one
 //! per line, and answers each with one line on stdout:
 //!
-//! - `challenge LIMIT INC THINK_MS`: a human challenges the bot to a
-//!   standard game (LIMIT+INC seconds) and plays it by itself, thinking
+//! - `challenge LIMIT INC THINK_MS [VARIANT]`: a human challenges the
+//!   bot to a game (LIMIT+INC seconds; standard chess, or Lichess's
+//!   VARIANT key such as `crazyhouse`) and plays it by itself, thinking
 //!   THINK_MS per move; answers the challenge id (the game id).
 //! - `wait-stream SECS`: `ok` once the bot's event stream is open.
 //! - `wait-plies ID N SECS`: `ok PLIES` once game ID has N plies.
@@ -66,9 +67,12 @@ async fn answer(fake: &FakeLichess, words: &[&str]) -> Result<String, String> {
                 think,
                 accept_draws: false,
             };
-            let spec = ChallengeSpec::default()
+            let mut spec = ChallengeSpec::default()
                 .clock(num(1)? as u32, num(2)? as u32)
                 .autoplay(Some(autoplay));
+            if let Some(key) = words.get(4) {
+                spec = spec.variant_key(key);
+            }
             Ok(fake.send_challenge(spec))
         }
         Some("wait-stream") => {

@@ -2,7 +2,8 @@
 //!
 //! `chess` holds the rules (no I/O), `engine` searches with them, `uci`
 //! and `bot` are the two front ends, `lichess` talks to the server,
-//! `config` loads and validates the daemon's settings, `systemd` speaks
+//! `config` loads and validates the daemon's settings, `metrics` counts
+//! what the daemon does (served by `bot::web`), `systemd` speaks
 //! the service manager's notification protocol (`logging` and `exit`: the
 //! daemon's log lines and exit status), `shutdown` turns signals into the
 //! daemon's stop requests, `cli` defines the command line, and `tools` are
@@ -100,6 +101,10 @@
 //!   it tells the engine, in `src/bot/game/clock.rs` (the measured lag,
 //!   the first move, correspondence, the move budget, the clocks an
 //!   external engine is told) and the share in `src/bot/scheduler.rs`.
+//! - **What an operator watches**: a metric in `src/metrics.rs` (its
+//!   line in `CATALOGUE`, updated where the thing happens); the web
+//!   server's routes in `src/bot/web/mod.rs`, the status page in
+//!   `src/bot/web/page.html` and its drawings in `src/bot/web/svg.rs`.
 //! - **What a signal does**: `src/shutdown.rs` turns SIGTERM/SIGINT/SIGUSR1
 //!   into a `Stop` request; the daemon (`src/bot/daemon/stop.rs`)
 //!   carries it out. `systemctl restart` sends SIGUSR1 from the unit's `ExecStop=`.
@@ -112,6 +117,7 @@ pub mod engine;
 pub mod exit;
 pub mod lichess;
 pub mod logging;
+pub mod metrics;
 pub mod shutdown;
 pub mod systemd;
 pub mod tools;

@@ -33,3 +33,4 @@ mod tablebase;
 mod tournaments;
 mod uci;
 mod variants;
+mod web;

@@ -14,7 +14,8 @@
 //!   tables, PGNs);
 //! - beside them: the search threads shared by the games ([`scheduler`]),
 //!   chat ([`chat`]), the control socket ([`control`]), the token's scopes
-//!   ([`scopes`]) and the checks before play ([`preflight`]).
+//!   ([`scopes`]), the checks before play ([`preflight`]), and the HTTP
+//!   server an operator watches the bot with ([`web`]).
 
 pub mod board;
 pub mod chat;
@@ -27,3 +28,4 @@ pub mod preflight;
 pub mod scheduler;
 pub mod scopes;
 pub mod store;
+pub mod web;

@@ -28,6 +28,7 @@ pub struct Config {
     /// `[engines.NAME]`: external UCI engines, by name.
     pub engines: std::collections::BTreeMap<String, super::engines::ExternalEngineConfig>,
     pub tournaments: super::tournaments::TournamentsConfig,
+    pub web: WebConfig,
 }
 
 /// `[lichess]`: the server.
@@ -564,6 +565,25 @@ impl Default for ChatConfig {
             greeting_spectator: "{me} plays {opponent}. Enjoy the game!".to_owned(),
             goodbye: "Good game, {opponent}!".to_owned(),
             goodbye_spectator: "Thanks for watching!".to_owned(),
+        }
+    }
+}
+
+/// `[web]`: the HTTP server for `/metrics` and `/healthz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    /// Serve at all.
+    pub enabled: bool,
+    /// The address and port to listen on.
+    pub listen: String,
+}
+
+impl Default for WebConfig {
+    fn default() -> WebConfig {
+        WebConfig {
+            enabled: false,
+            listen: "127.0.0.1:8089".to_owned(),
         }
     }
 }

@@ -16,6 +16,7 @@ impl Config {
         self.validate_bot()?;
         self.validate_matchmaking()?;
         self.validate_chat()?;
+        self.validate_web()?;
         self.sources.validate()
     }
 
@@ -300,6 +301,20 @@ impl Config {
             &self.engines,
         )?;
         super::engines::check_served("matchmaking.variants", &m.variants, &self.engines)?;
+        Ok(())
+    }
+
+    /// `[web]`'s rules.
+    fn validate_web(&self) -> Result<(), ConfigError> {
+        if self.web.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(invalid(
+                "web.listen",
+                format!(
+                    "{:?} is not an address and port (such as 127.0.0.1:8089)",
+                    self.web.listen
+                ),
+            ));
+        }
         Ok(())
     }
 

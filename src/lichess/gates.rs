@@ -53,6 +53,26 @@ pub(super) struct Gates {
     strikes: Mutex<HashMap<Endpoint, u32>>,
 }
 
+impl Endpoint {
+    /// The endpoint's name, as the metrics label it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Account => "account",
+            Endpoint::TokenTest => "token_test",
+            Endpoint::Playing => "playing",
+            Endpoint::OnlineBots => "online_bots",
+            Endpoint::Events => "events",
+            Endpoint::Game => "game",
+            Endpoint::Chat => "chat",
+            Endpoint::Offers => "offers",
+            Endpoint::ChallengeAnswer => "challenge_answer",
+            Endpoint::ChallengeCreate => "challenge_create",
+            Endpoint::ChallengeCancel => "challenge_cancel",
+            Endpoint::Tournament => "tournament",
+        }
+    }
+}
+
 impl Gates {
     /// A 429 on `endpoint`: its gate closes for `base` (the answer's own
     /// wait, else the configured pause), doubled for each 429 in a row
@@ -70,6 +90,10 @@ impl Gates {
         *n = n.saturating_add(1);
         drop(strikes);
         self.pause(endpoint, pause);
+        crate::metrics::metrics().inc(
+            "kaissa_rate_limit_pauses_total",
+            &[("endpoint", endpoint.name())],
+        );
         pause
     }
 

@@ -93,6 +93,14 @@ impl Record {
         }
     }
 
+    /// The position now, as a FEN.
+    pub(crate) fn fen(&self) -> String {
+        match self {
+            Record::Native(r) => r.position().to_fen(crate::chess::CastlingNotation::XFen),
+            Record::Variant(r) => r.fen(),
+        }
+    }
+
     /// The initial FEN for a UCI engine's `position fen`; None for the
     /// start position (of the variant).
     pub(super) fn engine_fen(&self) -> Option<String> {

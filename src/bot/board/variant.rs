@@ -143,6 +143,11 @@ impl VariantRecord {
         self.line.moves().len()
     }
 
+    /// The position now, as a FEN (pockets and check counts included).
+    pub fn fen(&self) -> String {
+        Fen::from_position(self.position(), EnPassantMode::Legal).to_string()
+    }
+
     /// The side to move.
     pub fn turn(&self) -> Color {
         color(self.position().turn())

@@ -289,6 +289,7 @@ impl Daemon {
             rating_diff = info.rating_diff,
             "game finished on Lichess"
         );
+        self.results.record(&info, unix_now());
         self.tournament_game_finished(&info);
         if self.parking.waiting.remove(&id).is_some() {
             // Over while it waited (the opponent resigned, or mated us):

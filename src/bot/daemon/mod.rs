@@ -56,6 +56,7 @@ use crate::bot::policy::matchmaker::Matchmaker;
 use crate::bot::policy::queue::ChallengeQueue;
 use crate::bot::policy::quota::BotQuota;
 use crate::bot::store::hashstore;
+use crate::bot::store::results::Results;
 use crate::bot::store::state::unix_now;
 use crate::config::Config;
 use crate::lichess::backoff::Backoff;
@@ -63,6 +64,7 @@ use crate::lichess::client::{Client, EventStream};
 use crate::lichess::model::{DeclineReason, Direction, Event, GameInfo};
 use crate::lichess::stream::StreamEvent;
 use crate::lichess::{Endpoint, Error as ClientError};
+use crate::metrics::metrics;
 use crate::systemd::Notifier;
 use futures::StreamExt;
 use outgoing::MatchEvent;
@@ -320,6 +322,8 @@ pub struct Daemon {
     last_sweep: Instant,
     /// The arena tournaments.
     arenas: Arenas,
+    /// The last games' results (the status page's table and chart).
+    results: Results,
 }
 
 impl Daemon {
@@ -372,6 +376,7 @@ impl Daemon {
             flood_logged: None,
             last_sweep: Instant::now(),
             arenas,
+            results: Results::load(state_dir.as_deref()),
         }
     }
 
@@ -407,6 +412,9 @@ impl Daemon {
                 }
                 Err(e) => tracing::warn!(path = %path.display(), "control socket not opened: {e}"),
             }
+        }
+        if self.config.web.enabled {
+            self.start_web().await;
         }
         let result = self.run_inner(&mut signals).await;
         if let Some(path) = &socket {
@@ -551,7 +559,23 @@ impl Daemon {
         Box::pin(async move { client.stream_events().await })
     }
 
+    /// `[web]`: the metrics and health server. One that cannot listen is
+    /// logged, and the bot plays on without it.
+    async fn start_web(&self) {
+        let Ok(listen) = self.config.web.listen.parse() else {
+            return;
+        };
+        match crate::bot::web::serve(listen, self.service.probe(), self.inbox_tx.clone()).await {
+            Ok(bound) => {
+                tracing::info!(address = %bound, "web server listening (/metrics, /healthz)")
+            }
+            Err(e) => tracing::warn!(address = %listen, "web server not started: {e}"),
+        }
+    }
+
     fn wait_to_reopen(&mut self, backoff: &mut Backoff) -> Conn {
+        self.service.stream_down();
+        metrics().inc("kaissa_stream_reconnects_total", &[]);
         let delay = backoff.failed();
         tracing::info!(retry_in_ms = delay.as_millis() as u64, "reconnecting");
         Conn::Waiting(Instant::now() + delay)
@@ -599,6 +623,12 @@ impl Daemon {
 
     fn update_status(&mut self) {
         let games = self.running_games();
+        metrics().set("kaissa_games_playing", &[], games as f64);
+        metrics().set(
+            "kaissa_games_parked",
+            &[],
+            self.parking.waiting.len() as f64,
+        );
         let connected = self.service.connected(HOUSEKEEPING * 4);
         let queued = match self.queue.len() {
             0 => String::new(),
@@ -632,6 +662,7 @@ impl Daemon {
                         tracing::warn!(account = %name, "not a BOT account: the bot endpoints will refuse it");
                     }
                     tracing::info!(account = %name, "logged in");
+                    set_ratings(&account);
                     return Ok(Me {
                         id: account.id.to_lowercase(),
                         name,
@@ -735,5 +766,14 @@ fn prepare_state_dir(dir: &std::path::Path) {
     let swept = hashstore::sweep(dir, hashstore::STALE_AFTER, std::time::SystemTime::now());
     if swept > 0 {
         tracing::info!(files = swept, "stale hash files deleted");
+    }
+}
+
+/// The ratings of `account` in the metrics, by perf.
+fn set_ratings(account: &crate::lichess::model::Account) {
+    for (perf, p) in &account.perfs {
+        if let Some(rating) = p.rating {
+            metrics().set("kaissa_rating", &[("perf", perf)], f64::from(rating));
+        }
     }
 }

@@ -242,10 +242,9 @@ impl Daemon {
                     .as_ref()
                     .map(|s| s.borrow().clone())
                     .unwrap_or_default();
-                json!({"id": id, "opponent": summary.opponent, "color": summary.color,
-                       "variant": summary.variant, "speed": summary.speed, "rated": summary.rated,
-                       "plies": summary.plies, "our_clock_ms": summary.our_clock_ms,
-                       "their_clock_ms": summary.their_clock_ms, "score": summary.score})
+                let mut game = serde_json::to_value(summary).unwrap_or_default();
+                game["id"] = json!(id);
+                game
             })
             .collect();
         games.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
@@ -300,6 +299,8 @@ impl Daemon {
             "slots_kept_for_arenas": self.slots.kept(),
             "blocked": blocked,
             "online_blocked": self.blocks.lists.users().len(),
+            "results": self.results.recent(50),
+            "ratings": self.results.ratings(),
         })
     }
 }

@@ -109,6 +109,7 @@ impl Daemon {
     ) {
         match found {
             Ok((bots, account)) => {
+                super::set_ratings(&account);
                 let busy = !self.games.is_empty() || !self.queue.is_empty();
                 if busy || self.phase != Phase::Running || self.quota.reached(now) {
                     self.matchmaker.failed();

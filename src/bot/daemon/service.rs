@@ -31,6 +31,8 @@ pub(super) struct Service {
 #[derive(Debug, Default, Clone, Copy)]
 struct Health {
     stream_open: Option<Instant>,
+    /// The event stream is connected now (it opened and has not ended).
+    connected: bool,
     loop_turned: Option<Instant>,
 }
 
@@ -55,7 +57,10 @@ impl Service {
     pub(super) fn stream_open(&mut self) {
         let now = Instant::now();
         self.last_open = Some(now);
-        self.health().stream_open = Some(now);
+        let mut health = self.health();
+        health.stream_open = Some(now);
+        health.connected = true;
+        drop(health);
         if !self.ready_sent {
             self.ready_sent = true;
             if let Err(e) = self.notifier.ready() {
@@ -63,6 +68,27 @@ impl Service {
             }
             self.spawn_watchdog();
         }
+    }
+
+    /// The event stream ended (the daemon reconnects).
+    pub(super) fn stream_down(&self) {
+        self.health().connected = false;
+    }
+
+    /// `/healthz`'s answer: healthy while the event stream is connected
+    /// and the loop turns.
+    pub(super) fn probe(&self) -> crate::bot::web::Health {
+        let health = Arc::clone(&self.health);
+        Arc::new(move || {
+            let h = *health.lock().unwrap_or_else(|p| p.into_inner());
+            if !h.connected {
+                return Err("the event stream is not connected".to_owned());
+            }
+            match h.loop_turned {
+                Some(at) if at.elapsed() < LOOP_STUCK_AFTER => Ok(()),
+                _ => Err("the daemon's loop does not turn".to_owned()),
+            }
+        })
     }
 
     /// The loop turned.

@@ -106,6 +106,7 @@ impl Game {
             ponder_misses = self.search.ponder_misses,
             "game end"
         );
+        self.count_result();
         if let Some(dir) = self.ctx.config.bot.pgn_dir.clone()
             && let Some(pgn) = self.pgn(result, termination)
         {
@@ -152,6 +153,35 @@ impl Game {
                 let _ = tokio::task::spawn_blocking(move || drop(engine)).await;
             }
             Player::External(engine) => engine.quit().await,
+        }
+    }
+
+    /// The game's result in the metrics: by speed, opponent kind and our
+    /// result; a loss on time also on its own.
+    fn count_result(&self) {
+        let (Some(facts), Some(us)) = (self.facts.as_ref(), self.color) else {
+            return;
+        };
+        if !self.status.is_ongoing() && self.status != GameStatus::Aborted {
+            let ours = super::to_model(us);
+            let result = match self.winner {
+                Some(w) if w == ours => "win",
+                Some(_) => "loss",
+                None => "draw",
+            };
+            let opponent = if facts.opponent_bot { "bot" } else { "human" };
+            let m = crate::metrics::metrics();
+            m.inc(
+                "kaissa_games_total",
+                &[
+                    ("speed", facts.speed),
+                    ("opponent", opponent),
+                    ("result", result),
+                ],
+            );
+            if result == "loss" && self.status == GameStatus::Outoftime {
+                m.inc("kaissa_time_losses_total", &[]);
+            }
         }
     }
 

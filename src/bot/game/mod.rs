@@ -122,6 +122,15 @@ pub struct Summary {
     pub their_clock_ms: Option<u64>,
     /// Our engine's last score, White's view (`+0.35`, `#-2`).
     pub score: Option<String>,
+    /// The position now, and the move that led to it (UCI).
+    pub fen: String,
+    pub last_move: Option<String>,
+    /// Our engine's evaluation after each ply it judged, White's view in
+    /// centipawns (a mate as ±10000 less its distance); `None` elsewhere.
+    pub evals: Vec<Option<i32>>,
+    /// Our engine's principal variation at its last move, and its depth.
+    pub pv: Option<String>,
+    pub depth: Option<u32>,
 }
 
 /// What every game task gets from the daemon.
@@ -917,8 +926,12 @@ impl Game {
         }
         self.status = state.status;
         let them = to_model(!us);
+        let fen = record.fen();
+        let last_move = record.uci_moves().pop();
         self.ctx.summary.send_modify(|s| {
             s.plies = ply;
+            s.fen = fen;
+            s.last_move = last_move;
             let clock = self.facts.as_ref().is_some_and(|f| f.clock.is_some());
             s.our_clock_ms = clock.then(|| state.time_left(to_model(us)));
             s.their_clock_ms = clock.then(|| state.time_left(them));

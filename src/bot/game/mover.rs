@@ -21,6 +21,7 @@ use crate::bot::chat::EngineView;
 use crate::bot::external;
 use crate::bot::scheduler::{Ask, Permit};
 use crate::bot::store::hashstore;
+use crate::bot::store::pgn::Eval;
 use crate::chess::Position;
 use crate::engine::sources::Source;
 use crate::engine::tablebase::Outcome;
@@ -455,6 +456,10 @@ impl Game {
                 );
                 self.moves_posted += 1;
                 self.lag.posted(ply, posting);
+                let m = crate::metrics::metrics();
+                m.inc("kaissa_moves_total", &[]);
+                m.observe("kaissa_think_seconds", think);
+                m.observe("kaissa_permit_wait_seconds", queued);
                 // A save delays the next search on the engine thread: only
                 // with time to spare.
                 if self
@@ -509,9 +514,19 @@ impl Game {
             self.judged.evals.resize(ply + 1, None);
         }
         self.judged.evals[ply] = Some(eval);
-        self.ctx
-            .summary
-            .send_modify(|s| s.score = Some(score_text(eval)));
+        let pv = Some(report.pv.clone()).filter(|p| !p.is_empty());
+        self.ctx.summary.send_modify(|s| {
+            s.score = Some(score_text(eval));
+            if s.evals.len() <= ply {
+                s.evals.resize(ply + 1, None);
+            }
+            s.evals[ply] = Some(match eval {
+                Eval::Cp(cp) => cp,
+                Eval::Mate(n) => n.signum() * (10_000 - n.abs()),
+            });
+            s.pv.clone_from(&pv);
+            s.depth = Some(report.depth);
+        });
         self.judged.view = EngineView {
             score: Some(score_text(eval)),
             depth: Some(report.depth),

@@ -4,4 +4,5 @@
 
 pub mod hashstore;
 pub mod pgn;
+pub mod results;
 pub mod state;

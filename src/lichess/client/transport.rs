@@ -5,6 +5,7 @@
 //! ndjson stream.
 
 use super::*;
+use crate::metrics::metrics;
 
 /// The most we read of a non-streamed response body.
 pub(super) const MAX_BODY_LEN: usize = 4 << 20;
@@ -191,6 +192,20 @@ impl Client {
             let fresh = call.stream || attempt > 1;
             let result = tokio::time::timeout(timeout, self.request(call, fresh).send()).await;
             drop(permit);
+            let endpoint = call.endpoint.name();
+            match &result {
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16().to_string();
+                    metrics().inc(
+                        "kaissa_requests_total",
+                        &[("endpoint", endpoint), ("status", &status)],
+                    );
+                    if response.status().as_u16() == 429 {
+                        metrics().inc("kaissa_rate_limited_total", &[("endpoint", endpoint)]);
+                    }
+                }
+                _ => metrics().inc("kaissa_request_failures_total", &[("endpoint", endpoint)]),
+            }
             let error = match result {
                 Ok(Ok(response)) if response.status().is_success() => {
                     inner.gates.cleared(call.endpoint);

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The status page (`[web]`) in a real browser: the fake Lichess server
+# (examples/fake_lichess.rs) and kaissa with the web server on, two live
+# games (standard chess with the built-in engine, crazyhouse with
+# Fairy-Stockfish), and headless Chromium's screenshots of the page at a
+# desktop's and a phone's width. For the closing notes; CI does not run
+# it. Needs chromium (Debian: apt-get install chromium) and the
+# Fairy-Stockfish of tests/data/engines (or KAISSA_FAIRY_STOCKFISH).
+#   scripts/web-screenshot.sh [OUT_DIR]     (default /tmp/kaissa-web)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-/tmp/kaissa-web}
+fairy=${KAISSA_FAIRY_STOCKFISH:-$repo/tests/data/engines/fairy-stockfish}
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+[[ -n $browser ]] || { echo "chromium not found: apt-get install chromium"; exit 1; }
+[[ -x $fairy ]] || { echo "no Fairy-Stockfish at $fairy"; exit 1; }
+mkdir -p "$out"
+work=$(mktemp -d /tmp/kaissa-web.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+(cd "$repo" && cargo build --release --quiet --bin kaissa --example fake_lichess)
+coproc FAKE { "$repo/target/release/examples/fake_lichess"; }
+read -r url token <&"${FAKE[0]}"
+fake() {
+    local reply
+    printf '%s\n' "$*" >&"${FAKE[1]}"
+    read -r -t 120 reply <&"${FAKE[0]}"
+    printf '%s\n' "$reply"
+}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/kaissa.toml" <<TOML
+[lichess]
+url = "$url"
+[engine]
+hash_mb = 16
+[bot]
+concurrency = 2
+[challenge]
+variants = ["standard", "crazyhouse"]
+[engines.fairy]
+path = "$fairy"
+variants = ["crazyhouse"]
+[web]
+enabled = true
+listen = "127.0.0.1:$port"
+TOML
+LICHESS_BOT_TOKEN=$token "$repo/target/release/kaissa" run --config "$work/kaissa.toml" >"$work/kaissa.log" 2>&1 &
+fake wait-stream 30 >/dev/null
+std=$(fake challenge 600 5 1500)
+zh=$(fake challenge 600 5 1500 crazyhouse)
+fake wait-plies "$std" 12 120 >/dev/null
+fake wait-plies "$zh" 12 120 >/dev/null
+for size in desktop:1280,1000 phone:390,2200; do
+    name=${size%%:*}
+    "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+        --window-size="${size#*:}" --virtual-time-budget=4000 \
+        --screenshot="$out/status-$name.png" "http://127.0.0.1:$port/" 2>/dev/null
+    echo "$out/status-$name.png"
+done
+# The daemon's CPU and memory with the page polled and without: 30 s
+# each, from /proc, while both games go on.
+pid=$(pgrep -f "kaissa run --config $work/kaissa.toml" | head -1)
+sample() {
+    local t0 t1
+    t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    sleep 30
+    t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+    echo "$1: cpu $(( (t1 - t0) * 100 / $(getconf CLK_TCK) / 30 ))% of a core, $(grep VmRSS "/proc/$pid/status")"
+}
+sample "without the page"
+( while sleep 2; do curl -s "http://127.0.0.1:$port/api/status" >/dev/null; done ) &
+poller=$!
+sample "with the page polling every 2 s"
+kill $poller
