@@ -4,8 +4,10 @@
 # games (standard chess with the built-in engine, crazyhouse with
 # Fairy-Stockfish), and headless Chromium's screenshots of the page at a
 # desktop's and a phone's width. For the closing notes; CI does not run
-# it. Needs chromium (Debian: apt-get install chromium) and the
-# Fairy-Stockfish of tests/data/engines (or KAISSA_FAIRY_STOCKFISH).
+# it. What the page costs the games is measured by the load benchmark
+# with KAISSA_WEB_POLL=1 (README, "Sizing"). Needs chromium (Debian:
+# apt-get install chromium) and the Fairy-Stockfish of tests/data/engines
+# (or KAISSA_FAIRY_STOCKFISH).
 #   scripts/web-screenshot.sh [OUT_DIR]     (default /tmp/kaissa-web)
 set -euo pipefail
 
@@ -38,8 +40,9 @@ hash_mb = 16
 concurrency = 2
 [challenge]
 variants = ["standard", "crazyhouse"]
+max_games_per_opponent = 2
 [engines.fairy]
-path = "$fairy"
+command = "$fairy"
 variants = ["crazyhouse"]
 [web]
 enabled = true
@@ -58,18 +61,3 @@ for size in desktop:1280,1000 phone:390,2200; do
         --screenshot="$out/status-$name.png" "http://127.0.0.1:$port/" 2>/dev/null
     echo "$out/status-$name.png"
 done
-# The daemon's CPU and memory with the page polled and without: 30 s
-# each, from /proc, while both games go on.
-pid=$(pgrep -f "kaissa run --config $work/kaissa.toml" | head -1)
-sample() {
-    local t0 t1
-    t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
-    sleep 30
-    t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
-    echo "$1: cpu $(( (t1 - t0) * 100 / $(getconf CLK_TCK) / 30 ))% of a core, $(grep VmRSS "/proc/$pid/status")"
-}
-sample "without the page"
-( while sleep 2; do curl -s "http://127.0.0.1:$port/api/status" >/dev/null; done ) &
-poller=$!
-sample "with the page polling every 2 s"
-kill $poller

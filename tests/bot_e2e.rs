@@ -1048,10 +1048,19 @@ async fn measure_load() {
     };
     let fake = FakeLichess::start().await;
     let games = clocks.len() + parked;
+    // KAISSA_WEB_POLL=1: the web server on, its status page's JSON and
+    // the metrics asked for every 2 s throughout (what an open page costs).
+    let web_port = std::env::var("KAISSA_WEB_POLL").is_ok().then(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    });
+    let web = web_port.map_or(String::new(), |port| {
+        format!("\n[web]\nenabled = true\nlisten = \"127.0.0.1:{port}\"")
+    });
     let extra = format!(
         "[engine]\nthreads = {threads}\nmax_depth = 0\nhash_mb = {}\n\
          [bot]\nconcurrency = {games}\noffer_draw = false\nresign_enabled = false\n\
-         [challenge]\ncorrespondence = true",
+         [challenge]\ncorrespondence = true{web}",
         16 * games.min(16)
     );
     let mut bot = Bot::configured(&fake, |dir| {
@@ -1066,6 +1075,16 @@ async fn measure_load() {
     bot.spawn();
     bot.wait_log("event stream open", WAIT).await;
     let pid = bot.pid();
+    if let Some(port) = web_port {
+        tokio::spawn(async move {
+            loop {
+                for path in ["api/status", "metrics"] {
+                    let _ = reqwest::get(format!("http://127.0.0.1:{port}/{path}")).await;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        });
+    }
     let cpu0 = cpu_ticks(pid);
     let t0 = std::time::Instant::now();
     for i in 0..parked {
