@@ -63,11 +63,11 @@ fn number(sample: &Sample) -> f64 {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_and_health_of_a_running_daemon() {
-    let fake = FakeLichess::start().await;
+/// The daemon against `fake`, its web server on a free port; the
+/// server's base URL.
+async fn start(fake: &FakeLichess) -> (Bot, String) {
     let port = free_port();
-    let mut bot = Bot::configured(&fake, |_| {
+    let mut bot = Bot::configured(fake, |_| {
         format!(
             "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
              [bot]\nconcurrency = 1\n[web]\nenabled = true\nlisten = \"127.0.0.1:{port}\"\n",
@@ -76,7 +76,13 @@ async fn metrics_and_health_of_a_running_daemon() {
     });
     bot.spawn();
     fake.wait_event_stream(WAIT).await.unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    (bot, format!("http://127.0.0.1:{port}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_health_of_a_running_daemon() {
+    let fake = FakeLichess::start().await;
+    let (bot, base) = start(&fake).await;
     assert_eq!(wait_for(&format!("{base}/healthz"), 200).await, "ok\n");
 
     // A whole game.
@@ -175,17 +181,7 @@ async fn metrics_and_health_of_a_running_daemon() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_page_shows_a_live_game_then_its_result() {
     let fake = FakeLichess::start().await;
-    let port = free_port();
-    let mut bot = Bot::configured(&fake, |_| {
-        format!(
-            "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
-             [bot]\nconcurrency = 1\n[web]\nenabled = true\nlisten = \"127.0.0.1:{port}\"\n",
-            fake.url()
-        )
-    });
-    bot.spawn();
-    fake.wait_event_stream(WAIT).await.unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let (bot, base) = start(&fake).await;
     let (status, page) = get(&format!("{base}/")).await;
     assert_eq!(status, 200);
     assert!(page.contains("<title>kaissa</title>") && page.contains("/api/status"));
