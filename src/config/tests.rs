@@ -190,6 +190,10 @@ fn validation_names_the_key() {
         ("[engine]\nhash_mb = 0\n", "engine.hash_mb:"),
         ("[lichess]\nurl = \"lichess.org\"\n", "lichess.url:"),
         (
+            "[web]\nlisten = \"localhost\"\n",
+            "web.listen: \"localhost\" is not an address and port",
+        ),
+        (
             "[lichess]\nstream_timeout_secs = 0\n",
             "lichess.stream_timeout_secs:",
         ),
