@@ -11,17 +11,43 @@ const MARK: &str = "rgba(155,199,0,0.45)";
 /// A score beyond this (centipawns) is drawn at the graph's edge.
 const GRAPH_CAP: i32 = 1000;
 
-/// The board of `fen`'s placement field (any variant's: `~` marks and a
-/// crazyhouse pocket are left out), with `last_move`'s squares (UCI,
-/// drops as `P@e4`) marked, Black at the bottom when `flipped`.
+/// The board of `fen`'s placement field (any variant's: `~` marks are
+/// left out; a crazyhouse pocket is drawn in a strip below the board,
+/// White's on the left, Black's on the right), with `last_move`'s squares
+/// (UCI, drops as `P@e4`) marked, Black at the bottom when `flipped`.
 pub fn board(fen: &str, last_move: Option<&str>, flipped: bool) -> String {
-    let placement = fen.split_whitespace().next().unwrap_or("");
-    let placement = placement.split('[').next().unwrap_or("");
+    let field = fen.split_whitespace().next().unwrap_or("");
+    let (placement, pocket) = match field.split_once('[') {
+        Some((placement, pocket)) => (placement, Some(pocket.trim_end_matches(']'))),
+        None => (field, None),
+    };
     let marked = last_move.map(marked_squares).unwrap_or_default();
     let size = SQUARE * 8;
+    let height = size + if pocket.is_some() { SQUARE } else { 0 };
     let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {size} {size}\" class=\"board\">"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {size} {height}\" class=\"board\">"
     );
+    if let Some(pocket) = pocket {
+        let side = |white: bool| -> String {
+            pocket
+                .chars()
+                .filter(|c| c.is_ascii_uppercase() == white)
+                .filter_map(glyph)
+                .collect()
+        };
+        let _ = write!(
+            out,
+            "<rect y=\"{size}\" width=\"{size}\" height=\"{SQUARE}\" fill=\"#3a3835\"/>\
+             <text x=\"4\" y=\"{}\" font-size=\"28\" fill=\"#fff\" stroke=\"#000\">{}</text>\
+             <text x=\"{}\" y=\"{}\" font-size=\"28\" text-anchor=\"end\" fill=\"#000\" \
+             stroke=\"#fff\" stroke-width=\"0.6\">{}</text>",
+            size + SQUARE - 10,
+            side(true),
+            size - 4,
+            size + SQUARE - 10,
+            side(false)
+        );
+    }
     for rank in 0..8u32 {
         for file in 0..8u32 {
             let (x, y) = at(file, rank, flipped);
@@ -209,7 +235,14 @@ mod tests {
             Some("Q@h5"),
             false,
         );
-        assert_eq!(svg.matches("<text").count(), 31);
+        // 31 pieces, and the two pockets (a queen each) below the board.
+        assert_eq!(svg.matches("<text").count(), 33);
+        assert!(svg.contains("viewBox=\"0 0 320 360\""), "{svg}");
+        assert_eq!(
+            svg.matches('\u{265B}').count(),
+            1 + 2,
+            "the queen on the board and two in hand"
+        );
         assert_eq!(svg.matches(&format!("fill=\"{MARK}\"")).count(), 1);
         assert!(board("not a fen", Some("zz"), false).ends_with("</svg>"));
     }
