@@ -136,6 +136,34 @@ async fn check_reports_the_queue_fair_limits_and_matchmaking() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_each_challenge_policy() {
+    let fake = FakeLichess::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kaissa.toml");
+    std::fs::write(
+        &path,
+        "[challenge]\nqueue_first = [\"titled\", \"humans\"]\n\
+         [challenge.humans]\nspeeds = [\"rapid\", \"classical\"]\nrated = false\n\
+         [challenge.bots]\nvariants = [\"standard\"]\nspeeds = [\"bullet\", \"blitz\"]\n\
+         bullet_requires_increment = true\nmax_game_secs = 900\nmin_rating = 1800\n",
+    )
+    .unwrap();
+    let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    for line in [
+        "challenges from humans: standard chess960 fromPosition; rapid classical; \
+         base 0..=10800 s, increment 0..=180 s; casual only; rating 0..=4000 ([challenge.humans])",
+        "challenges from bots: standard; bullet blitz; base 0..=10800 s, increment 0..=180 s, \
+         bullet needs an increment, games up to 900 s; rated or casual; rating 1800..=4000 \
+         ([challenge.bots])",
+        "challenge queue: up to 10, titled, humans first, then by arrival",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in: {stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_matchmaking_and_limit_keys_are_named() {
     let fake = FakeLichess::start().await;
     let dir = tempfile::tempdir().unwrap();
@@ -154,6 +182,22 @@ async fn bad_matchmaking_and_limit_keys_are_named() {
             "challenge.max_days_per_turn",
         ),
         ("[bot]\nbot_games_per_day = 101\n", "bot.bot_games_per_day"),
+        (
+            "[challenge.bots]\nmin_base = 900\nmax_base = 300\n",
+            "challenge.bots.min_base",
+        ),
+        (
+            "[challenge.humans]\nspeedz = [\"blitz\"]\n",
+            "challenge.humans.speedz",
+        ),
+        (
+            "[challenge.humans]\nvariants = [\"atomic\"]\n",
+            "challenge.humans.variants",
+        ),
+        (
+            "[challenge]\nqueue_first = [\"grandmasters\"]\n",
+            "challenge.queue_first",
+        ),
     ] {
         std::fs::write(&path, config).unwrap();
         let out = check(&fake, &fake.token(), &["--config", path.to_str().unwrap()]).await;

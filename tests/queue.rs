@@ -879,3 +879,70 @@ async fn challenges_keep_within_lichess_creation_limit() {
     );
     bot.stop().await;
 }
+
+/// `[challenge.humans]` and `[challenge.bots]`: the same clock is
+/// accepted from a human and declined from a bot; a bot's bullet game
+/// without increment is declined `timeControl`; and with
+/// `queue_first = ["titled", "humans"]` a titled player who challenged
+/// last plays before the human, and the human before the bot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn humans_and_bots_have_their_own_policy_and_titled_players_go_first() {
+    let fake = FakeLichess::start().await;
+    let bot = start(
+        &fake,
+        "[bot]\nconcurrency = 1\n[challenge]\nqueue_first = [\"titled\", \"humans\"]\n\
+         [challenge.bots]\nmax_base = 300\nbullet_requires_increment = true\n",
+    )
+    .await;
+    // A bot's rapid game is beyond the bots' max_base: declined at once.
+    let bot_rapid = fake.send_challenge(from(Opponent::bot("RoboRapid")).clock(600, 5));
+    wait_status(&fake, &bot_rapid, "declined").await;
+    assert_eq!(
+        fake.challenge(&bot_rapid)
+            .unwrap()
+            .decline_reason
+            .as_deref(),
+        Some("tooSlow")
+    );
+    let bot_bullet = fake.send_challenge(from(Opponent::bot("RoboBullet")).clock(60, 0));
+    wait_status(&fake, &bot_bullet, "declined").await;
+    assert_eq!(
+        fake.challenge(&bot_bullet)
+            .unwrap()
+            .decline_reason
+            .as_deref(),
+        Some("timeControl")
+    );
+    // The same rapid clock from a human is played; the next three wait.
+    let human_rapid = fake.send_challenge(from(Opponent::human("Ann")).clock(600, 5));
+    wait_status(&fake, &human_rapid, "accepted").await;
+    let waiting_bot = fake.send_challenge(from(Opponent::bot("Robo")));
+    let human = fake.send_challenge(from(Opponent::human("Ben")));
+    let gm = fake.send_challenge(from(Opponent {
+        title: Some("GM".to_owned()),
+        ..Opponent::human("Gia")
+    }));
+    fake.wait_until("three challenges seen", WAIT, |v| {
+        [&waiting_bot, &human, &gm]
+            .iter()
+            .all(|id| v.challenge(id).is_some_and(|c| c.status == "created"))
+    })
+    .await
+    .unwrap();
+    // Each game ends after two plies: the slot goes to the GM, then Ben,
+    // then the bot.
+    for id in [&human_rapid, &gm, &human] {
+        wait_status(&fake, id, "accepted").await;
+        play_then_resign(&fake, id, 2).await;
+    }
+    wait_status(&fake, &waiting_bot, "accepted").await;
+    let accepted_at = |id: &str| {
+        fake.requests()
+            .iter()
+            .position(|r| r.path == format!("/api/challenge/{id}/accept"))
+            .unwrap()
+    };
+    assert!(accepted_at(&gm) < accepted_at(&human));
+    assert!(accepted_at(&human) < accepted_at(&waiting_bot));
+    bot.stop().await;
+}

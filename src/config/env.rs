@@ -20,9 +20,14 @@ const SECTIONS: [&str; 8] = [
     "tournaments",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 8] = [
+const LIST_KEYS: [&str; 13] = [
     "challenge.variants",
     "challenge.speeds",
+    "challenge.queue_first",
+    "challenge.humans.variants",
+    "challenge.humans.speeds",
+    "challenge.bots.variants",
+    "challenge.bots.speeds",
     "challenge.block_list",
     "challenge.allow_list",
     "challenge.online_block_lists",

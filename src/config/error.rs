@@ -122,14 +122,12 @@ fn from_message(message: &str, key: &str) -> ConfigError {
     }
     if let Some((_, value)) = message.split_once("does not have variant constructor ") {
         let base = key.split('[').next().unwrap_or(key);
-        let expected = match base {
-            "challenge.variants" | "matchmaking.variants" => {
+        let expected = match base.rsplit('.').next().unwrap_or(base) {
+            "variants" => {
                 "standard, chess960, fromPosition, crazyhouse, antichess, atomic, horde, \
                  kingOfTheHill, racingKings, threeCheck"
             }
-            "challenge.speeds" | "matchmaking.speeds" => {
-                "bullet, blitz, rapid, classical, correspondence"
-            }
+            "speeds" => "bullet, blitz, rapid, classical, correspondence",
             _ => "see config/kaissa.toml",
         };
         return invalid(

@@ -20,7 +20,9 @@
 //! The parts: `sections` (the sections, their defaults and small
 //! accessors), `engines` (`[engines.NAME]`: external UCI engines and the
 //! games each plays), `sources` (`[sources]`: books, tables, online sources,
-//! and opening them), `tournaments` (`[tournaments]`: the arenas joined), `env` (the environment overrides), `validate` (the rules
+//! and opening them), `terms` (`[challenge.humans]` and
+//! `[challenge.bots]`: the games each kind of challenger may ask for),
+//! `tournaments` (`[tournaments]`: the arenas joined), `env` (the environment overrides), `validate` (the rules
 //! across values), `token` (finding the token) and `error` (every
 //! mistake, named by its key). The challenge rules that use
 //! `[challenge]` are the policy's, in `bot::policy::challenge`.
@@ -31,6 +33,7 @@ mod error;
 mod sections;
 mod sources;
 mod summary;
+mod terms;
 mod token;
 mod tournaments;
 mod validate;
@@ -45,10 +48,12 @@ pub use env::ENV_PREFIX;
 pub use error::ConfigError;
 pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
-    MatchmakingConfig, PlayableVariant, QueueOrder, Selection, WebConfig, parse_time_control,
+    MatchmakingConfig, PlayableVariant, QueueGroup, QueueOrder, Selection, WebConfig,
+    parse_time_control,
 };
 pub use sources::SourcesConfig;
 pub use summary::cgroup_memory_max_mib;
+pub use terms::{ChallengeTerms, Challenger};
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
 pub use tournaments::{ArenaEntry, TournamentsConfig, is_tournament_id};
 pub use validate::is_user_id;

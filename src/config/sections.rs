@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::terms::ChallengeTerms;
 use crate::engine::nnue;
 use crate::lichess::ClientOptions;
 use crate::lichess::model::Speed;
@@ -203,6 +204,11 @@ pub struct ChallengeConfig {
     /// Increment bounds, seconds.
     pub min_increment: u32,
     pub max_increment: u32,
+    /// A bullet clock without increment is declined `timeControl`.
+    pub bullet_requires_increment: bool,
+    /// The longest game accepted, estimated as 2 x (base + 40 x
+    /// increment) seconds (0: no limit); longer is declined `tooSlow`.
+    pub max_game_secs: u32,
     /// Accept games without a real-time clock (correspondence, unlimited).
     pub correspondence: bool,
     /// Accept rated games.
@@ -247,6 +253,35 @@ pub struct ChallengeConfig {
     pub queue_size: u32,
     /// Which waiting challenge gets the next free slot.
     pub queue_order: QueueOrder,
+    /// Kinds of challenger served first from the queue, in this order
+    /// (before `queue_order`).
+    pub queue_first: Vec<QueueGroup>,
+    /// `[challenge.humans]`: what humans may ask for, over the above.
+    pub humans: Option<ChallengeTerms>,
+    /// `[challenge.bots]`: what bots may ask for, over the above.
+    pub bots: Option<ChallengeTerms>,
+}
+
+/// A kind of challenger the queue may serve first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum QueueGroup {
+    /// Titled players (GM, IM, ... but not BOT).
+    Titled,
+    /// Humans.
+    Humans,
+    /// Bots.
+    Bots,
+}
+
+impl QueueGroup {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueGroup::Titled => "titled",
+            QueueGroup::Humans => "humans",
+            QueueGroup::Bots => "bots",
+        }
+    }
 }
 
 /// The order of the challenge queue.
@@ -287,6 +322,8 @@ impl Default for ChallengeConfig {
             max_base: 10800,
             min_increment: 0,
             max_increment: 180,
+            bullet_requires_increment: false,
+            max_game_secs: 0,
             correspondence: false,
             rated: true,
             casual: true,
@@ -307,6 +344,9 @@ impl Default for ChallengeConfig {
             reserved_for_humans: 0,
             queue_size: 10,
             queue_order: QueueOrder::Arrival,
+            queue_first: Vec::new(),
+            humans: None,
+            bots: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! quota, correspondence, matchmaking, tournaments).
 
 use super::sections::{AcceptedSpeed, Config};
+use super::terms::Challenger;
 
 impl Config {
     /// One line per group of settings.
@@ -36,8 +37,22 @@ impl Config {
                 b.concurrency, c.reserved_for_humans, c.max_games_per_opponent
             ),
             format!(
-                "challenge queue: up to {}, by {}",
+                "challenges from humans: {}",
+                self.policy_summary(Challenger::Human)
+            ),
+            format!(
+                "challenges from bots: {}",
+                self.policy_summary(Challenger::Bot)
+            ),
+            format!(
+                "challenge queue: up to {}, {}by {}",
                 c.queue_size,
+                if c.queue_first.is_empty() {
+                    String::new()
+                } else {
+                    let first: Vec<&str> = c.queue_first.iter().map(|g| g.as_str()).collect();
+                    format!("{} first, then ", first.join(", "))
+                },
                 c.queue_order.as_str()
             ),
             format!(
@@ -55,6 +70,49 @@ impl Config {
             format!("search threads: {}", self.threads_summary()),
             format!("memory: {}", self.memory_summary()),
         ]
+    }
+
+    /// What challengers of one kind may ask for, and from which section.
+    fn policy_summary(&self, who: Challenger) -> String {
+        let c = &self.challenge;
+        match who {
+            Challenger::Human if c.only_bots => return "declined (only_bots)".to_owned(),
+            Challenger::Bot if !c.accept_bots => {
+                return "declined (accept_bots = false)".to_owned();
+            }
+            _ => {}
+        }
+        let p = c.for_challenger(who);
+        let list = |items: Vec<&str>| items.join(" ");
+        let mut text = format!(
+            "{}; {}; base {}..={} s, increment {}..={} s",
+            list(p.variants.iter().map(|v| v.key().as_str()).collect()),
+            list(p.speeds.iter().map(|s| s.speed().as_str()).collect()),
+            p.min_base,
+            p.max_base,
+            p.min_increment,
+            p.max_increment,
+        );
+        if p.bullet_requires_increment {
+            text.push_str(", bullet needs an increment");
+        }
+        if p.max_game_secs > 0 {
+            text.push_str(&format!(", games up to {} s", p.max_game_secs));
+        }
+        let modes = match (p.rated, p.casual) {
+            (true, true) => "rated or casual",
+            (true, false) => "rated only",
+            _ => "casual only",
+        };
+        text.push_str(&format!(
+            "; {modes}; rating {}..={}",
+            p.min_rating, p.max_rating
+        ));
+        match c.terms(who) {
+            Some(_) => text.push_str(&format!(" ([challenge.{}])", who.section())),
+            None => text.push_str(" ([challenge])"),
+        }
+        text
     }
 
     /// The most memory the configuration can take, MiB: for the built-in

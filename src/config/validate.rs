@@ -4,7 +4,8 @@
 use crate::lichess::MAX_CHAT_LEN;
 
 use super::error::{ConfigError, invalid};
-use super::sections::{Config, PlayableVariant, parse_time_control};
+use super::sections::{ChallengeConfig, Config, PlayableVariant, parse_time_control};
+use super::terms::Challenger;
 
 impl Config {
     /// Checks the rules a single value cannot express, section by
@@ -73,64 +74,25 @@ impl Config {
         Ok(())
     }
 
-    /// `[challenge]`'s rules.
+    /// `[challenge]`'s rules, and those of the policy of each of its
+    /// sections (`[challenge.humans]`, `[challenge.bots]`) with what it
+    /// inherits.
     fn validate_challenge(&self) -> Result<(), ConfigError> {
         let c = &self.challenge;
-        check_order(
-            "challenge.min_base",
-            c.min_base,
-            "challenge.max_base",
-            c.max_base,
-        )?;
-        check_order(
-            "challenge.min_increment",
-            c.min_increment,
-            "challenge.max_increment",
-            c.max_increment,
-        )?;
-        check_order(
-            "challenge.min_rating",
-            c.min_rating,
-            "challenge.max_rating",
-            c.max_rating,
-        )?;
+        validate_terms("challenge", c)?;
+        for who in [Challenger::Human, Challenger::Bot] {
+            if c.terms(who).is_some() {
+                let section = format!("challenge.{}", who.section());
+                validate_terms(&section, &c.for_challenger(who))?;
+            }
+        }
         if c.only_bots && !c.accept_bots {
             return Err(invalid(
                 "challenge.only_bots",
                 "is true but challenge.accept_bots is false: nobody could play",
             ));
         }
-        if !c.rated && !c.casual {
-            return Err(invalid(
-                "challenge.rated",
-                "and challenge.casual are both false: nobody could play",
-            ));
-        }
         self.validate_challenge_lists()?;
-        check_range(
-            "challenge.min_days_per_turn",
-            c.min_days_per_turn.into(),
-            1,
-            14,
-        )?;
-        check_range(
-            "challenge.max_days_per_turn",
-            c.max_days_per_turn.into(),
-            1,
-            14,
-        )?;
-        check_order(
-            "challenge.min_days_per_turn",
-            c.min_days_per_turn,
-            "challenge.max_days_per_turn",
-            c.max_days_per_turn,
-        )?;
-        check_range(
-            "challenge.max_rating_diff",
-            c.max_rating_diff.into(),
-            0,
-            4000,
-        )?;
         check_range(
             "challenge.max_games_per_opponent",
             c.max_games_per_opponent.into(),
@@ -295,11 +257,14 @@ impl Config {
         }
         super::engines::validate(&self.engines)?;
         self.tournaments.validate()?;
-        super::engines::check_served(
-            "challenge.variants",
-            &self.challenge.variants,
-            &self.engines,
-        )?;
+        for who in [Challenger::Human, Challenger::Bot] {
+            let c = &self.challenge;
+            let key = match c.terms(who).and_then(|t| t.variants.as_ref()) {
+                Some(_) => format!("challenge.{}.variants", who.section()),
+                None => "challenge.variants".to_owned(),
+            };
+            super::engines::check_served(&key, &c.for_challenger(who).variants, &self.engines)?;
+        }
         super::engines::check_served("matchmaking.variants", &m.variants, &self.engines)?;
         Ok(())
     }
@@ -392,4 +357,39 @@ fn check_template(key: &str, template: &str) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+/// The rules of the game terms of one challenge policy, `[challenge]` or
+/// one of its sections: keys are named `{section}.KEY`.
+fn validate_terms(section: &str, c: &ChallengeConfig) -> Result<(), ConfigError> {
+    let key = |name: &str| format!("{section}.{name}");
+    check_order(&key("min_base"), c.min_base, &key("max_base"), c.max_base)?;
+    check_order(
+        &key("min_increment"),
+        c.min_increment,
+        &key("max_increment"),
+        c.max_increment,
+    )?;
+    check_order(
+        &key("min_rating"),
+        c.min_rating,
+        &key("max_rating"),
+        c.max_rating,
+    )?;
+    if !c.rated && !c.casual {
+        return Err(invalid(
+            &key("rated"),
+            format!("and {} are both false: nobody could play", key("casual")),
+        ));
+    }
+    check_range(&key("min_days_per_turn"), c.min_days_per_turn.into(), 1, 14)?;
+    check_range(&key("max_days_per_turn"), c.max_days_per_turn.into(), 1, 14)?;
+    check_order(
+        &key("min_days_per_turn"),
+        c.min_days_per_turn,
+        &key("max_days_per_turn"),
+        c.max_days_per_turn,
+    )?;
+    check_range(&key("max_rating_diff"), c.max_rating_diff.into(), 0, 4000)?;
+    check_range(&key("max_game_secs"), c.max_game_secs.into(), 0, 86_400)
 }

@@ -334,6 +334,7 @@ impl Daemon {
         let state_dir = config.engine.state_dir.clone();
         let queue = ChallengeQueue::new(
             config.challenge.queue_order,
+            config.challenge.queue_first.clone(),
             config.challenge.queue_size as usize,
         );
         let quota = BotQuota::load(state_dir.as_deref(), config.bot.bot_games_per_day);

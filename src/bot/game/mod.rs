@@ -1054,7 +1054,13 @@ impl Game {
         } else {
             None
         };
-        let challenge = &self.ctx.config.challenge;
+        // The policy of the opponent's kind (a bot's may differ).
+        let kind = if self.facts.as_ref().is_some_and(|f| f.opponent_bot) {
+            crate::config::Challenger::Bot
+        } else {
+            crate::config::Challenger::Human
+        };
+        let challenge = self.ctx.config.challenge.for_challenger(kind);
         let variants: Vec<&str> = challenge
             .variants
             .iter()

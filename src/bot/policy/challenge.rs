@@ -4,7 +4,7 @@
 //! limits and the free slots: play, wait in the queue, or decline), and
 //! reserves a game slot with [`Slots`].
 
-use crate::config::ChallengeConfig;
+use crate::config::{ChallengeConfig, Challenger};
 use crate::lichess::model::{Challenge, Compat, DeclineReason, Speed, TimeControl, VariantKey};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,12 +38,19 @@ pub enum Decision {
 /// 6. challenger rating outside the range: `generic` (no rating passes);
 /// 7. more than `max_rating_diff` between the challenger's rating and
 ///    ours (`destUser.rating`): `generic`.
+///
+/// Rules 3 to 7 read the policy of the challenger's kind, `[challenge]`
+/// with `[challenge.humans]` or `[challenge.bots]` over it. Rule 4 also
+/// declines a bullet clock without increment when
+/// `bullet_requires_increment` (`timeControl`) and a clock whose game
+/// may last longer than `max_game_secs` (`tooSlow`, see [`game_secs`]).
 pub fn decide(
     challenge: &Challenge,
     compat: Option<&Compat>,
     policy: &ChallengeConfig,
 ) -> Decision {
-    match check(challenge, compat, policy) {
+    let policy = policy.for_challenger(challenger_kind(challenge));
+    match check(challenge, compat, &policy) {
         Ok(()) => Decision::Accept,
         Err(reason) => Decision::Decline(reason),
     }
@@ -97,6 +104,21 @@ fn check(
         return Err(Generic);
     }
     Ok(())
+}
+
+/// Whether a human or a bot challenges.
+pub fn challenger_kind(challenge: &Challenge) -> Challenger {
+    if challenge.challenger.is_bot() {
+        Challenger::Bot
+    } else {
+        Challenger::Human
+    }
+}
+
+/// How long a game on this clock may last, estimated as Lichess estimates
+/// a player's time (base + 40 x increment), for both players.
+pub fn game_secs(base: u32, increment: u32) -> u32 {
+    2 * (base + 40 * increment)
 }
 
 /// Where the games stand when a challenge that passed [`decide`] asks for
@@ -178,6 +200,15 @@ fn check_time(challenge: &Challenge, policy: &ChallengeConfig) -> Result<(), Dec
             }
             if *limit > policy.max_base || *increment > policy.max_increment {
                 return Err(DeclineReason::TooSlow);
+            }
+            if policy.max_game_secs > 0 && game_secs(*limit, *increment) > policy.max_game_secs {
+                return Err(DeclineReason::TooSlow);
+            }
+            if policy.bullet_requires_increment
+                && *increment == 0
+                && challenge.speed == Speed::Bullet
+            {
+                return Err(DeclineReason::TimeControl);
             }
         }
         TimeControl::Correspondence { .. } | TimeControl::Unlimited | TimeControl::Unknown => {
@@ -406,6 +437,86 @@ mod tests {
             decide(&c, Some(&compat(false)), &policy()),
             Decision::Decline(DeclineReason::TooFast)
         );
+    }
+
+    #[test]
+    fn humans_and_bots_have_their_own_policies() {
+        let mut p = policy();
+        p.humans = Some(crate::config::ChallengeTerms {
+            speeds: Some(vec![AcceptedSpeed::Rapid, AcceptedSpeed::Classical]),
+            rated: Some(false),
+            ..Default::default()
+        });
+        p.bots = Some(crate::config::ChallengeTerms {
+            variants: Some(vec![PlayableVariant::Standard]),
+            max_base: Some(300),
+            min_rating: Some(1800),
+            ..Default::default()
+        });
+        // A human's blitz game is too fast for the humans' speeds, and a
+        // rated one is declined once the clock fits.
+        let human_blitz = std_challenge();
+        assert_eq!(d(&human_blitz, &p), Decision::Decline(TooFast));
+        let human_rapid = challenge(serde_json::json!({
+            "speed": "rapid",
+            "timeControl": {"type": "clock", "limit": 900, "increment": 10},
+        }));
+        assert_eq!(d(&human_rapid, &p), Decision::Decline(Rated));
+        let casual = challenge(serde_json::json!({
+            "speed": "rapid", "rated": false,
+            "timeControl": {"type": "clock", "limit": 900, "increment": 10},
+        }));
+        assert_eq!(d(&casual, &p), Decision::Accept);
+        // A bot's blitz is fine ([challenge]'s speeds), its rapid clock is
+        // beyond the bots' max_base, and Chess960 is not a bots' variant.
+        let bot_blitz = challenge(serde_json::json!({"challenger": bot()}));
+        assert_eq!(d(&bot_blitz, &p), Decision::Accept);
+        let bot_rapid = challenge(serde_json::json!({
+            "challenger": bot(), "speed": "rapid",
+            "timeControl": {"type": "clock", "limit": 900, "increment": 10},
+        }));
+        assert_eq!(d(&bot_rapid, &p), Decision::Decline(TooSlow));
+        let bot_960 = challenge(serde_json::json!({
+            "challenger": bot(), "variant": {"key": "chess960"},
+        }));
+        assert_eq!(d(&bot_960, &p), Decision::Decline(Variant));
+        let weak_bot = challenge(serde_json::json!({
+            "challenger": {"id": "tiny", "name": "Tiny", "title": "BOT", "rating": 1200},
+        }));
+        assert_eq!(d(&weak_bot, &p), Decision::Decline(Generic));
+        // Without the sections, [challenge] judges both.
+        assert_eq!(d(&human_blitz, &policy()), Decision::Accept);
+        assert_eq!(d(&weak_bot, &policy()), Decision::Accept);
+    }
+
+    #[test]
+    fn bullet_without_increment_and_long_games() {
+        let bullet = |inc: u32| {
+            challenge(serde_json::json!({
+                "speed": "bullet",
+                "timeControl": {"type": "clock", "limit": 60, "increment": inc},
+            }))
+        };
+        let mut p = policy();
+        assert_eq!(d(&bullet(0), &p), Decision::Accept);
+        p.bullet_requires_increment = true;
+        assert_eq!(d(&bullet(0), &p), Decision::Decline(TimeControl));
+        assert_eq!(d(&bullet(1), &p), Decision::Accept);
+        // 3+2 lasts up to 2 x (180 + 80) = 520 s by Lichess's estimate.
+        assert_eq!(game_secs(180, 2), 520);
+        p.max_game_secs = 519;
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(TooSlow));
+        p.max_game_secs = 520;
+        assert_eq!(d(&std_challenge(), &p), Decision::Accept);
+        // Only for bots: humans keep [challenge]'s (no limit).
+        p.max_game_secs = 0;
+        p.bots = Some(crate::config::ChallengeTerms {
+            max_game_secs: Some(300),
+            ..Default::default()
+        });
+        assert_eq!(d(&std_challenge(), &p), Decision::Accept);
+        let from_bot = challenge(serde_json::json!({"challenger": bot()}));
+        assert_eq!(d(&from_bot, &p), Decision::Decline(TooSlow));
     }
 
     fn load(in_use: usize, bots: usize, with_challenger: usize) -> Load {

@@ -2,15 +2,16 @@
 //! slot was taken, waiting for one to free. Plain data, no I/O: the daemon
 //! pushes a challenge, removes it when it is withdrawn
 //! (`challengeCanceled`), and takes the next one that may play when a slot
-//! frees ([`ChallengeQueue::take_next`]), in the configured
-//! [`QueueOrder`].
+//! frees ([`ChallengeQueue::take_next`]): the kinds of challenger of
+//! `queue_first` first (titled players, humans, bots, in the order
+//! given), then in the configured [`QueueOrder`].
 //!
 //! The queue lives in the daemon, not on the event stream: Lichess resends
 //! the open challenges on every reconnect, and a challenge already waiting
 //! is not queued twice ([`ChallengeQueue::push`] answers
 //! [`Pushed::Already`]).
 
-use crate::config::QueueOrder;
+use crate::config::{QueueGroup, QueueOrder};
 use crate::lichess::model::Challenge;
 
 /// What [`ChallengeQueue::push`] did.
@@ -29,6 +30,8 @@ pub enum Pushed {
 pub struct ChallengeQueue {
     waiting: Vec<Waiting>,
     order: QueueOrder,
+    /// Served first, in this order.
+    first: Vec<QueueGroup>,
     cap: usize,
     /// Arrival counter.
     next_seq: u64,
@@ -41,11 +44,13 @@ struct Waiting {
 }
 
 impl ChallengeQueue {
-    /// An empty queue holding at most `cap` challenges.
-    pub fn new(order: QueueOrder, cap: usize) -> ChallengeQueue {
+    /// An empty queue holding at most `cap` challenges, serving the
+    /// groups of `first` first.
+    pub fn new(order: QueueOrder, first: Vec<QueueGroup>, cap: usize) -> ChallengeQueue {
         ChallengeQueue {
             waiting: Vec::new(),
             order,
+            first,
             cap,
             next_seq: 0,
         }
@@ -113,20 +118,33 @@ impl ChallengeQueue {
             .map(|i| &self.waiting[i].challenge)
     }
 
-    /// Indices of `waiting` in queue order.
+    /// Indices of `waiting` in queue order: by group, then by the order.
     fn ordered(&self) -> Vec<usize> {
         let mut indices: Vec<usize> = (0..self.waiting.len()).collect();
-        match self.order {
-            QueueOrder::Arrival => indices.sort_by_key(|&i| self.waiting[i].seq),
-            QueueOrder::Rating => indices.sort_by_key(|&i| {
-                let w = &self.waiting[i];
-                (
-                    std::cmp::Reverse(w.challenge.challenger.rating.unwrap_or(0)),
-                    w.seq,
-                )
-            }),
-        }
+        indices.sort_by_key(|&i| {
+            let w = &self.waiting[i];
+            let rating = match self.order {
+                QueueOrder::Arrival => 0,
+                QueueOrder::Rating => w.challenge.challenger.rating.unwrap_or(0),
+            };
+            (self.group(&w.challenge), std::cmp::Reverse(rating), w.seq)
+        });
         indices
+    }
+
+    /// The rank of the first group of `first` the challenger is in
+    /// (`first.len()`: none).
+    fn group(&self, challenge: &Challenge) -> usize {
+        let user = &challenge.challenger;
+        let is = |group: QueueGroup| match group {
+            QueueGroup::Titled => user.title.is_some() && !user.is_bot(),
+            QueueGroup::Humans => !user.is_bot(),
+            QueueGroup::Bots => user.is_bot(),
+        };
+        self.first
+            .iter()
+            .position(|&g| is(g))
+            .unwrap_or(self.first.len())
     }
 }
 
@@ -151,7 +169,7 @@ mod tests {
 
     #[test]
     fn first_come_first_served() {
-        let mut q = ChallengeQueue::new(QueueOrder::Arrival, 3);
+        let mut q = ChallengeQueue::new(QueueOrder::Arrival, Vec::new(), 3);
         assert_eq!(q.push(challenge("a", "x", 1500)), Pushed::Queued(1));
         assert_eq!(q.push(challenge("b", "y", 2500)), Pushed::Queued(2));
         assert_eq!(q.push(challenge("a", "x", 1500)), Pushed::Already);
@@ -163,7 +181,7 @@ mod tests {
 
     #[test]
     fn by_rating_then_arrival() {
-        let mut q = ChallengeQueue::new(QueueOrder::Rating, 5);
+        let mut q = ChallengeQueue::new(QueueOrder::Rating, Vec::new(), 5);
         q.push(challenge("a", "x", 1500));
         q.push(challenge("b", "y", 2500));
         assert_eq!(q.push(challenge("c", "z", 2500)), Pushed::Queued(2));
@@ -172,8 +190,32 @@ mod tests {
     }
 
     #[test]
+    fn titled_then_humans_first() {
+        let user = |id: &str, title: Option<&str>, rating: u32| {
+            let mut c = challenge(id, id, rating);
+            c.challenger = serde_json::from_value(serde_json::json!({
+                "id": id, "name": id, "rating": rating, "title": title,
+            }))
+            .unwrap();
+            c
+        };
+        let first = vec![QueueGroup::Titled, QueueGroup::Humans];
+        let mut q = ChallengeQueue::new(QueueOrder::Rating, first, 10);
+        q.push(user("bot1", Some("BOT"), 2900));
+        q.push(user("human1", None, 1200));
+        q.push(user("gm", Some("GM"), 2500));
+        q.push(user("human2", None, 1800));
+        assert_eq!(q.push(user("im", Some("IM"), 2400)), Pushed::Queued(2));
+        assert_eq!(ids(&q), ["gm", "im", "human2", "human1", "bot1"]);
+        let mut q = ChallengeQueue::new(QueueOrder::Arrival, vec![QueueGroup::Bots], 10);
+        q.push(user("human1", None, 1200));
+        q.push(user("bot1", Some("BOT"), 2900));
+        assert_eq!(ids(&q), ["bot1", "human1"]);
+    }
+
+    #[test]
     fn cap_remove_and_filter() {
-        let mut q = ChallengeQueue::new(QueueOrder::Arrival, 2);
+        let mut q = ChallengeQueue::new(QueueOrder::Arrival, Vec::new(), 2);
         q.push(challenge("a", "x", 1500));
         q.push(challenge("b", "y", 1500));
         assert_eq!(q.push(challenge("c", "z", 1500)), Pushed::Full);
@@ -186,7 +228,7 @@ mod tests {
         let gone = q.drain_where(|c| c.id == "b");
         assert_eq!(gone.len(), 1);
         assert!(q.is_empty());
-        let mut none = ChallengeQueue::new(QueueOrder::Arrival, 0);
+        let mut none = ChallengeQueue::new(QueueOrder::Arrival, Vec::new(), 0);
         assert_eq!(none.push(challenge("a", "x", 1)), Pushed::Full);
     }
 }
