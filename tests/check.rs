@@ -129,7 +129,9 @@ async fn check_reports_the_queue_fair_limits_and_matchmaking() {
         "challenge queue: up to 10, by rating",
         "bot games per day: 100",
         "takebacks per game: 0",
-        "matchmaking: on: after 300 s idle, rating window 300, 1+1 standard, casual",
+        "matchmaking: on: after 300 s idle, rating -300..=+300 (target +0), 1+1 standard, casual, timeout 30 s; \
+         declined: that clock or variant skipped 86400 s, later/generic 14400 s, no answer 3600 s, \
+         blocked 604800 s after 3 in a row",
     ] {
         assert!(stdout.contains(line), "{line:?} not in: {stdout}");
     }

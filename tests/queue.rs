@@ -294,7 +294,7 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
     ]);
     let bot = start(
         &fake,
-        "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+        "[matchmaking]\nenabled = true\nidle_secs = 1\nmin_rating_diff = -100\nmax_rating_diff = 100\n\
          time_controls = [\"1+1\"]\nchallenge_timeout_secs = 10\nselection = \"nearest\"\n\
          played_cooldown_secs = 0",
     )
@@ -348,7 +348,7 @@ async fn matchmaking_picks_inside_the_window_skips_a_decliner_and_stops_at_the_q
     assert_eq!(out[1].form.get("rated").map(String::as_str), Some("false"));
     let declined = std::fs::read_to_string(bot.dir.path().join("state/declined.json")).unwrap();
     assert!(
-        declined.contains("\"shy\"") && declined.contains("toofast"),
+        declined.contains("\"shy\"") && declined.contains("time 60+1"),
         "{declined}"
     );
     let log = bot.stop().await;
@@ -417,7 +417,7 @@ async fn online_block_lists_apply_both_ways_and_survive_a_dead_host() {
         &fake,
         &format!(
             "[challenge]\nonline_block_lists = [\"{}/test/block-list\"]\n\
-             [matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+             [matchmaking]\nenabled = true\nidle_secs = 1\nmin_rating_diff = -100\nmax_rating_diff = 100\n\
              time_controls = [\"1+1\"]\nselection = \"nearest\"",
             fake.url()
         ),
@@ -496,7 +496,7 @@ async fn matchmaking_spreads_its_games_over_the_window_and_obeys_the_block_list(
     let bot = start(
         &fake,
         "[challenge]\nblock_list = [\"blocked\"]\n\
-         [matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+         [matchmaking]\nenabled = true\nidle_secs = 1\nmin_rating_diff = -100\nmax_rating_diff = 100\n\
          time_controls = [\"1+1\"]\nselection = \"weighted\"\nplayed_cooldown_secs = 3600",
     )
     .await;
@@ -569,7 +569,7 @@ async fn matchmaking_blames_no_one_for_its_own_clock_waits_out_a_capped_bot_and_
     fake.refuse_challenge_form(1);
     let bot = start(
         &fake,
-        "[matchmaking]\nenabled = true\nidle_secs = 1\nrating_window = 100\n\
+        "[matchmaking]\nenabled = true\nidle_secs = 1\nmin_rating_diff = -100\nmax_rating_diff = 100\n\
          time_controls = [\"1+1\"]\nchallenge_timeout_secs = 60\nselection = \"nearest\"",
     )
     .await;
@@ -600,14 +600,14 @@ async fn matchmaking_blames_no_one_for_its_own_clock_waits_out_a_capped_bot_and_
     assert_eq!(to_capped, [400, 400]);
     let declined = std::fs::read_to_string(bot.dir.path().join("state/declined.json")).unwrap();
     let skips: serde_json::Value = serde_json::from_str(&declined).unwrap();
-    let until = skips["capped"]["until"].as_u64().unwrap();
+    let until = skips["skips"]["capped"]["until"].as_u64().unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
     assert!(until > now + 4900 && until <= now + 5000, "{declined}");
     assert!(
-        skips["capped"]["reason"]
+        skips["skips"]["capped"]["reason"]
             .as_str()
             .unwrap()
             .contains("bot.vsBot.day"),
@@ -935,7 +935,13 @@ async fn humans_and_bots_have_their_own_policy_and_titled_players_go_first() {
         wait_status(&fake, id, "accepted").await;
         play_then_resign(&fake, id, 2).await;
     }
-    wait_status(&fake, &waiting_bot, "accepted").await;
+    // The request is recorded once answered: wait for it, not the status.
+    let accept = format!("/api/challenge/{waiting_bot}/accept");
+    fake.wait_until("the bot's challenge accepted", WAIT, |v| {
+        v.requests().iter().any(|r| r.path == accept)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
     let accepted_at = |id: &str| {
         fake.requests()
             .iter()
@@ -945,4 +951,117 @@ async fn humans_and_bots_have_their_own_policy_and_titled_players_go_first() {
     assert!(accepted_at(&gm) < accepted_at(&human));
     assert!(accepted_at(&human) < accepted_at(&waiting_bot));
     bot.stop().await;
+}
+
+/// Matchmaking learns from declines: a bot that declines our 1+1 as
+/// `tooFast` is offered the next clock (3+2), not 1+1 again; after
+/// `block_after_declines` (2) declines in a row it is left alone and the
+/// next bot is challenged. With `pairs`, that bot plays White first and
+/// gets the return game (Black) at once, same clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_learns_from_declines_and_plays_pairs() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![
+        OnlineBot::new("Picky", 2010, Answer::Decline("tooFast".to_owned())),
+        OnlineBot::new("Keen", 2080, Answer::Accept),
+    ]);
+    let bot = start(
+        &fake,
+        "[matchmaking]\nenabled = true\nidle_secs = 1\nmin_rating_diff = -100\n\
+         max_rating_diff = 100\ntime_controls = [\"1+1\", \"3+2\"]\nchallenge_timeout_secs = 10\n\
+         selection = \"nearest\"\nplayed_cooldown_secs = 0\nblock_after_declines = 2\npairs = true",
+    )
+    .await;
+    let out = |fake: &FakeLichess| -> Vec<_> {
+        fake.view(|v| v.challenges())
+            .into_iter()
+            .filter(|c| c.direction == "out")
+            .collect()
+    };
+    let first = fake
+        .wait_for("the first game of the pair", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out" && c.status == "accepted")
+                .and_then(|c| c.game_id)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
+    play_then_resign(&fake, &first, 2).await;
+    let second = fake
+        .wait_for("the return game", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .filter(|c| c.direction == "out" && c.status == "accepted")
+                .filter_map(|c| c.game_id)
+                .find(|g| *g != first)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
+    play_then_resign(&fake, &second, 2).await;
+    let out = out(&fake);
+    let summary: Vec<(String, String, String)> = out
+        .iter()
+        .take(4)
+        .map(|c| {
+            let form = |k: &str| c.form.get(k).cloned().unwrap_or_default();
+            (
+                c.dest.clone().unwrap_or_default(),
+                form("clock.limit"),
+                form("color"),
+            )
+        })
+        .collect();
+    let row =
+        |who: &str, limit: &str, color: &str| (who.to_owned(), limit.to_owned(), color.to_owned());
+    assert_eq!(
+        summary,
+        [
+            // Picky declines 1+1, then 3+2: blocked after two in a row.
+            row("picky", "60", "white"),
+            row("picky", "180", "white"),
+            // Keen gets the next offer (1+1), then the return game.
+            row("keen", "60", "white"),
+            row("keen", "60", "black"),
+        ],
+        "{out:?}"
+    );
+    let declined = std::fs::read_to_string(bot.dir.path().join("state/declined.json")).unwrap();
+    let state: serde_json::Value = serde_json::from_str(&declined).unwrap();
+    assert!(
+        state["skips"]["picky"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 declines in a row"),
+        "{declined}"
+    );
+    let log = bot.stop().await;
+    assert!(log.contains("the return game of the pair"), "{log}");
+}
+
+/// Correspondence matchmaking: a time control of "3d" challenges a bot
+/// with three days per move (no clock), in its correspondence rating.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_offers_correspondence_days() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Postal", 1510, Answer::Ignore)]);
+    let bot = start(
+        &fake,
+        "[challenge]\ncorrespondence = true\n[matchmaking]\nenabled = true\nidle_secs = 1\n\
+         time_controls = [\"3d\"]\nchallenge_timeout_secs = 30",
+    )
+    .await;
+    let form = fake
+        .wait_for("a correspondence challenge", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out")
+                .map(|c| c.form)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
+    assert_eq!(form.get("days").map(String::as_str), Some("3"), "{form:?}");
+    assert!(!form.contains_key("clock.limit"), "{form:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("perf=\"correspondence\""), "{log}");
 }

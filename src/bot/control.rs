@@ -6,7 +6,7 @@
 //! carries the commands out on its own loop (`daemon/operator.rs`); this
 //! module holds the words, the listener and the client.
 
-use crate::config::{ArenaEntry, is_tournament_id, parse_time_control};
+use crate::config::{ArenaEntry, is_tournament_id, parse_challenge_time};
 use crate::lichess::client::ChallengeTime;
 use crate::lichess::model::{ChallengeColor, VariantKey};
 use clap::{CommandFactory, Parser};
@@ -43,7 +43,8 @@ pub enum CtlCommand {
     Challenge {
         #[arg(value_parser = user_id)]
         user: String,
-        /// MINUTES+SECONDS, white|black|random, rated|casual, VARIANT
+        /// MINUTES+SECONDS or DAYSd (correspondence), white|black|random,
+        /// rated|casual, VARIANT
         #[arg(value_parser = challenge_term, value_name = "TERM")]
         terms: Vec<ChallengeTerm>,
     },
@@ -161,19 +162,20 @@ fn challenge_term(word: &str) -> Result<ChallengeTerm, String> {
         "random" => ChallengeTerm::Color(ChallengeColor::Random),
         "rated" => ChallengeTerm::Rated(true),
         "casual" => ChallengeTerm::Rated(false),
-        w if w.contains('+') => {
-            let (limit_secs, increment_secs) = parse_time_control(w)?;
-            let time = ChallengeTime::Clock {
-                limit_secs,
-                increment_secs,
-            };
-            ChallengeTerm::Time(w.to_owned(), time)
+        w if w.contains('+')
+            || (w.ends_with('d')
+                && w.len() > 1
+                && w[..w.len() - 1].bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            ChallengeTerm::Time(w.to_owned(), parse_challenge_time(w)?)
         }
         w => serde_json::from_value(serde_json::json!(w))
             .ok()
             .filter(|k| *k != VariantKey::Unknown && *k != VariantKey::FromPosition)
             .map(ChallengeTerm::Variant)
-            .ok_or("not a time control (MINUTES+SECONDS), colour, rated|casual or variant")?,
+            .ok_or(
+                "not a time control (MINUTES+SECONDS or DAYSd), colour, rated|casual or variant",
+            )?,
     })
 }
 
@@ -615,6 +617,15 @@ mod tests {
         assert!(!plain.rated);
         assert!(parse("challenge Bob purple").is_err());
         assert!(parse("challenge Bob 1+x").is_err());
+        let Ok(Request::Challenge(days)) = parse("challenge Bob 3d") else {
+            panic!("challenge Bob 3d")
+        };
+        assert_eq!(days.time, ChallengeTime::Correspondence { days: 3 });
+        assert!(
+            parse("challenge Bob 4d")
+                .unwrap_err()
+                .contains("days per move")
+        );
     }
 
     /// The client parses its arguments and sends `line()`; the daemon

@@ -49,7 +49,7 @@ pub use error::ConfigError;
 pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
     MatchmakingConfig, PlayableVariant, QueueGroup, QueueOrder, Selection, WebConfig,
-    parse_time_control,
+    parse_challenge_time, parse_time_control,
 };
 pub use sources::SourcesConfig;
 pub use summary::cgroup_memory_max_mib;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::terms::ChallengeTerms;
 use crate::engine::nnue;
 use crate::lichess::ClientOptions;
+use crate::lichess::client::ChallengeTime;
 use crate::lichess::model::Speed;
 use crate::lichess::model::VariantKey;
 
@@ -473,9 +474,14 @@ pub struct MatchmakingConfig {
     pub enabled: bool,
     /// Challenge someone after this long without a game.
     pub idle_secs: u64,
-    /// Opponents rated within this many points of us.
-    pub rating_window: u32,
-    /// Time controls offered, `minutes+seconds` (e.g. "3+2", "0.5+0").
+    /// The opponent's rating minus ours, in the perf offered: at least
+    /// `min_rating_diff`, at most `max_rating_diff`, and the nearer
+    /// `target_rating_diff` the better.
+    pub min_rating_diff: i32,
+    pub max_rating_diff: i32,
+    pub target_rating_diff: i32,
+    /// Time controls offered: `minutes+seconds` (e.g. "3+2", "0.5+0") or
+    /// correspondence days per move (`"3d"`).
     pub time_controls: Vec<String>,
     /// Variants offered (standard, chess960).
     pub variants: Vec<PlayableVariant>,
@@ -483,17 +489,30 @@ pub struct MatchmakingConfig {
     pub rated: bool,
     /// A challenge not answered in this long is cancelled.
     pub challenge_timeout_secs: u64,
-    /// A bot that declined (or did not answer) is not challenged again for
-    /// this long.
+    /// A bot that did not answer (or declined for a reason not below) is
+    /// not challenged again for this long.
     pub decline_cooldown_secs: u64,
+    /// A bot that declined `later` or `generic` is left alone this long.
+    pub later_cooldown_secs: u64,
+    /// A bot that declined our time control (`timeControl`, `tooFast`,
+    /// `tooSlow`) or variant (`variant`, `standard`) is not offered that
+    /// one again for this long (others it may get).
+    pub offer_cooldown_secs: u64,
+    /// A bot that declines this many of our challenges in a row (0: never)
+    /// is not challenged for `block_secs`.
+    pub block_after_declines: u32,
+    pub block_secs: u64,
     /// How the opponent is chosen among the bots that fit.
     pub selection: Selection,
     /// After a game against a bot, it is not challenged for this long,
     /// times the games against it in the last 24 hours. 0: off.
     pub played_cooldown_secs: u64,
+    /// Games in pairs: after a game our challenge started, the same bot
+    /// gets the return game, same clock and variant, colours swapped.
+    pub pairs: bool,
 }
 
-/// How matchmaking chooses among the bots in the rating window.
+/// How matchmaking chooses among the bots in the rating range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Selection {
@@ -512,25 +531,32 @@ impl Default for MatchmakingConfig {
         MatchmakingConfig {
             enabled: false,
             idle_secs: 300,
-            rating_window: 300,
+            min_rating_diff: -300,
+            max_rating_diff: 300,
+            target_rating_diff: 0,
             time_controls: vec!["3+2".to_owned(), "5+3".to_owned()],
             variants: vec![PlayableVariant::Standard],
             rated: false,
             challenge_timeout_secs: 30,
             decline_cooldown_secs: 3600,
+            later_cooldown_secs: 4 * 3600,
+            offer_cooldown_secs: 86_400,
+            block_after_declines: 3,
+            block_secs: 7 * 86_400,
             selection: Selection::Weighted,
             played_cooldown_secs: 1800,
+            pairs: false,
         }
     }
 }
 
 impl MatchmakingConfig {
-    /// The time controls as (base, increment) seconds; the invalid ones
-    /// (refused by validation) are left out.
-    pub fn clocks(&self) -> Vec<(u32, u32)> {
+    /// The time controls offered; the invalid ones (refused by
+    /// validation) are left out.
+    pub fn times(&self) -> Vec<ChallengeTime> {
         self.time_controls
             .iter()
-            .filter_map(|tc| parse_time_control(tc).ok())
+            .filter_map(|tc| parse_challenge_time(tc).ok())
             .collect()
     }
 }
@@ -544,6 +570,31 @@ pub fn is_challenge_clock_limit(secs: u32) -> bool {
 
 /// The largest increment (seconds) Lichess takes for a challenge.
 pub const MAX_CHALLENGE_INCREMENT: u32 = 60;
+
+/// The days per move Lichess takes for a correspondence challenge.
+pub const CHALLENGE_DAYS: [u32; 7] = [1, 2, 3, 5, 7, 10, 14];
+
+/// Parses a time control of a challenge we make: `minutes+seconds`
+/// ([`parse_time_control`]) or days per move of a correspondence game
+/// (`"3d"`: 1, 2, 3, 5, 7, 10 or 14).
+pub fn parse_challenge_time(text: &str) -> Result<ChallengeTime, String> {
+    if let Some(days) = text.strip_suffix('d') {
+        return match days.trim().parse::<u32>() {
+            Ok(days) if CHALLENGE_DAYS.contains(&days) => {
+                Ok(ChallengeTime::Correspondence { days })
+            }
+            _ => Err(format!(
+                "{text:?} is not a number of days per move Lichess allows (1, 2, 3, 5, 7, 10 \
+                 or 14, as \"3d\")"
+            )),
+        };
+    }
+    let (limit_secs, increment_secs) = parse_time_control(text)?;
+    Ok(ChallengeTime::Clock {
+        limit_secs,
+        increment_secs,
+    })
+}
 
 /// Parses `minutes+seconds` ("3+2", "0.5+0") into base and increment
 /// seconds, and checks it is a clock Lichess lets a bot offer: a base of

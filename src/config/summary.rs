@@ -15,9 +15,13 @@ impl Config {
         };
         let matchmaking = if m.enabled {
             format!(
-                "on: after {} s idle, rating window {}, {} {}, {}, timeout {} s, decliners skipped {} s",
+                "on: after {} s idle, rating {:+}..={:+} (target {:+}), {} {}, {}{}, timeout {} s; \
+                 declined: that clock or variant skipped {} s, later/generic {} s, no answer {} s, \
+                 {}",
                 m.idle_secs,
-                m.rating_window,
+                m.min_rating_diff,
+                m.max_rating_diff,
+                m.target_rating_diff,
                 m.time_controls.join(" "),
                 m.variants
                     .iter()
@@ -25,8 +29,15 @@ impl Config {
                     .collect::<Vec<_>>()
                     .join(" "),
                 if m.rated { "rated" } else { "casual" },
+                if m.pairs { ", in pairs" } else { "" },
                 m.challenge_timeout_secs,
-                m.decline_cooldown_secs
+                m.offer_cooldown_secs,
+                m.later_cooldown_secs,
+                m.decline_cooldown_secs,
+                match m.block_after_declines {
+                    0 => "never blocked".to_owned(),
+                    n => format!("blocked {} s after {n} in a row", m.block_secs),
+                }
             )
         } else {
             "off".to_owned()

@@ -4,7 +4,7 @@
 use crate::lichess::MAX_CHAT_LEN;
 
 use super::error::{ConfigError, invalid};
-use super::sections::{ChallengeConfig, Config, PlayableVariant, parse_time_control};
+use super::sections::{ChallengeConfig, Config, PlayableVariant, parse_challenge_time};
 use super::terms::Challenger;
 
 impl Config {
@@ -221,7 +221,49 @@ impl Config {
     fn validate_matchmaking(&self) -> Result<(), ConfigError> {
         let m = &self.matchmaking;
         check_range("matchmaking.idle_secs", m.idle_secs, 1, 86_400)?;
-        check_range("matchmaking.rating_window", m.rating_window.into(), 0, 4000)?;
+        for (key, value) in [
+            ("matchmaking.min_rating_diff", m.min_rating_diff),
+            ("matchmaking.max_rating_diff", m.max_rating_diff),
+            ("matchmaking.target_rating_diff", m.target_rating_diff),
+        ] {
+            if !(-4000..=4000).contains(&value) {
+                return Err(invalid(
+                    key,
+                    format!("{value} is out of range -4000..=4000"),
+                ));
+            }
+        }
+        if m.min_rating_diff > m.max_rating_diff {
+            return Err(invalid(
+                "matchmaking.min_rating_diff",
+                format!(
+                    "{} is more than matchmaking.max_rating_diff ({})",
+                    m.min_rating_diff, m.max_rating_diff
+                ),
+            ));
+        }
+        if !(m.min_rating_diff..=m.max_rating_diff).contains(&m.target_rating_diff) {
+            return Err(invalid(
+                "matchmaking.target_rating_diff",
+                format!(
+                    "{} is outside min_rating_diff..=max_rating_diff ({}..={})",
+                    m.target_rating_diff, m.min_rating_diff, m.max_rating_diff
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("matchmaking.later_cooldown_secs", m.later_cooldown_secs),
+            ("matchmaking.offer_cooldown_secs", m.offer_cooldown_secs),
+            ("matchmaking.block_secs", m.block_secs),
+        ] {
+            check_range(key, value, 0, 365 * 86_400)?;
+        }
+        check_range(
+            "matchmaking.block_after_declines",
+            m.block_after_declines.into(),
+            0,
+            100,
+        )?;
         check_range(
             "matchmaking.challenge_timeout_secs",
             m.challenge_timeout_secs,
@@ -244,7 +286,7 @@ impl Config {
             return Err(invalid("matchmaking.time_controls", "is empty"));
         }
         for tc in &m.time_controls {
-            parse_time_control(tc).map_err(|e| invalid("matchmaking.time_controls", e))?;
+            parse_challenge_time(tc).map_err(|e| invalid("matchmaking.time_controls", e))?;
         }
         if m.variants.is_empty() {
             return Err(invalid("matchmaking.variants", "is empty"));

@@ -18,6 +18,7 @@
 use super::{Daemon, GameEntry, Inbox, Phase, SPARE_GAMES};
 use crate::bot::external::roster;
 use crate::bot::game::{self, Exit, GameCommand, GameContext, Me, Notice};
+use crate::bot::policy::matchmaker::Outcome;
 use crate::bot::store::hashstore;
 use crate::bot::store::state::unix_now;
 use crate::config::GameKind;
@@ -158,7 +159,7 @@ impl Daemon {
             tracing::warn!(game = %id.chars().take(80).collect::<String>(), "gameStart with an invalid game id ignored");
             return;
         }
-        if self.matchmaker.settled(&id, None, unix_now()) {
+        if self.matchmaker.settled(&id, Outcome::Accepted, unix_now()) {
             tracing::info!(game = %id, "matchmaking: our challenge was accepted");
         }
         let correspondence = is_correspondence(&info);

@@ -52,7 +52,7 @@ use crate::bot::game::lookup::MoveSources;
 use crate::bot::policy::blocklists;
 use crate::bot::policy::budget::ChallengeBudget;
 use crate::bot::policy::challenge::{SlotGuard, Slots};
-use crate::bot::policy::matchmaker::Matchmaker;
+use crate::bot::policy::matchmaker::{Matchmaker, Outcome};
 use crate::bot::policy::queue::ChallengeQueue;
 use crate::bot::policy::quota::BotQuota;
 use crate::bot::store::hashstore;
@@ -731,7 +731,7 @@ impl Daemon {
                 tracing::info!(challenge = %challenge.id, reason = %reason, "our challenge was declined");
                 if self
                     .matchmaker
-                    .settled(&challenge.id, Some(&reason), unix_now())
+                    .settled(&challenge.id, Outcome::Declined(&reason), unix_now())
                 {
                     self.games.remove(&challenge.id);
                     self.idle_since = Instant::now();

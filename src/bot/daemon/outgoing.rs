@@ -6,7 +6,7 @@
 
 use super::{Daemon, GameEntry, Phase};
 use crate::bot::policy::budget;
-use crate::bot::policy::matchmaker::{DEFAULT_RATING, Search};
+use crate::bot::policy::matchmaker::{DEFAULT_RATING, Outcome, Search};
 use crate::bot::store::state::unix_now;
 use crate::lichess::client::{ChallengeKeepAlive, Client, CreateChallenge, is_valid_id};
 use crate::lichess::model::{Account, Challenge, OnlineBot, perf_rating};
@@ -45,7 +45,8 @@ impl Daemon {
         }
         tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: an incoming challenge comes first; cancelling ours");
         self.games.remove(&pending.id);
-        self.matchmaker.settled(&pending.id, None, unix_now());
+        self.matchmaker
+            .settled(&pending.id, Outcome::Withdrawn, unix_now());
         spawn_cancel(&self.client, pending.id);
         true
     }
@@ -60,7 +61,8 @@ impl Daemon {
         if let Some(pending) = self.matchmaker.timed_out().cloned() {
             tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: no answer in time; cancelling our challenge");
             self.games.remove(&pending.id);
-            self.matchmaker.settled(&pending.id, Some("timeout"), now);
+            self.matchmaker
+                .settled(&pending.id, Outcome::Declined("timeout"), now);
             spawn_cancel(&self.client, pending.id);
             self.idle_since = Instant::now();
         }
@@ -91,6 +93,11 @@ impl Daemon {
             return;
         }
         self.budget_said = false;
+        if let Some((opponent, offer)) = self.matchmaker.return_game() {
+            self.budget.spend(now, budget::BOT_COST);
+            spawn_create(&self.client, opponent, offer, &self.inbox_tx);
+            return;
+        }
         if self.matchmaker.due(self.idle_since) {
             tracing::info!(
                 idle_s = self.idle_since.elapsed().as_secs(),

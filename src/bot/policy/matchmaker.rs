@@ -1,7 +1,8 @@
 //! Matchmaking: when the bot has been idle for `matchmaking.idle_secs`,
 //! challenge a bot that is online (`GET /api/bot/online`), rated within
-//! `matchmaking.rating_window` of us in the perf offered, with the time
-//! controls and variants of the configuration taken in turn.
+//! the configured range of us in the perf offered, with the time controls
+//! (clocks, or days for correspondence) and variants of the configuration
+//! taken in turn.
 //!
 //! The [`Matchmaker`] holds the decisions and the state, and makes no
 //! request: the daemon owns the timing, asks Lichess what
@@ -11,9 +12,13 @@
 //! most, created with Lichess's `keepAliveStream` (a real-time challenge
 //! made without it expires after 20 s) and held open by a task of the
 //! daemon's; it is cancelled after
-//! `challenge_timeout_secs`. A bot that declined (or did not answer) is
-//! skipped for `decline_cooldown_secs`; these [`Cooldowns`] are kept with
-//! their reason in `engine.state_dir/declined.json`.
+//! `challenge_timeout_secs`. A decline teaches what to avoid (that clock
+//! or that variant with that bot, or the bot for a while; see
+//! [`declines`](super::declines)).
+//!
+//! **Pairs.** With `matchmaking.pairs`, a game our challenge started is
+//! followed by the return game: the same bot, clock and variant, the
+//! colours swapped, challenged as soon as the bot is free.
 //!
 //! **Variety.** The opponent is chosen among the bots that fit
 //! (`matchmaking.selection`: weighted at random, in rotation, or the
@@ -22,21 +27,21 @@
 //! `engine.state_dir/played.json`) lower its chance and keep it out for
 //! `played_cooldown_secs` times their number; `challenge.block_list`,
 //! `challenge.allow_list` and the block lists apply to our challenges as
-//! to theirs. A bot in a game now (`/api/users/status`) is skipped.
+//! to theirs. A bot in a game now (`/api/users/status`) is skipped. The
+//! opponent's rating minus ours must be within `min_rating_diff` and
+//! `max_rating_diff`; the nearer `target_rating_diff`, the likelier.
 
+use super::declines::{Aspects, Cooldowns};
 use crate::bot::store::state;
 use crate::config::{MatchmakingConfig, PlayableVariant, Selection};
 use crate::lichess::client::{ChallengeTime, CreateChallenge};
 use crate::lichess::model::{Account, ChallengeColor, OnlineBot, perf_rating};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-/// The state file's name.
-pub const FILE: &str = "declined.json";
 /// The played games' file.
 pub const PLAYED_FILE: &str = "played.json";
 /// Games against a bot are remembered this long (Unix seconds).
@@ -46,51 +51,6 @@ const PLAYED_WINDOW: u64 = 86_400;
 const ACCOUNT_FRESH: std::time::Duration = std::time::Duration::from_secs(600);
 /// Our rating when the account has none in the perf offered.
 pub const DEFAULT_RATING: u32 = 1500;
-
-/// A bot that declined us, until when (Unix seconds), and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skip {
-    pub until: u64,
-    pub reason: String,
-}
-
-/// Bots not to challenge for a while, by user id.
-#[derive(Debug, Default)]
-pub struct Cooldowns {
-    skips: BTreeMap<String, Skip>,
-    file: Option<PathBuf>,
-}
-
-impl Cooldowns {
-    /// Read from the state directory, if there is one.
-    pub fn load(state_dir: Option<&Path>) -> Cooldowns {
-        let file = state::path(state_dir, FILE);
-        let skips = file.as_deref().and_then(state::load).unwrap_or_default();
-        Cooldowns { skips, file }
-    }
-
-    /// Skip `user` until `until` (Unix seconds), for `reason`.
-    pub fn skip(&mut self, user: &str, until: u64, reason: &str, now: u64) {
-        self.skips.retain(|_, s| s.until > now);
-        self.skips.insert(
-            user.to_lowercase(),
-            Skip {
-                until,
-                reason: reason.to_owned(),
-            },
-        );
-        if let Some(file) = &self.file {
-            state::save(file, &self.skips);
-        }
-    }
-
-    /// Why `user` is skipped at `now`, if it is.
-    pub fn skipped(&self, user: &str, now: u64) -> Option<&Skip> {
-        self.skips
-            .get(&user.to_lowercase())
-            .filter(|s| s.until > now)
-    }
-}
 
 /// When we played each bot in the last day (Unix seconds), by user id.
 #[derive(Debug, Default)]
@@ -144,17 +104,24 @@ impl Played {
 }
 
 /// The perf key of a game: the speed of a clock (Lichess's estimate:
-/// base + 40 x increment) in standard chess and from a position, else the
-/// variant's own perf (Chess960 and the other variants: the perf key is
-/// the variant key).
-pub fn perf_key(variant: PlayableVariant, base: u32, increment: u32) -> &'static str {
+/// base + 40 x increment) in standard chess and from a position,
+/// `correspondence` for days per move, else the variant's own perf
+/// (Chess960 and the other variants: the perf key is the variant key).
+pub fn perf_key(variant: PlayableVariant, time: &ChallengeTime) -> &'static str {
     if !matches!(
         variant,
         PlayableVariant::Standard | PlayableVariant::FromPosition
     ) {
         return variant.key().as_str();
     }
-    match base + 40 * increment {
+    let ChallengeTime::Clock {
+        limit_secs,
+        increment_secs,
+    } = *time
+    else {
+        return "correspondence";
+    };
+    match limit_secs + 40 * increment_secs {
         0..=29 => "ultraBullet",
         30..=179 => "bullet",
         180..=479 => "blitz",
@@ -163,26 +130,78 @@ pub fn perf_key(variant: PlayableVariant, base: u32, increment: u32) -> &'static
     }
 }
 
+/// What a bot may decline in an offer: its time control and variant.
+pub fn aspects(offer: &CreateChallenge) -> Aspects {
+    let time = match offer.time {
+        ChallengeTime::Clock {
+            limit_secs,
+            increment_secs,
+        } => format!("time {limit_secs}+{increment_secs}"),
+        ChallengeTime::Correspondence { days } => format!("time {days}d"),
+        ChallengeTime::Unlimited => "time unlimited".to_owned(),
+    };
+    Aspects {
+        time,
+        variant: format!("variant {}", offer.variant.as_str()),
+    }
+}
+
 /// The challenge we offer on attempt `n`: time controls and variants in
 /// turn. `None` if the configuration offers nothing.
 pub fn offer(config: &MatchmakingConfig, n: usize) -> Option<(CreateChallenge, &'static str)> {
-    let clocks = config.clocks();
-    let (base, increment) = *clocks.get(n % clocks.len().max(1))?;
+    let times = config.times();
+    let time = *times.get(n % times.len().max(1))?;
     let variant = *config.variants.get(n % config.variants.len().max(1))?;
     let challenge = CreateChallenge {
-        time: ChallengeTime::Clock {
-            limit_secs: base,
-            increment_secs: increment,
-        },
+        time,
         rated: config.rated,
-        color: ChallengeColor::Random,
+        color: if config.pairs {
+            ChallengeColor::White
+        } else {
+            ChallengeColor::Random
+        },
         variant: variant.key(),
         fen: None,
     };
-    Some((challenge, perf_key(variant, base, increment)))
+    Some((challenge, perf_key(variant, &time)))
 }
 
-/// Who may be challenged, besides the rating window.
+/// The ratings we look for: the opponent's minus ours between `min` and
+/// `max`, the nearer `target` the better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RatingRange {
+    pub min: i32,
+    pub max: i32,
+    pub target: i32,
+}
+
+impl RatingRange {
+    pub fn of(config: &MatchmakingConfig) -> RatingRange {
+        RatingRange {
+            min: config.min_rating_diff,
+            max: config.max_rating_diff,
+            target: config.target_rating_diff,
+        }
+    }
+
+    /// How far `theirs` is from the target, if it is in the range.
+    fn distance(self, theirs: u32, ours: u32) -> Option<u32> {
+        let diff = i64::from(theirs) - i64::from(ours);
+        (i64::from(self.min)..=i64::from(self.max))
+            .contains(&diff)
+            .then(|| diff.abs_diff(i64::from(self.target)) as u32)
+    }
+
+    /// The farthest a rating in the range can be from the target.
+    fn reach(self) -> u32 {
+        self.target
+            .abs_diff(self.min)
+            .max(self.target.abs_diff(self.max))
+            .max(1)
+    }
+}
+
+/// Who may be challenged with an offer, besides the ratings.
 #[derive(Debug, Clone, Copy)]
 pub struct Eligibility<'a> {
     /// Our user id.
@@ -195,6 +214,8 @@ pub struct Eligibility<'a> {
     pub allow_list: &'a [String],
     /// The users of the online block lists, lower case.
     pub online_blocked: &'a BTreeSet<String>,
+    /// What we offer (a bot that declined it lately is left out).
+    pub offer: &'a Aspects,
     pub now: u64,
 }
 
@@ -206,6 +227,7 @@ impl Eligibility<'_> {
             && !bot.tos_violation
             && !bot.playing
             && self.cooldowns.skipped(&bot.id, self.now).is_none()
+            && !self.cooldowns.offer_skipped(&bot.id, self.offer, self.now)
             && !self
                 .played
                 .cooling(&bot.id, self.played_cooldown_secs, self.now)
@@ -216,14 +238,14 @@ impl Eligibility<'_> {
 }
 
 /// The opponent to challenge: a bot that may be challenged
-/// ([`Eligibility`]) whose rating in `perf` is within `window` of `ours`,
+/// ([`Eligibility`]) whose rating in `perf` is in `range` of `ours`,
 /// chosen by `selection`; `roll` (in [0, 1)) is the random draw of
 /// [`Selection::Weighted`].
 pub fn pick<'a>(
     bots: &'a [OnlineBot],
     perf: &str,
     ours: u32,
-    window: u32,
+    range: RatingRange,
     who: &Eligibility<'_>,
     selection: Selection,
     roll: f64,
@@ -231,12 +253,9 @@ pub fn pick<'a>(
     let mut fits: Vec<(u32, &OnlineBot)> = bots
         .iter()
         .filter(|b| who.admits(b))
-        .filter_map(|b| {
-            let diff = perf_rating(&b.perfs, perf)?.abs_diff(ours);
-            (diff <= window).then_some((diff, b))
-        })
+        .filter_map(|b| Some((range.distance(perf_rating(&b.perfs, perf)?, ours)?, b)))
         .collect();
-    // The closest first, then by id: a stable order.
+    // The nearest the target first, then by id: a stable order.
     fits.sort_by(|(d1, b1), (d2, b2)| d1.cmp(d2).then_with(|| b1.id.cmp(&b2.id)));
     let games = |b: &OnlineBot| who.played.recent(&b.id, who.now);
     match selection {
@@ -246,10 +265,10 @@ pub fn pick<'a>(
             .min_by_key(|(_, b)| games(b).last().copied().unwrap_or(0))
             .map(|(_, b)| *b),
         Selection::Weighted => {
-            // Closeness from 1 (same rating) down to 0.1 (the window's
+            // Closeness from 1 (on target) down to 0.1 (the range's far
             // edge), divided by one more than the games of the last day.
-            let weight = |diff: u32, b: &OnlineBot| {
-                let closeness = 1.0 - 0.9 * f64::from(diff) / f64::from(window.max(1));
+            let weight = |distance: u32, b: &OnlineBot| {
+                let closeness = 1.0 - 0.9 * f64::from(distance) / f64::from(range.reach());
                 closeness / (1 + games(b).len()) as f64
             };
             let weights: Vec<f64> = fits.iter().map(|(d, b)| weight(*d, b)).collect();
@@ -279,9 +298,22 @@ pub struct Pending {
     pub id: String,
     pub opponent: String,
     pub since: Instant,
+    /// What we offered.
+    pub offer: CreateChallenge,
     /// The task that holds the challenge's stream open (Lichess keeps the
     /// challenge while it is): aborted when the challenge is settled.
     keep_alive: Option<AbortHandle>,
+}
+
+/// How our pending challenge ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// Accepted: the game started.
+    Accepted,
+    /// Declined for this reason (`timeout`: no answer).
+    Declined(&'a str),
+    /// We withdrew it (an incoming challenge needed its slot).
+    Withdrawn,
 }
 
 /// Where matchmaking stands.
@@ -308,6 +340,8 @@ pub struct Matchmaker {
     /// The perf of the attempt being made.
     perf: &'static str,
     offer: Option<CreateChallenge>,
+    /// The return game of a pair, to challenge when the bot is free.
+    return_game: Option<(String, CreateChallenge)>,
     pub cooldowns: Cooldowns,
     pub played: Played,
     /// `challenge.block_list` and `challenge.allow_list`.
@@ -341,6 +375,7 @@ impl Matchmaker {
             attempts: 0,
             perf: "blitz",
             offer: None,
+            return_game: None,
         }
     }
 
@@ -374,6 +409,27 @@ impl Matchmaker {
     /// Our pending challenge.
     pub fn pending(&self) -> Option<&Pending> {
         self.pending.as_ref()
+    }
+
+    /// The return game of a pair, when one is due: whom to challenge with
+    /// what (the daemon sends it at once, without waiting `idle_secs`). A
+    /// bot blocked meanwhile does not get it.
+    pub fn return_game(&mut self) -> Option<(String, CreateChallenge)> {
+        if !self.config.enabled || self.stage != Stage::Idle {
+            return None;
+        }
+        let (opponent, offer) = self.return_game.take()?;
+        let listed = |list: &[String]| list.iter().any(|u| u.eq_ignore_ascii_case(&opponent));
+        if listed(&self.block_list)
+            || self.online_blocked.contains(&opponent.to_lowercase())
+            || (!self.allow_list.is_empty() && !listed(&self.allow_list))
+        {
+            return None;
+        }
+        tracing::info!(opponent = %opponent, time = ?offer.time, variant = offer.variant.as_str(), "matchmaking: the return game of the pair");
+        self.offer = Some(offer.clone());
+        self.stage = Stage::Creating;
+        Some((opponent, offer))
     }
 
     /// Starts looking: what to ask Lichess for (the bots online, and our
@@ -411,8 +467,10 @@ impl Matchmaker {
         {
             self.account = Some((account.clone(), tokio::time::Instant::now()));
         }
+        let offer = self.offer.clone()?;
         let ours = perf_rating(&account.perfs, self.perf).unwrap_or(DEFAULT_RATING);
-        let window = self.config.rating_window;
+        let range = RatingRange::of(&self.config);
+        let offered = aspects(&offer);
         let who = Eligibility {
             me: &account.id,
             cooldowns: &self.cooldowns,
@@ -421,6 +479,7 @@ impl Matchmaker {
             block_list: &self.block_list,
             allow_list: &self.allow_list,
             online_blocked: &self.online_blocked,
+            offer: &offered,
             now,
         };
         let selection = self.config.selection;
@@ -428,7 +487,7 @@ impl Matchmaker {
             bots,
             self.perf,
             ours,
-            window,
+            range,
             &who,
             selection,
             fastrand::f64(),
@@ -437,12 +496,12 @@ impl Matchmaker {
                 online = bots.len(),
                 perf = self.perf,
                 rating = ours,
-                window,
+                min_diff = range.min,
+                max_diff = range.max,
                 "matchmaking: no bot online fits"
             );
             return None;
         };
-        let offer = self.offer.clone()?;
         let opponent = bot.id.clone();
         tracing::info!(
             opponent = %opponent,
@@ -468,11 +527,15 @@ impl Matchmaker {
     /// Our challenge was created; the task of `keep_alive` holds it open
     /// until it is answered, and is aborted when it is settled here.
     pub fn created(&mut self, id: String, opponent: String, keep_alive: AbortHandle) {
+        let Some(offer) = self.offer.clone() else {
+            return;
+        };
         self.stage = Stage::Pending;
         self.pending = Some(Pending {
             id,
             opponent,
             since: Instant::now(),
+            offer,
             keep_alive: Some(keep_alive),
         });
     }
@@ -482,18 +545,15 @@ impl Matchmaker {
     /// opponent's daily cap).
     pub fn refused(&mut self, opponent: &str, reason: &str, secs: Option<u64>, now: u64) {
         self.stage = Stage::Idle;
-        match secs {
-            Some(secs) => {
-                tracing::info!(opponent = %opponent, reason, skip_s = secs, "matchmaking: skipping this bot until its limit lifts");
-                self.cooldowns.skip(opponent, now + secs, reason, now);
-            }
-            None => self.cool_down(opponent, reason, now),
-        }
+        let secs = secs.unwrap_or(self.config.decline_cooldown_secs);
+        tracing::info!(opponent = %opponent, reason, skip_s = secs, "matchmaking: skipping this bot for a while");
+        self.cooldowns.skip(opponent, now + secs, reason, now);
     }
 
-    /// Our pending challenge `id` ended: `declined` with a reason (the
-    /// opponent is skipped for a while), or it became a game (`None`).
-    pub fn settled(&mut self, id: &str, declined: Option<&str>, now: u64) -> bool {
+    /// Our pending challenge `id` ended (see [`Outcome`]): a decline
+    /// teaches what to avoid, an accepted first game of a pair plans the
+    /// return game. Whether `id` was our pending challenge.
+    pub fn settled(&mut self, id: &str, outcome: Outcome<'_>, now: u64) -> bool {
         let Some(pending) = self.pending.take_if(|p| p.id == id) else {
             return false;
         };
@@ -501,8 +561,31 @@ impl Matchmaker {
             task.abort();
         }
         self.stage = Stage::Idle;
-        if let Some(reason) = declined {
-            self.cool_down(&pending.opponent, reason, now);
+        let opponent = &pending.opponent;
+        match outcome {
+            Outcome::Accepted => {
+                self.cooldowns.played(opponent);
+                if self.config.pairs && pending.offer.color == ChallengeColor::White {
+                    let mut back = pending.offer.clone();
+                    back.color = ChallengeColor::Black;
+                    self.return_game = Some((opponent.clone(), back));
+                }
+            }
+            Outcome::Declined(reason) => {
+                let offered = aspects(&pending.offer);
+                let (lesson, blocked) =
+                    self.cooldowns
+                        .declined(opponent, reason, &offered, &self.config, now);
+                match blocked {
+                    Some(n) => {
+                        tracing::info!(opponent = %opponent, reason, declines = n, block_s = self.config.block_secs, "matchmaking: this bot declines every time; leaving it alone")
+                    }
+                    None => {
+                        tracing::info!(opponent = %opponent, reason, lesson = ?lesson, time = %offered.time, variant = %offered.variant, "matchmaking: declined; avoiding what it declined")
+                    }
+                }
+            }
+            Outcome::Withdrawn => {}
         }
         true
     }
@@ -513,12 +596,6 @@ impl Matchmaker {
         self.pending
             .as_ref()
             .filter(|p| p.since.elapsed() >= timeout)
-    }
-
-    fn cool_down(&mut self, opponent: &str, reason: &str, now: u64) {
-        let until = now + self.config.decline_cooldown_secs;
-        tracing::info!(opponent = %opponent, reason, skip_s = self.config.decline_cooldown_secs, "matchmaking: skipping this bot for a while");
-        self.cooldowns.skip(opponent, until, reason, now);
     }
 }
 
@@ -536,7 +613,13 @@ mod tests {
 
     static NOBODY: BTreeSet<String> = BTreeSet::new();
 
-    /// Who may be challenged at `now` = 100 000, without lists.
+    static BLITZ: std::sync::LazyLock<Aspects> = std::sync::LazyLock::new(|| Aspects {
+        time: "time 180+2".to_owned(),
+        variant: "variant standard".to_owned(),
+    });
+
+    /// Who may be challenged at `now` = 100 000 with a 3+2 standard
+    /// game, without lists.
     fn anyone<'a>(cooldowns: &'a Cooldowns, played: &'a Played) -> Eligibility<'a> {
         Eligibility {
             me: "me",
@@ -546,7 +629,17 @@ mod tests {
             block_list: &[],
             allow_list: &[],
             online_blocked: &NOBODY,
+            offer: &BLITZ,
             now: 100_000,
+        }
+    }
+
+    /// Within `window` either side of ours, the nearest best.
+    fn window(window: i32) -> RatingRange {
+        RatingRange {
+            min: -window,
+            max: window,
+            target: 0,
         }
     }
 
@@ -560,12 +653,12 @@ mod tests {
         ];
         let none = Cooldowns::default();
         let played = Played::default();
-        let pick = |cd: &Cooldowns, window| {
+        let pick = |cd: &Cooldowns, w| {
             pick(
                 &bots,
                 "blitz",
                 1500,
-                window,
+                window(w),
                 &anyone(cd, &played),
                 Selection::Nearest,
                 0.5,
@@ -582,8 +675,16 @@ mod tests {
         // No rating in the perf offered: not a candidate.
         let who = anyone(&none, &played);
         assert_eq!(
-            super::pick(&bots, "rapid", 1500, 4000, &who, Selection::Weighted, 0.5)
-                .map(|b| b.id.clone()),
+            super::pick(
+                &bots,
+                "rapid",
+                1500,
+                window(4000),
+                &who,
+                Selection::Weighted,
+                0.5
+            )
+            .map(|b| b.id.clone()),
             None
         );
     }
@@ -597,7 +698,15 @@ mod tests {
             block_list: &block,
             ..anyone(&none, &played)
         };
-        let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0);
+        let picked = pick(
+            &bots,
+            "blitz",
+            1500,
+            window(100),
+            &who,
+            Selection::Nearest,
+            0.0,
+        );
         assert_eq!(picked.map(|b| b.id.as_str()), Some("near"));
         let online: BTreeSet<String> = ["near".to_owned()].into();
         let who = Eligibility {
@@ -605,13 +714,35 @@ mod tests {
             online_blocked: &online,
             ..anyone(&none, &played)
         };
-        assert!(pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0).is_none());
+        assert!(
+            pick(
+                &bots,
+                "blitz",
+                1500,
+                window(100),
+                &who,
+                Selection::Nearest,
+                0.0
+            )
+            .is_none()
+        );
         let allow = ["nobody".to_owned()];
         let who = Eligibility {
             allow_list: &allow,
             ..anyone(&none, &played)
         };
-        assert!(pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0).is_none());
+        assert!(
+            pick(
+                &bots,
+                "blitz",
+                1500,
+                window(100),
+                &who,
+                Selection::Nearest,
+                0.0
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -627,7 +758,16 @@ mod tests {
             let mut counts = BTreeMap::new();
             for i in 0..1000 {
                 let roll = (f64::from(i) + 0.5) / 1000.0;
-                let b = pick(&bots, "blitz", 1500, 100, &who, Selection::Weighted, roll).unwrap();
+                let b = pick(
+                    &bots,
+                    "blitz",
+                    1500,
+                    window(100),
+                    &who,
+                    Selection::Weighted,
+                    roll,
+                )
+                .unwrap();
                 *counts.entry(b.id.clone()).or_insert(0) += 1;
             }
             counts
@@ -655,7 +795,15 @@ mod tests {
         let who = anyone(&none, &played);
         // One game 1000 s ago: 1800 s of cooldown.
         assert!(played.cooling("a", 1800, 100_000));
-        let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Nearest, 0.0);
+        let picked = pick(
+            &bots,
+            "blitz",
+            1500,
+            window(100),
+            &who,
+            Selection::Nearest,
+            0.0,
+        );
         assert_eq!(picked.map(|b| b.id.as_str()), Some("b"));
         assert!(!played.cooling("a", 1800, 100_800));
         // Two games: twice as long, from the last.
@@ -673,7 +821,15 @@ mod tests {
             played_cooldown_secs: 0,
             ..anyone(&none, &again)
         };
-        let picked = pick(&bots, "blitz", 1500, 100, &who, Selection::Rotate, 0.0);
+        let picked = pick(
+            &bots,
+            "blitz",
+            1500,
+            window(100),
+            &who,
+            Selection::Rotate,
+            0.0,
+        );
         assert_eq!(picked.map(|b| b.id.as_str()), Some("b"));
     }
 
@@ -685,6 +841,7 @@ mod tests {
             ..MatchmakingConfig::default()
         };
         let (first, perf) = offer(&config, 0).unwrap();
+        assert_eq!(first.color, ChallengeColor::Random);
         assert_eq!(perf, "bullet");
         assert_eq!(
             first.time,
@@ -695,22 +852,98 @@ mod tests {
         );
         let (_, perf) = offer(&config, 1).unwrap();
         assert_eq!(perf, "chess960");
-        assert_eq!(perf_key(PlayableVariant::Standard, 180, 2), "blitz");
-        assert_eq!(perf_key(PlayableVariant::Standard, 600, 5), "rapid");
-        assert_eq!(perf_key(PlayableVariant::Atomic, 180, 2), "atomic");
+        let clock = |limit_secs, increment_secs| ChallengeTime::Clock {
+            limit_secs,
+            increment_secs,
+        };
+        assert_eq!(perf_key(PlayableVariant::Standard, &clock(180, 2)), "blitz");
+        assert_eq!(perf_key(PlayableVariant::Standard, &clock(600, 5)), "rapid");
+        assert_eq!(perf_key(PlayableVariant::Atomic, &clock(180, 2)), "atomic");
         assert_eq!(
-            perf_key(PlayableVariant::KingOfTheHill, 60, 0),
+            perf_key(PlayableVariant::KingOfTheHill, &clock(60, 0)),
             "kingOfTheHill"
         );
-        assert_eq!(perf_key(PlayableVariant::FromPosition, 60, 0), "bullet");
+        assert_eq!(
+            perf_key(PlayableVariant::FromPosition, &clock(60, 0)),
+            "bullet"
+        );
+        // Correspondence, and pairs: White first.
+        let config = MatchmakingConfig {
+            time_controls: vec!["3d".into()],
+            pairs: true,
+            ..MatchmakingConfig::default()
+        };
+        let (first, perf) = offer(&config, 0).unwrap();
+        assert_eq!(perf, "correspondence");
+        assert_eq!(first.time, ChallengeTime::Correspondence { days: 3 });
+        assert_eq!(first.color, ChallengeColor::White);
+        assert_eq!(aspects(&first).time, "time 3d");
     }
 
     #[test]
-    fn cooldowns_are_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cd = Cooldowns::load(Some(dir.path()));
-        cd.skip("Slowbot", 500, "timeout", 100);
-        let again = Cooldowns::load(Some(dir.path()));
-        assert_eq!(again.skipped("slowbot", 400).unwrap().reason, "timeout");
+    fn the_rating_range_may_lean_up() {
+        let bots = [
+            bot("weaker", 1400),
+            bot("even", 1500),
+            bot("stronger", 1650),
+        ];
+        let (none, played) = (Cooldowns::default(), Played::default());
+        let who = anyone(&none, &played);
+        // Only stronger bots, 100 to 300 above us, 200 above best.
+        let up = RatingRange {
+            min: 100,
+            max: 300,
+            target: 200,
+        };
+        for selection in [Selection::Nearest, Selection::Weighted, Selection::Rotate] {
+            let picked = pick(&bots, "blitz", 1500, up, &who, selection, 0.3);
+            assert_eq!(picked.map(|b| b.id.as_str()), Some("stronger"));
+        }
+        // Even or weaker: the target says which first.
+        let down = RatingRange {
+            min: -200,
+            max: 0,
+            target: -100,
+        };
+        let picked = pick(&bots, "blitz", 1500, down, &who, Selection::Nearest, 0.0);
+        assert_eq!(picked.map(|b| b.id.as_str()), Some("weaker"));
+    }
+
+    #[test]
+    fn a_declined_offer_skips_that_bot_for_that_offer_only() {
+        let bots = [bot("picky", 1510), bot("other", 1550)];
+        let played = Played::default();
+        let mut cd = Cooldowns::default();
+        let config = MatchmakingConfig::default();
+        cd.declined("picky", "tooFast", &BLITZ, &config, 99_000);
+        let who = anyone(&cd, &played);
+        let picked = pick(
+            &bots,
+            "blitz",
+            1500,
+            window(100),
+            &who,
+            Selection::Nearest,
+            0.0,
+        );
+        assert_eq!(picked.map(|b| b.id.as_str()), Some("other"));
+        let rapid = Aspects {
+            time: "time 600+5".to_owned(),
+            variant: "variant standard".to_owned(),
+        };
+        let who = Eligibility {
+            offer: &rapid,
+            ..anyone(&cd, &played)
+        };
+        let picked = pick(
+            &bots,
+            "blitz",
+            1500,
+            window(100),
+            &who,
+            Selection::Nearest,
+            0.0,
+        );
+        assert_eq!(picked.map(|b| b.id.as_str()), Some("picky"));
     }
 }

@@ -2,12 +2,14 @@
 //! challenges to accept ([`challenge`]) and which wait ([`queue`]), the
 //! daily quota of bot games ([`quota`]), the budget of challenges we create
 //! ([`budget`]), the online block lists ([`blocklists`]), whom to
-//! challenge ([`matchmaker`]) and the arenas we play in ([`arenas`]).
+//! challenge ([`matchmaker`]) and what their declines teach it
+//! ([`declines`]), and the arenas we play in ([`arenas`]).
 
 pub mod arenas;
 pub mod blocklists;
 pub mod budget;
 pub mod challenge;
+pub mod declines;
 pub mod matchmaker;
 pub mod queue;
 pub mod quota;

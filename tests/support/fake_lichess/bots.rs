@@ -121,7 +121,14 @@ pub(super) async fn online(
         let o = &bot.opponent;
         let perf = json!({"rating": o.rating, "games": 100, "rd": 60, "prog": 0, "prov": false});
         let mut perfs = serde_json::Map::new();
-        for key in ["bullet", "blitz", "rapid", "classical", "chess960"] {
+        for key in [
+            "bullet",
+            "blitz",
+            "rapid",
+            "classical",
+            "correspondence",
+            "chess960",
+        ] {
             perfs.insert(key.to_owned(), perf.clone());
         }
         let line = json!({"id": o.id, "username": o.name, "title": "BOT", "perfs": perfs});
