@@ -121,15 +121,15 @@ fn from_message(message: &str, key: &str) -> ConfigError {
         return ConfigError::UnknownKey { key: full };
     }
     if let Some((_, value)) = message.split_once("does not have variant constructor ") {
+        // `challenge.variants`, `engines.NAME.variants[2]`: the last name.
         let base = key.split('[').next().unwrap_or(key);
-        let expected = match base {
-            "challenge.variants" | "matchmaking.variants" => {
+        let expected = match base.rsplit('.').next().unwrap_or(base) {
+            "variants" => {
                 "standard, chess960, fromPosition, crazyhouse, antichess, atomic, horde, \
                  kingOfTheHill, racingKings, threeCheck"
             }
-            "challenge.speeds" | "matchmaking.speeds" => {
-                "bullet, blitz, rapid, classical, correspondence"
-            }
+            "speeds" => "bullet, blitz, rapid, classical, correspondence",
+            "colors" => "white, black",
             _ => "see config/kaissa.toml",
         };
         return invalid(

@@ -47,7 +47,7 @@ pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
     MatchmakingConfig, PlayableVariant, QueueOrder, Selection, WebConfig, parse_time_control,
 };
-pub use sources::SourcesConfig;
+pub use sources::{BookConfig, GameBook, SourcesConfig};
 pub use summary::cgroup_memory_max_mib;
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};
 pub use tournaments::{ArenaEntry, TournamentsConfig, is_tournament_id};
