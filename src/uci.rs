@@ -8,7 +8,7 @@
 //! answered with `info string error: ...` and otherwise ignored.
 
 use crate::chess::{CastlingNotation, Move, Position};
-use crate::engine::book::{self, Book, Books, Selection};
+use crate::engine::book::{self, Book, PlayedBook, Selection};
 use crate::engine::eval::evaluate;
 use crate::engine::nnue::{self, Network};
 use crate::engine::sources::Sources;
@@ -264,7 +264,7 @@ impl Session {
                     "option name EvalFile type string default <embedded>",
                     "option name OwnBook type check default false",
                     &BOOK_DEPTH.line(),
-                    "option name BookSelection type combo default weighted var weighted var best",
+                    "option name BookSelection type combo default weighted var weighted var best var uniform",
                     "option name SyzygyPath type string default <empty>",
                 ] {
                     say(&self.out, opt);
@@ -566,7 +566,7 @@ impl Session {
                     self.book.selection = sel;
                     self.load_books();
                 }
-                None => self.error("BookSelection: expected weighted or best"),
+                None => self.error("BookSelection: expected weighted, best or uniform"),
             },
             "syzygypath" => self.set_syzygy_path(value.unwrap_or_default().trim()),
             _ => match name
@@ -664,7 +664,7 @@ impl Session {
     /// Opens the books of `BookFile` if `OwnBook` is on (a file that
     /// cannot be read is reported, and there is then no book).
     fn load_books(&mut self) {
-        self.sources.books = None;
+        self.sources.books = Vec::new();
         if !self.book.own_book {
             return;
         }
@@ -689,11 +689,15 @@ impl Session {
                 books.iter().map(Book::len).sum::<usize>()
             ),
         );
-        self.sources.books = Some(Books {
-            books,
-            selection: self.book.selection,
-            max_plies: 2 * self.book.depth,
-        });
+        self.sources.books = books
+            .into_iter()
+            .map(|book| PlayedBook {
+                book,
+                selection: self.book.selection,
+                max_plies: 2 * self.book.depth,
+                min_weight: 0,
+            })
+            .collect();
     }
 }
 

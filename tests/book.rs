@@ -7,7 +7,7 @@
 use crate::support::uci as uci_driver;
 
 use kaissa::chess::{Move, Position};
-use kaissa::engine::book::{self, Book, Books, Selection};
+use kaissa::engine::book::{self, Book, PlayedBook, Selection};
 use kaissa::engine::sources::{Source, Sources};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +17,16 @@ const BOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/gnuchess-2pl
 
 fn open() -> Book {
     Book::open(Path::new(BOOK)).expect("test book")
+}
+
+/// A book played by `selection` for the first `max_plies` plies.
+fn played(book: Book, selection: Selection, max_plies: u32) -> PlayedBook {
+    PlayedBook {
+        book,
+        selection,
+        max_plies,
+        min_weight: 0,
+    }
 }
 
 fn after(moves: &[&str]) -> (Position, Option<Move>) {
@@ -107,11 +117,7 @@ fn known_positions_give_the_books_moves_and_weights() {
 
 #[test]
 fn weighted_choice_follows_the_weights_and_best_takes_the_heaviest() {
-    let books = |selection| Books {
-        books: vec![open()],
-        selection,
-        max_plies: 40,
-    };
+    let books = |selection| played(open(), selection, 40);
     let pos = Position::startpos();
     let weighted = books(Selection::Weighted);
     let mut rng = fastrand::Rng::with_seed(14);
@@ -144,11 +150,7 @@ fn weighted_choice_follows_the_weights_and_best_takes_the_heaviest() {
 #[test]
 fn book_depth_and_chess960_end_the_book() {
     let sources = |max_plies| Sources {
-        books: Some(Books {
-            books: vec![open()],
-            selection: Selection::Best,
-            max_plies,
-        }),
+        books: vec![played(open(), Selection::Best, max_plies)],
         tablebases: None,
     };
     let (e4, last) = after(&["e2e4"]);
@@ -181,15 +183,42 @@ fn book_keys_use_polyglots_en_passant_rule() {
     // A book holding this position under its Polyglot key is found.
     let kh4 = pos.parse_uci("h5h4", false).unwrap();
     let data = book::encode_entry(polyglot, kh4, 7).to_vec();
-    let books = Books {
-        books: vec![Book::from_bytes(Path::new("ep.bin"), data).unwrap()],
-        selection: Selection::Best,
-        max_plies: 100,
-    };
+    let books = played(
+        Book::from_bytes(Path::new("ep.bin"), data).unwrap(),
+        Selection::Best,
+        100,
+    );
     let c = books
         .choose(&pos, Some(d5), 0.0)
         .expect("found by the Polyglot key");
     assert_eq!((c.mv, c.weight), (kh4, 7));
+}
+
+#[test]
+fn a_chess960_book_is_read_the_same_way_castling_as_king_takes_rook() {
+    // A Chess960 start (BQNBRKRN): python-chess 1.11.2, chess.polyglot.zobrist_hash(chess.Board(fen, chess960=True)),
+    // gives 0x71a85deb841ac42f; the castling rights are hashed.
+    let pos =
+        Position::from_fen("bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1").unwrap();
+    let key = 0x71a8_5deb_841a_c42f;
+    assert_eq!(book::polyglot_key(&pos, None), key);
+    // The king beside its rook may castle at once: the book writes f1g1.
+    let castle = pos.parse_uci("f1g1", true).unwrap();
+    assert!(castle.is_castle());
+    let data = book::encode_entry(key, castle, 3).to_vec();
+    let chess960 = played(
+        Book::from_bytes(Path::new("960.bin"), data).unwrap(),
+        Selection::Best,
+        20,
+    );
+    let c = chess960.choose(&pos, None, 0.5).expect("a book move");
+    assert_eq!((c.mv.to_uci(true), c.weight), ("f1g1".to_owned(), 3));
+    // `kaissa uci` (and any source list) never asks a book in Chess960.
+    let sources = Sources {
+        books: vec![chess960],
+        tablebases: None,
+    };
+    assert_eq!(sources.choose(&pos, None, true, 0.5), None);
 }
 
 #[test]

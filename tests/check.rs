@@ -341,7 +341,10 @@ async fn reports_the_move_sources_and_refuses_a_missing_book() {
         &config,
         format!(
             "[sources]\nbook_files = [\"{book}\"]\nbook_selection = \"best\"\n\
-             cloud_eval = true\nonline_timeout_ms = 500\n"
+             cloud_eval = true\nonline_timeout_ms = 500\n\
+             [sources.books.zh]\nfile = \"{book}\"\nvariants = [\"crazyhouse\", \"atomic\"]\n\
+             speeds = [\"blitz\", \"rapid\"]\ncolors = [\"white\"]\nselection = \"uniform\"\n\
+             depth = 6\nmin_weight = 10\n"
         ),
     )
     .unwrap();
@@ -349,11 +352,20 @@ async fn reports_the_move_sources_and_refuses_a_missing_book() {
     let out = check(&fake, &fake.token(), &["--config", config]).await;
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
-    assert!(
-        stdout.contains("book: ")
-            && stdout.contains("(407 entries, Best selection, first 20 moves)"),
-        "stdout: {stdout}"
+    // Each book with the games it is asked in and how it plays, in the
+    // order they are asked.
+    let zh = format!(
+        "book zh: {book} (407 entries; variants crazyhouse, atomic; speeds blitz, rapid; \
+         colours white; uniform selection, first 6 moves, min weight 10)"
     );
+    let files = format!(
+        "book book_files: {book} (407 entries; variants standard, fromPosition; speeds all; \
+         colours both; best selection, first 20 moves, min weight 0)"
+    );
+    let (Some(at_zh), Some(at_files)) = (stdout.find(&zh), stdout.find(&files)) else {
+        panic!("stdout: {stdout}");
+    };
+    assert!(at_zh < at_files, "stdout: {stdout}");
     assert!(stdout.contains("tablebases: none"), "stdout: {stdout}");
     assert!(
         stdout.contains("online sources: cloud eval (first 20 moves, depth >= 20) (timeout 500 ms"),

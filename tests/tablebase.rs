@@ -78,7 +78,7 @@ fn no_probe_with_castling_rights_or_too_many_pieces() {
 fn sources_give_the_table_move_in_chess960_too_but_never_with_castling_rights() {
     let Some(tb) = open() else { return };
     let sources = Sources {
-        books: None,
+        books: Vec::new(),
         tablebases: Some(std::sync::Arc::new(tb)),
     };
     // No castling rights left: a Chess960 game's ending is a table ending.

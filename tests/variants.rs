@@ -4,7 +4,9 @@
 //! shakmaty (not kaissa's own code). Also: an engine killed mid-game is
 //! restarted and the game finished; a misconfigured engine declines its
 //! variants' challenges and nothing else; engine processes do not outlive
-//! kaissa; `kaissa check` names the engines and what they play.
+//! kaissa; `kaissa check` names the engines and what they play; a
+//! Polyglot book for a variant plays the engine's first moves, asked
+//! only in the games its filters admit.
 //!
 //! Fairy-Stockfish: `scripts/build-fairy-stockfish.sh` (the tests are
 //! skipped without it unless `KAISSA_FAIRY_STOCKFISH` names it, as CI
@@ -212,6 +214,120 @@ async fn plays_a_whole_game_in_every_variant_with_fairy_stockfish() {
             "{line}"
         );
     }
+}
+
+/// Writes a Polyglot book of `entries` (key, move bits, weight) to
+/// `path`, sorted by key as a book must be; returns its path as TOML
+/// takes it.
+fn write_book(path: &Path, entries: &[(u64, u16, u16)]) -> String {
+    let mut entries = entries.to_vec();
+    entries.sort_by_key(|e| e.0);
+    let data: Vec<u8> = entries
+        .iter()
+        .flat_map(|&(key, raw, weight)| kaissa::engine::book::raw_entry(key, raw, weight))
+        .collect();
+    std::fs::write(path, data).unwrap();
+    path.display().to_string()
+}
+
+/// Polyglot's bits for a move between two squares (0 = a1, 63 = h8).
+fn raw(from: u16, to: u16) -> u16 {
+    from << 6 | to
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crazyhouse_book_plays_the_engines_first_moves_where_its_filters_admit() {
+    let Some(engine) = support::engines::fairy_stockfish() else {
+        return;
+    };
+    // The crazyhouse positions' Polyglot keys, from python-chess 1.11.2
+    // (chess.polyglot.zobrist_hash(chess.variant.CrazyhouseBoard()) after
+    // the moves): the start's is standard chess's.
+    const START: u64 = 0x463b_9618_1691_fc9c;
+    const H3_E5: u64 = 0x24b0_43ec_47d7_cd58;
+    const H3_E5_NA3_D5: u64 = 0xa63c_b1ab_3651_acb0;
+    let books = tempfile::tempdir().unwrap();
+    let book = |name: &str, entries: &[(u64, u16, u16)]| {
+        write_book(&books.path().join(format!("{name}.bin")), entries)
+    };
+    // Asked by name: the first three would answer the start but do not
+    // admit this game (we are White, at bullet, in crazyhouse).
+    let black = book("black", &[(START, raw(8, 16), 50)]);
+    let classical = book("classical", &[(START, raw(9, 17), 50)]);
+    let atomic = book("atomic", &[(START, raw(10, 18), 50)]);
+    // The book that plays: h3 (g4 is lighter than min_weight), Na3, and
+    // Rb1, which is past its depth of two moves.
+    let zh = book(
+        "zh",
+        &[
+            (START, raw(15, 23), 10),
+            (START, raw(14, 30), 3),
+            (H3_E5, raw(1, 16), 7),
+            (H3_E5_NA3_D5, raw(0, 1), 9),
+        ],
+    );
+    let extra = format!(
+        "[sources.books.a]\nfile = \"{black}\"\nvariants = [\"crazyhouse\"]\ncolors = [\"black\"]\n\
+         [sources.books.b]\nfile = \"{classical}\"\nvariants = [\"crazyhouse\"]\n\
+         speeds = [\"classical\"]\n\
+         [sources.books.c]\nfile = \"{atomic}\"\nvariants = [\"atomic\"]\n\
+         [sources.books.d]\nfile = \"{zh}\"\nvariants = [\"crazyhouse\"]\nspeeds = [\"bullet\"]\n\
+         colors = [\"white\"]\nselection = \"best\"\ndepth = 2\nmin_weight = 5\n"
+    );
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, &engine, &extra).await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant_key("crazyhouse")
+            .clock(60, 1)
+            .challenger_color(Side::Black)
+            .autoplay(None),
+    );
+    let ply = |n: usize| {
+        let (fake, id) = (&fake, &id);
+        async move {
+            fake.wait_for(&format!("ply {n} of {id}"), WAIT, |v| {
+                v.game(id).filter(|g| g.moves.len() > n)
+            })
+            .await
+        }
+    };
+    let game = ply(0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    assert_eq!(game.moves[0], "h2h3", "{}", bot.log());
+    fake.opponent_move(&id, "e7e5").unwrap();
+    let game = ply(2)
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    assert_eq!(game.moves[2], "b1a3", "{}", bot.log());
+    fake.opponent_move(&id, "d7d5").unwrap();
+    ply(4)
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_game_over(&id, WAIT).await.unwrap();
+    pgn_written(&bot, &id).await;
+    let pgn = std::fs::read_to_string(bot.pgn_dir().join(format!("{id}.pgn"))).unwrap();
+    assert!(pgn.contains("1. h3 e5 2. Na3 d5 3."), "{pgn}");
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    let moves: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(&id) && l.contains("mover: move "))
+        .collect();
+    assert_eq!(moves.len(), 3, "{moves:?}");
+    // The totals count only the moves of at least min_weight.
+    assert!(
+        moves[0].contains("source=book (weight 10 of 10)"),
+        "{moves:?}"
+    );
+    assert!(
+        moves[1].contains("source=book (weight 7 of 7)"),
+        "{moves:?}"
+    );
+    assert!(moves[2].contains("source=search"), "{moves:?}");
+    assert!(log.contains("book=d"), "the book is named: {log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::scopes;
 use crate::bot::external::roster::Engines;
 use crate::bot::game::lookup::MoveSources;
-use crate::config::{Config, ConfigError, cgroup_memory_max_mib};
+use crate::config::{Config, ConfigError, GameBook, cgroup_memory_max_mib};
 use crate::lichess::model::TokenInfo;
 
 /// How much a finding matters.
@@ -104,6 +104,7 @@ pub fn local(config: &Config, caller: Caller) -> Result<(Vec<Finding>, MoveSourc
     ];
     found.extend(warnings.into_iter().flatten().map(Finding::warning));
     let sources = MoveSources {
+        books: config.sources.open_books()?,
         local: config.sources.open()?,
         online: config.sources.online(&config.lichess.url)?,
     };
@@ -153,22 +154,40 @@ pub fn scopes(info: &TokenInfo, config: &Config) -> Vec<Finding> {
     found
 }
 
+/// A book, the games it is asked in and how it plays: `book NAME: FILE
+/// (N entries; variants standard, fromPosition; speeds all; colours
+/// both; weighted selection, first 20 moves, min weight 0)`.
+fn describe_book(b: &GameBook) -> String {
+    let list = |items: Vec<&str>, all: &str| {
+        if items.is_empty() {
+            all.to_owned()
+        } else {
+            items.join(", ")
+        }
+    };
+    let p = &b.played;
+    format!(
+        "book {}: {} ({} entries; variants {}; speeds {}; colours {}; {} selection, first {} moves, min weight {})",
+        b.name,
+        p.book.path().display(),
+        p.book.len(),
+        list(b.variants.iter().map(|v| v.as_str()).collect(), "none"),
+        list(b.speeds.iter().map(|s| s.as_str()).collect(), "all"),
+        list(b.colors.iter().map(|c| c.as_str()).collect(), "both"),
+        p.selection.as_str(),
+        p.max_plies / 2,
+        p.min_weight
+    )
+}
+
 /// One line per move source.
 fn describe_sources(sources: &MoveSources) -> Vec<String> {
     let mut lines = Vec::new();
-    match &sources.local.books {
-        Some(b) => lines.push(format!(
-            "book: {} ({} entries, {:?} selection, first {} moves)",
-            b.books
-                .iter()
-                .map(|b| b.path().display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            b.books.iter().map(|b| b.len()).sum::<usize>(),
-            b.selection,
-            b.max_plies / 2
-        )),
-        None => lines.push("book: none".to_owned()),
+    if sources.books.is_empty() {
+        lines.push("book: none".to_owned());
+    }
+    for b in &sources.books {
+        lines.push(describe_book(b));
     }
     match &sources.local.tablebases {
         Some(t) => lines.push(format!(

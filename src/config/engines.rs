@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{ConfigError, invalid};
 use super::sections::{AcceptedSpeed, PlayableVariant};
+use super::validate::check_name;
 use crate::lichess::model::{Speed, VariantKey};
 
 /// One `[engines.NAME]` section.
@@ -177,16 +178,7 @@ pub(super) fn validate(
 ) -> Result<(), ConfigError> {
     for (name, e) in engines {
         let key = |k: &str| format!("engines.{name}.{k}");
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(invalid(
-                &format!("engines.{name}"),
-                "an engine's name is letters, digits, - and _",
-            ));
-        }
+        check_name(&format!("engines.{name}"), name, "an engine")?;
         if e.command.as_os_str().is_empty() {
             return Err(invalid(
                 &key("command"),

@@ -121,6 +121,7 @@ fn from_message(message: &str, key: &str) -> ConfigError {
         return ConfigError::UnknownKey { key: full };
     }
     if let Some((_, value)) = message.split_once("does not have variant constructor ") {
+        // `challenge.variants`, `engines.NAME.variants[2]`: the last name.
         let base = key.split('[').next().unwrap_or(key);
         let expected = match base.rsplit('.').next().unwrap_or(base) {
             "variants" => {
@@ -128,6 +129,7 @@ fn from_message(message: &str, key: &str) -> ConfigError {
                  kingOfTheHill, racingKings, threeCheck"
             }
             "speeds" => "bullet, blitz, rapid, classical, correspondence",
+            "colors" => "white, black",
             _ => "see config/kaissa.toml",
         };
         return invalid(

@@ -51,7 +51,7 @@ pub use sections::{
     MatchmakingConfig, PlayableVariant, QueueGroup, QueueOrder, Selection, WebConfig,
     parse_challenge_time, parse_time_control,
 };
-pub use sources::SourcesConfig;
+pub use sources::{BookConfig, GameBook, SourcesConfig};
 pub use summary::cgroup_memory_max_mib;
 pub use terms::{ChallengeTerms, Challenger};
 pub use token::{LoadedToken, TOKEN_CREDENTIAL, TOKEN_ENV, TokenSource};

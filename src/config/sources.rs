@@ -2,7 +2,16 @@
 //! Syzygy tables, Lichess's online tablebase and cloud evaluation), their
 //! defaults and bounds, and opening them at start (a file that cannot be
 //! used is an error naming its key).
+//!
+//! The books: each `[sources.books.NAME]` is one Polyglot file with the
+//! games it is asked in (variants, speeds, our colour) and how its moves
+//! are played (selection, depth, lightest move); the files of the older
+//! `book_files` key come after them as the book `book_files`, for
+//! standard chess and games from a position, with `book_selection` and
+//! `book_depth`. A game asks the books that admit it, by name, then
+//! `book_files`: the first with a legal move for the position answers.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,20 +19,30 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::error::{ConfigError, invalid};
-use super::validate::check_range;
-use crate::engine::book::{self, Book, Books, Selection};
+use super::sections::{AcceptedSpeed, PlayableVariant};
+use super::validate::{check_name, check_range};
+use crate::engine::book::{self, Book, PlayedBook, Selection};
 use crate::engine::sources::Sources;
 use crate::engine::tablebase::Tablebases;
+use crate::lichess::model::{Color, Speed, VariantKey};
 use crate::lichess::online::{Online, OnlineOptions};
+
+/// The name the `book_files` book goes by.
+const BOOK_FILES: &str = "book_files";
 
 /// `[sources]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SourcesConfig {
-    /// Polyglot books, asked in order. Unset: Debian's gnuchess-book if it
-    /// is installed; empty: no book.
+    /// `[sources.books.NAME]`: books with their own games and rules,
+    /// asked by name, before `book_files`.
+    pub books: BTreeMap<String, BookConfig>,
+    /// Polyglot books for standard chess and games from a position, asked
+    /// in order after `books`. Unset: Debian's gnuchess-book if it is
+    /// installed; empty: no book.
     pub book_files: Option<Vec<PathBuf>>,
-    /// `weighted` (at random by weight) or `best` (the heaviest move).
+    /// `weighted` (at random by weight), `best` (the heaviest move) or
+    /// `uniform` (any at the same odds).
     pub book_selection: String,
     /// Book moves during the first this many moves of a game (0: none).
     pub book_depth: u32,
@@ -50,6 +69,7 @@ pub struct SourcesConfig {
 impl Default for SourcesConfig {
     fn default() -> SourcesConfig {
         SourcesConfig {
+            books: BTreeMap::new(),
             book_files: None,
             book_selection: "weighted".to_owned(),
             book_depth: 20,
@@ -66,16 +86,92 @@ impl Default for SourcesConfig {
     }
 }
 
+/// One `[sources.books.NAME]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BookConfig {
+    /// The Polyglot file.
+    pub file: PathBuf,
+    /// The variants whose games ask it.
+    pub variants: Vec<PlayableVariant>,
+    /// The speeds; empty: every speed.
+    pub speeds: Vec<AcceptedSpeed>,
+    /// Our colours; empty: both.
+    pub colors: Vec<Color>,
+    /// `weighted`, `best` or `uniform`, as `book_selection`.
+    pub selection: String,
+    /// Book moves during the first this many moves of a game (0: none).
+    pub depth: u32,
+    /// Moves of a lower weight are left out (0: none).
+    pub min_weight: u32,
+}
+
+impl Default for BookConfig {
+    fn default() -> BookConfig {
+        BookConfig {
+            file: PathBuf::new(),
+            variants: vec![PlayableVariant::Standard],
+            speeds: Vec::new(),
+            colors: Vec::new(),
+            selection: "weighted".to_owned(),
+            depth: 20,
+            min_weight: 0,
+        }
+    }
+}
+
+/// A book opened for the bot's games: its name, the games it is asked in
+/// (empty speeds or colours: all) and how its moves are played.
+#[derive(Debug)]
+pub struct GameBook {
+    pub name: String,
+    pub variants: Vec<VariantKey>,
+    pub speeds: Vec<Speed>,
+    pub colors: Vec<Color>,
+    pub played: PlayedBook,
+}
+
+impl GameBook {
+    /// Whether a game of `variant` and `speed` in which we play `us` asks
+    /// this book.
+    pub fn admits(&self, variant: VariantKey, speed: Speed, us: Color) -> bool {
+        self.variants.contains(&variant)
+            && (self.speeds.is_empty() || self.speeds.contains(&speed))
+            && (self.colors.is_empty() || self.colors.contains(&us))
+    }
+}
+
+/// `selection` (the value of `key`) as a selection.
+fn selection(key: &str, selection: &str) -> Result<Selection, ConfigError> {
+    Selection::parse(selection).ok_or_else(|| {
+        invalid(
+            key,
+            format!("{selection:?}: use \"weighted\", \"best\" or \"uniform\""),
+        )
+    })
+}
+
 impl SourcesConfig {
     /// The rules a single value cannot express.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if Selection::parse(&self.book_selection).is_none() {
-            return Err(invalid(
-                "sources.book_selection",
-                format!("{:?}: use \"weighted\" or \"best\"", self.book_selection),
-            ));
-        }
+        selection("sources.book_selection", &self.book_selection)?;
         check_range("sources.book_depth", self.book_depth.into(), 0, 1000)?;
+        for (name, b) in &self.books {
+            let key = |k: &str| format!("sources.books.{name}.{k}");
+            check_name(&format!("sources.books.{name}"), name, "a book")?;
+            if b.file.as_os_str().is_empty() {
+                return Err(invalid(&key("file"), "is missing: the book's .bin file"));
+            }
+            if b.variants.is_empty() {
+                return Err(invalid(
+                    &key("variants"),
+                    "is empty: no game would ask the book",
+                ));
+            }
+            selection(&key("selection"), &b.selection)?;
+            check_range(&key("depth"), b.depth.into(), 0, 1000)?;
+            check_range(&key("min_weight"), b.min_weight.into(), 0, u16::MAX.into())?;
+        }
         match reqwest::Url::parse(&self.online_tablebase_url) {
             Ok(url) if matches!(url.scheme(), "http" | "https") => {}
             _ => {
@@ -133,18 +229,50 @@ impl SourcesConfig {
         }
     }
 
-    /// Opens the books and tables (errors name the key).
-    pub fn open(&self) -> Result<Sources, ConfigError> {
+    /// Opens the books, in the order they are asked: `[sources.books.NAME]`
+    /// by name, then the files of `book_files`. A book of depth 0 is
+    /// opened (a file that cannot be read is an error naming its key) but
+    /// left out.
+    pub fn open_books(&self) -> Result<Vec<GameBook>, ConfigError> {
+        let open =
+            |path: &Path, key: &str| Book::open(path).map_err(|e| invalid(key, e.to_string()));
         let mut books = Vec::new();
-        for path in self.book_paths() {
-            books
-                .push(Book::open(&path).map_err(|e| invalid("sources.book_files", e.to_string()))?);
+        for (name, b) in &self.books {
+            let key = format!("sources.books.{name}");
+            books.push(GameBook {
+                name: name.clone(),
+                variants: b.variants.iter().map(|v| v.key()).collect(),
+                speeds: b.speeds.iter().map(|s| s.speed()).collect(),
+                colors: b.colors.clone(),
+                played: PlayedBook {
+                    book: open(&b.file, &format!("{key}.file"))?,
+                    selection: selection(&format!("{key}.selection"), &b.selection)?,
+                    max_plies: 2 * b.depth,
+                    min_weight: u16::try_from(b.min_weight).unwrap_or(u16::MAX),
+                },
+            });
         }
-        let books = (!books.is_empty() && self.book_depth > 0).then(|| Books {
-            books,
-            selection: Selection::parse(&self.book_selection).unwrap_or(Selection::Weighted),
-            max_plies: 2 * self.book_depth,
-        });
+        for path in self.book_paths() {
+            books.push(GameBook {
+                name: BOOK_FILES.to_owned(),
+                variants: vec![VariantKey::Standard, VariantKey::FromPosition],
+                speeds: Vec::new(),
+                colors: Vec::new(),
+                played: PlayedBook {
+                    book: open(&path, "sources.book_files")?,
+                    selection: selection("sources.book_selection", &self.book_selection)?,
+                    max_plies: 2 * self.book_depth,
+                    min_weight: 0,
+                },
+            });
+        }
+        books.retain(|b| b.played.max_plies > 0);
+        Ok(books)
+    }
+
+    /// Opens the tables (errors name the key); the bot's books are
+    /// [`open_books`](Self::open_books)'.
+    pub fn open(&self) -> Result<Sources, ConfigError> {
         let tablebases = if self.syzygy_path.trim().is_empty() {
             None
         } else {
@@ -152,7 +280,10 @@ impl SourcesConfig {
                 .map_err(|e| invalid("sources.syzygy_path", e.to_string()))?;
             Some(Arc::new(tables))
         };
-        Ok(Sources { books, tablebases })
+        Ok(Sources {
+            books: Vec::new(),
+            tablebases,
+        })
     }
 
     /// The online sources, if any is on.

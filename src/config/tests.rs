@@ -241,6 +241,46 @@ fn validation_names_the_key() {
             "sources.book_depth: 1001 is out of range 0..=1000",
         ),
         (
+            "[sources.books.zh]\nvariants = [\"crazyhouse\"]\n",
+            "sources.books.zh.file: is missing",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\nvariants = []\n",
+            "sources.books.zh.variants: is empty",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\nvariants = [\"bughouse\"]\n",
+            "sources.books.zh.variants[0]: unknown value \"bughouse\"; expected one of: standard,",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\nspeeds = [\"ultraBullet\"]\n",
+            "sources.books.zh.speeds[0]: unknown value \"ultraBullet\"; expected one of: bullet,",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\ncolors = [\"red\"]\n",
+            "sources.books.zh.colors[0]: unknown value \"red\"; expected one of: white, black",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\nselection = \"random\"\n",
+            "sources.books.zh.selection: \"random\": use \"weighted\", \"best\" or \"uniform\"",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\ndepth = 1001\n",
+            "sources.books.zh.depth: 1001 is out of range 0..=1000",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\nmin_weight = 65536\n",
+            "sources.books.zh.min_weight: 65536 is out of range 0..=65535",
+        ),
+        (
+            "[sources.books.zh]\nfile = \"zh.bin\"\nweight = 1\n",
+            "unknown key sources.books.zh.weight",
+        ),
+        (
+            "[sources.books.\"z h\"]\nfile = \"zh.bin\"\n",
+            "sources.books.z h: a book's name is letters",
+        ),
+        (
             "[matchmaking]\ntime_controls = [\"3+2\", \"2.5+0\"]\n",
             "matchmaking.time_controls: \"2.5+0\" is not a clock Lichess allows (Lichess takes a base of 0, 0.25, 0.5, 0.75, 1 or 1.5 minutes or whole minutes up to 180",
         ),
@@ -287,11 +327,91 @@ fn validation_names_the_key() {
 }
 
 #[test]
+fn books_are_asked_by_name_then_book_files_each_for_its_games() {
+    use crate::lichess::model::{Color, Speed, VariantKey};
+    let book = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/gnuchess-2ply.bin");
+    let config = load_str(
+        &format!(
+            "[sources]\nbook_files = [\"{book}\"]\nbook_selection = \"best\"\nbook_depth = 8\n\
+             [sources.books.zh]\nfile = \"{book}\"\nvariants = [\"crazyhouse\", \"atomic\"]\n\
+             speeds = [\"blitz\"]\ncolors = [\"black\"]\nselection = \"uniform\"\n\
+             depth = 4\nmin_weight = 100\n\
+             [sources.books.a960]\nfile = \"{book}\"\nvariants = [\"chess960\"]\n\
+             [sources.books.off]\nfile = \"{book}\"\ndepth = 0\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let books = config.sources.open_books().unwrap();
+    let names: Vec<&str> = books.iter().map(|b| b.name.as_str()).collect();
+    // By name, `book_files` last; depth 0 is no book.
+    assert_eq!(names, ["a960", "zh", "book_files"]);
+    let (a960, zh, files) = (&books[0], &books[1], &books[2]);
+    use crate::engine::book::Selection;
+    assert_eq!(
+        (
+            zh.played.selection,
+            zh.played.max_plies,
+            zh.played.min_weight
+        ),
+        (Selection::Uniform, 8, 100)
+    );
+    assert_eq!(
+        (files.played.selection, files.played.max_plies),
+        (Selection::Best, 16)
+    );
+    let admits = |b: &GameBook, v, s, c| b.admits(v, s, c);
+    assert!(admits(zh, VariantKey::Atomic, Speed::Blitz, Color::Black));
+    assert!(!admits(zh, VariantKey::Atomic, Speed::Blitz, Color::White));
+    assert!(!admits(zh, VariantKey::Atomic, Speed::Rapid, Color::Black));
+    assert!(!admits(zh, VariantKey::Horde, Speed::Blitz, Color::Black));
+    // Chess960 only where a book names it; book_files in standard chess
+    // and games from a position, at every speed, for both colours.
+    assert!(admits(
+        a960,
+        VariantKey::Chess960,
+        Speed::Bullet,
+        Color::White
+    ));
+    assert!(!admits(
+        a960,
+        VariantKey::Standard,
+        Speed::Bullet,
+        Color::White
+    ));
+    for v in [VariantKey::Standard, VariantKey::FromPosition] {
+        assert!(admits(files, v, Speed::Correspondence, Color::Black));
+    }
+    assert!(!admits(
+        files,
+        VariantKey::Chess960,
+        Speed::Blitz,
+        Color::White
+    ));
+    assert!(!admits(
+        files,
+        VariantKey::Crazyhouse,
+        Speed::Blitz,
+        Color::White
+    ));
+}
+
+#[test]
 fn sources_that_cannot_be_opened_name_their_key() {
     let config = load_str("[sources]\nbook_files = [\"/nonexistent/book.bin\"]\n", &[]).unwrap();
-    let text = config.sources.open().unwrap_err().to_string();
+    let text = config.sources.open_books().unwrap_err().to_string();
     assert!(
         text.starts_with("sources.book_files: cannot read /nonexistent/book.bin"),
+        "{text}"
+    );
+    let config = load_str(
+        "[sources.books.zh]\nfile = \"/nonexistent/zh.bin\"\nvariants = [\"crazyhouse\"]\n",
+        &[],
+    )
+    .unwrap();
+    let text = config.sources.open_books().unwrap_err().to_string();
+    assert!(
+        text.starts_with("sources.books.zh.file: cannot read /nonexistent/zh.bin"),
         "{text}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -310,7 +430,7 @@ fn sources_that_cannot_be_opened_name_their_key() {
     );
     // An empty list: no book, even where gnuchess-book is installed.
     let config = load_str("[sources]\nbook_files = []\n", &[]).unwrap();
-    assert!(config.sources.open().unwrap().books.is_none());
+    assert!(config.sources.open_books().unwrap().is_empty());
     // Lists from the environment.
     let config =
         Config::load_with_env(None, env(&[("KAISSA_SOURCES__BOOK_FILES", "a.bin,b.bin")])).unwrap();

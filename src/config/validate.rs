@@ -353,6 +353,23 @@ pub(super) fn check_range(key: &str, value: u64, min: u64, max: u64) -> Result<(
     }
 }
 
+/// The name of `[section.NAME]` (`key`, e.g. `engines.fairy`): letters,
+/// digits, `-` and `_`; `what` names what the section is.
+pub(super) fn check_name(key: &str, name: &str, what: &str) -> Result<(), ConfigError> {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Ok(())
+    } else {
+        Err(invalid(
+            key,
+            format!("{what}'s name is letters, digits, - and _"),
+        ))
+    }
+}
+
 fn check_order(min_key: &str, min: u32, max_key: &str, max: u32) -> Result<(), ConfigError> {
     if min > max {
         Err(invalid(

@@ -1,7 +1,12 @@
 //! Polyglot opening books: reading `.bin` files (sorted 16-byte entries:
 //! key, move, weight, learn; big-endian), looking a position up by binary
-//! search, and choosing one of its moves by weight (at random, or the
-//! heaviest). Standard chess only: Polyglot books know no Chess960.
+//! search, and choosing one of its moves by weight (at random, the
+//! heaviest, or any at the same odds), within the book's depth and
+//! leaving out its lighter moves. The moves here are kaissa's (standard
+//! chess and Chess960, castling written king-takes-rook as Polyglot
+//! does); the key and moves of a position in Lichess's other variants are
+//! the variant board's (`bot::board::variant`), chosen by the same
+//! [`PlayedBook::pick`].
 //!
 //! kaissa's position key is the Polyglot key except for one rule: kaissa
 //! counts the en-passant file only when a legal en-passant capture exists,
@@ -28,30 +33,43 @@ pub enum Selection {
     Weighted,
     /// Always the heaviest move (the first of them in the file on ties).
     Best,
+    /// At random, every move of positive weight at the same odds.
+    Uniform,
 }
 
 impl Selection {
-    /// `weighted` or `best`.
+    /// `weighted`, `best` or `uniform`.
     pub fn parse(s: &str) -> Option<Selection> {
         match s {
             "weighted" => Some(Selection::Weighted),
             "best" => Some(Selection::Best),
+            "uniform" => Some(Selection::Uniform),
             _ => None,
+        }
+    }
+
+    /// The name `parse` reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Selection::Weighted => "weighted",
+            Selection::Best => "best",
+            Selection::Uniform => "uniform",
         }
     }
 }
 
-/// One move of a book for a position.
+/// One move of a book for a position (kaissa's move, or a variant
+/// board's).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct BookMove {
-    pub mv: Move,
+pub struct BookMove<M = Move> {
+    pub mv: M,
     pub weight: u16,
 }
 
 /// A book move chosen for a position, with what the book said about it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct BookChoice {
-    pub mv: Move,
+pub struct BookChoice<M = Move> {
+    pub mv: M,
     pub weight: u16,
     /// The weights of all the position's moves added up.
     pub total: u32,
@@ -177,33 +195,63 @@ impl Book {
     }
 }
 
-/// The books of a bot or UCI session, asked in order: the first that
-/// knows the position answers.
+/// A book and how its moves are played.
 #[derive(Debug)]
-pub struct Books {
-    pub books: Vec<Book>,
+pub struct PlayedBook {
+    pub book: Book,
     pub selection: Selection,
     /// Book moves are played while the game is shorter than this many
     /// plies (0: never).
     pub max_plies: u32,
+    /// Moves lighter than this are left out (0: none).
+    pub min_weight: u16,
 }
 
-impl Books {
-    /// A move for `pos` from the first book that has one, if the game is
-    /// still within the book depth. `random` is a number in `0..1`.
+impl PlayedBook {
+    /// The book's choice among `moves` (its legal moves for a position at
+    /// game ply `ply`): none past its depth, the moves lighter than
+    /// `min_weight` left out, then by its selection. `random` in `0..1`.
+    pub fn pick<M: Copy>(
+        &self,
+        ply: u32,
+        moves: &[BookMove<M>],
+        random: f64,
+    ) -> Option<BookChoice<M>> {
+        if ply >= self.max_plies {
+            return None;
+        }
+        let kept: Vec<BookMove<M>> = moves
+            .iter()
+            .copied()
+            .filter(|m| m.weight >= self.min_weight)
+            .collect();
+        select(&kept, self.selection, random)
+    }
+
+    /// The book's move for `pos` (reached by `last_move`, if known).
     pub fn choose(
         &self,
         pos: &Position,
         last_move: Option<Move>,
         random: f64,
     ) -> Option<BookChoice> {
-        if game_ply(pos) >= self.max_plies {
+        let ply = game_ply(pos);
+        if ply >= self.max_plies {
             return None;
         }
-        self.books
-            .iter()
-            .find_map(|b| select(&b.moves(pos, last_move), self.selection, random))
+        self.pick(ply, &self.book.moves(pos, last_move), random)
     }
+}
+
+/// A move for `pos` from the first of `books` that has one. `random` is
+/// a number in `0..1`.
+pub fn choose(
+    books: &[PlayedBook],
+    pos: &Position,
+    last_move: Option<Move>,
+    random: f64,
+) -> Option<BookChoice> {
+    books.iter().find_map(|b| b.choose(pos, last_move, random))
 }
 
 /// The ply of the game at `pos` (0 at the start position), from its
@@ -214,12 +262,21 @@ pub fn game_ply(pos: &Position) -> u32 {
 
 /// Chooses among `moves` by `selection`; `random` in `0..1`. `None` when
 /// there is no move, or no move of positive weight.
-pub fn select(moves: &[BookMove], selection: Selection, random: f64) -> Option<BookChoice> {
+pub fn select<M: Copy>(
+    moves: &[BookMove<M>],
+    selection: Selection,
+    random: f64,
+) -> Option<BookChoice<M>> {
     let total: u32 = moves.iter().map(|m| m.weight as u32).sum();
     if total == 0 {
         return None;
     }
     let chosen = match selection {
+        Selection::Uniform => {
+            let played: Vec<&BookMove<M>> = moves.iter().filter(|m| m.weight > 0).collect();
+            let pick = (random.clamp(0.0, 1.0) * played.len() as f64) as usize;
+            played[pick.min(played.len() - 1)]
+        }
         Selection::Best => {
             // The first of the heaviest.
             let best = moves.iter().map(|m| m.weight).max()?;
@@ -291,9 +348,17 @@ pub fn polyglot_key(pos: &Position, last_move: Option<Move>) -> u64 {
 /// promotion (12-14: none, knight, bishop, rook, queen). Castling is
 /// written king-takes-rook (e1h1), as kaissa's castling moves are.
 pub fn decode_move(pos: &Position, raw: u16) -> Option<Move> {
-    let sq = |bits: u16| Square::from_coords((bits & 7) as u8, ((bits >> 3) & 7) as u8);
-    let to = sq(raw);
-    let from = sq(raw >> 6);
+    let (from, to, promotion) = decode_bits(raw)?;
+    pos.legal_moves()
+        .iter()
+        .copied()
+        .find(|m| m.from() == from && m.to() == to && m.promotion_role() == promotion)
+}
+
+/// Polyglot's move bits `raw` as squares and promotion: from, to, and
+/// the piece promoted to (`None` for bits that name no piece).
+pub fn decode_bits(raw: u16) -> Option<(Square, Square, Option<Role>)> {
+    let sq = |bits: u16| Square::new((bits & 63) as u8);
     let promotion = match (raw >> 12) & 7 {
         0 => None,
         1 => Some(Role::Knight),
@@ -302,10 +367,7 @@ pub fn decode_move(pos: &Position, raw: u16) -> Option<Move> {
         4 => Some(Role::Queen),
         _ => return None,
     };
-    pos.legal_moves()
-        .iter()
-        .copied()
-        .find(|m| m.from() == from && m.to() == to && m.promotion_role() == promotion)
+    Some((sq(raw >> 6), sq(raw), promotion))
 }
 
 /// Polyglot's move bits for `m` (castling as king-takes-rook): the
@@ -324,9 +386,15 @@ pub fn encode_move(m: Move) -> u16 {
 
 /// One 16-byte entry (learn = 0), for writing books in tests and tools.
 pub fn encode_entry(key: u64, m: Move, weight: u16) -> [u8; ENTRY_LEN] {
+    raw_entry(key, encode_move(m), weight)
+}
+
+/// One 16-byte entry of Polyglot's move bits `raw` (learn = 0): a
+/// variant board's move, in tests and tools.
+pub fn raw_entry(key: u64, raw: u16, weight: u16) -> [u8; ENTRY_LEN] {
     let mut e = [0; ENTRY_LEN];
     e[..8].copy_from_slice(&key.to_be_bytes());
-    e[8..10].copy_from_slice(&encode_move(m).to_be_bytes());
+    e[8..10].copy_from_slice(&raw.to_be_bytes());
     e[10..12].copy_from_slice(&weight.to_be_bytes());
     e
 }
@@ -404,6 +472,44 @@ mod tests {
         let best = select(&moves, Selection::Best, 0.9).unwrap();
         assert_eq!((best.mv, best.weight, best.total), (mv("e2e4"), 30, 40));
         assert_eq!(select(&moves[2..], Selection::Weighted, 0.5), None);
+    }
+
+    #[test]
+    fn a_played_book_keeps_to_its_depth_and_leaves_out_light_moves() {
+        let pos = Position::startpos();
+        let mv = |s: &str| pos.parse_uci(s, false).unwrap();
+        let data: Vec<u8> = [("e2e4", 30), ("d2d4", 10), ("g1f3", 3)]
+            .iter()
+            .flat_map(|&(m, w)| encode_entry(pos.key(), mv(m), w))
+            .collect();
+        let book = |selection, min_weight| PlayedBook {
+            book: Book::from_bytes(Path::new("x.bin"), data.clone()).unwrap(),
+            selection,
+            max_plies: 2,
+            min_weight,
+        };
+        // Weighted over all three: 0.95 falls on the lightest.
+        let all = book(Selection::Weighted, 0);
+        let c = all.choose(&pos, None, 0.95).unwrap();
+        assert_eq!((c.mv, c.total), (mv("g1f3"), 43));
+        // With min_weight 10, Nf3 (3) is left out, d4 (10) kept.
+        let heavy = book(Selection::Weighted, 10);
+        let c = heavy.choose(&pos, None, 0.95).unwrap();
+        assert_eq!((c.mv, c.weight, c.total), (mv("d2d4"), 10, 40));
+        assert_eq!(book(Selection::Best, 31).choose(&pos, None, 0.5), None);
+        // Uniform: each kept move at the same odds, whatever its weight.
+        let uniform = book(Selection::Uniform, 0);
+        let at = |r: f64| uniform.choose(&pos, None, r).unwrap().mv;
+        assert_eq!(
+            [at(0.0), at(0.34), at(0.67), at(1.0)],
+            [mv("e2e4"), mv("d2d4"), mv("g1f3"), mv("g1f3")]
+        );
+        // Depth: ply 2 (after a move each) is past a depth of 2 plies.
+        let moves = all.book.moves(&pos, None);
+        assert!(all.pick(1, &moves, 0.0).is_some());
+        assert_eq!(all.pick(2, &moves, 0.0), None);
+        assert_eq!(Selection::parse("uniform"), Some(Selection::Uniform));
+        assert_eq!(Selection::Uniform.as_str(), "uniform");
     }
 
     #[test]

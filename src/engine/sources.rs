@@ -1,9 +1,10 @@
 //! The local move sources asked before a search: the opening books, then
-//! the endgame tables. [`Sources::choose`] is the one place that decides
-//! whether a position is answered without a search; the bot's mover (which
-//! adds Lichess's online sources after it) and `kaissa uci` both call it.
+//! the endgame tables. [`Sources::choose`] decides whether a position is
+//! answered without a search in `kaissa uci`; the bot's mover asks its
+//! own books (each for the games its filters admit, in every variant),
+//! then [`Sources::table_move`], then Lichess's online sources.
 
-use super::book::{BookChoice, Books};
+use super::book::{self, BookChoice, PlayedBook};
 use super::score::{DRAW, TB_WIN};
 use super::tablebase::{CURSED, Outcome, TablebaseMove, Tablebases};
 use crate::chess::{Move, Position};
@@ -69,10 +70,11 @@ pub struct SourceMove {
     pub source: Source,
 }
 
-/// The books and tables of a bot or a UCI session.
+/// The books (asked in order; the bot keeps its own) and tables of a
+/// bot or a UCI session.
 #[derive(Debug, Default)]
 pub struct Sources {
-    pub books: Option<Books>,
+    pub books: Vec<PlayedBook>,
     pub tablebases: Option<Arc<Tablebases>>,
 }
 
@@ -89,16 +91,19 @@ impl Sources {
         random: f64,
     ) -> Option<SourceMove> {
         if !chess960
-            && let Some(BookChoice { mv, weight, total }) = self
-                .books
-                .as_ref()
-                .and_then(|b| b.choose(pos, last_move, random))
+            && let Some(BookChoice { mv, weight, total }) =
+                book::choose(&self.books, pos, last_move, random)
         {
             return Some(SourceMove {
                 mv,
                 source: Source::Book { weight, total },
             });
         }
+        self.table_move(pos)
+    }
+
+    /// The tables' move for `pos`, if they cover it.
+    pub fn table_move(&self, pos: &Position) -> Option<SourceMove> {
         let TablebaseMove { mv, outcome, dtz } = self.tablebases.as_ref()?.best_move(pos)?;
         Some(SourceMove {
             mv,

@@ -12,6 +12,7 @@ pub mod standard;
 pub mod variant;
 
 use crate::chess::Color;
+use crate::engine::book::{BookChoice, PlayedBook};
 use crate::lichess::model::VariantKey;
 
 pub(super) enum Record {
@@ -138,6 +139,23 @@ impl Record {
                 Some((m.to_uci(r.chess960()), pos.san(m)))
             }
             Record::Variant(r) => Some((r.legal_uci(text)?, r.san(text)?)),
+        }
+    }
+
+    /// The move `book` plays in the position now (UCI, as posted), if the
+    /// game is within the book's depth and the book holds a legal move
+    /// here. `random` in `0..1`.
+    pub(super) fn book_move(&self, book: &PlayedBook, random: f64) -> Option<BookChoice<String>> {
+        match self {
+            Record::Native(r) => {
+                let c = book.choose(r.position(), r.moves().last().copied(), random)?;
+                Some(BookChoice {
+                    mv: c.mv.to_uci(r.chess960()),
+                    weight: c.weight,
+                    total: c.total,
+                })
+            }
+            Record::Variant(r) => r.book_move(book, random),
         }
     }
 

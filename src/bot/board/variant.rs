@@ -6,18 +6,20 @@
 //! Lichess, PGN and the `UCI_Variant` option of engines. It follows the
 //! server's list as `GameRecord` does for standard chess (only new moves
 //! played, rebuilt after a takeback, an illegal move an error that leaves
-//! the record as it was).
+//! the record as it was). Also the position's Polyglot key and the legal
+//! moves an opening book holds for it.
 
 use super::line::Line;
 use super::standard::RecordError;
-use crate::chess::Color;
+use crate::chess::{Color, zobrist};
+use crate::engine::book::{self, Book, BookChoice, BookMove, PlayedBook};
 use crate::lichess::model::VariantKey;
 use shakmaty::fen::Fen;
 use shakmaty::san::San;
 use shakmaty::uci::UciMove;
 use shakmaty::variant::{Variant, VariantPosition};
 use shakmaty::zobrist::Zobrist64;
-use shakmaty::{CastlingMode, EnPassantMode, Move, Position};
+use shakmaty::{CastlingMode, CastlingSide, EnPassantMode, Move, Position, Role, Square};
 
 /// The shakmaty variant of a Lichess variant key; None for standard chess
 /// and its set-ups (kaissa's own rules play those) and unknown keys.
@@ -237,6 +239,94 @@ impl VariantRecord {
     pub fn san_moves(&self) -> Vec<String> {
         self.line.played().map(|(m, pos)| san(pos, m)).collect()
     }
+
+    /// The move `book` plays here (in UCI as posted), if the game is
+    /// within its depth and it holds a legal move for the position.
+    /// `random` in `0..1`.
+    pub fn book_move(&self, book: &PlayedBook, random: f64) -> Option<BookChoice<String>> {
+        let pos = self.position();
+        let ply = 2 * (pos.fullmoves().get() - 1) + (pos.turn() == shakmaty::Color::Black) as u32;
+        if ply >= book.max_plies {
+            return None;
+        }
+        let choice = book.pick(ply, &book_moves(&book.book, pos), random)?;
+        Some(BookChoice {
+            mv: UciMove::from_move(choice.mv, CastlingMode::Standard).to_string(),
+            weight: choice.weight,
+            total: choice.total,
+        })
+    }
+}
+
+/// The Polyglot key of a variant position, as python-chess computes it
+/// (`chess.polyglot.zobrist_hash` on a variant board): the pieces, the
+/// castling rights, the en-passant file when a pawn of the side to move
+/// stands beside the pawn that just stepped two squares (whether or not
+/// it may legally take), and the side to move. Pockets, promoted pieces
+/// and checks given are not hashed (shakmaty's own keys hash them).
+pub fn polyglot_key(pos: &VariantPosition) -> u64 {
+    let mut key = 0;
+    for (sq, piece) in pos.board() {
+        let piece = crate::chess::Piece {
+            color: color(piece.color),
+            role: role(piece.role),
+        };
+        key ^= zobrist::piece(piece, square(sq));
+    }
+    let mut rights = 0;
+    for (bit, c, side) in [
+        (1, shakmaty::Color::White, CastlingSide::KingSide),
+        (2, shakmaty::Color::White, CastlingSide::QueenSide),
+        (4, shakmaty::Color::Black, CastlingSide::KingSide),
+        (8, shakmaty::Color::Black, CastlingSide::QueenSide),
+    ] {
+        if pos.castles().has(c, side) {
+            rights |= bit;
+        }
+    }
+    key ^= zobrist::castling(rights);
+    if let Some(ep) = pos.ep_square(EnPassantMode::PseudoLegal) {
+        key ^= zobrist::en_passant(ep.file().to_u32() as u8);
+    }
+    if pos.turn() == shakmaty::Color::White {
+        key ^= zobrist::WHITE_TO_MOVE;
+    }
+    key
+}
+
+/// The legal moves `book` holds for `pos`, with their weights, in file
+/// order ([`book::decode_bits`]; castling is written king-takes-rook, as
+/// shakmaty's castling moves are). A book holds no drops; an entry that
+/// is no legal move here is skipped.
+fn book_moves(book: &Book, pos: &VariantPosition) -> Vec<BookMove<Move>> {
+    let legal = pos.legal_moves();
+    book.entries(polyglot_key(pos))
+        .into_iter()
+        .filter_map(|(raw, weight)| {
+            let (from, to, promotion) = book::decode_bits(raw)?;
+            let mv = legal.iter().copied().find(|m| {
+                m.from().map(square) == Some(from)
+                    && square(m.to()) == to
+                    && m.promotion().map(role) == promotion
+            })?;
+            Some(BookMove { mv, weight })
+        })
+        .collect()
+}
+
+fn role(r: Role) -> crate::chess::Role {
+    match r {
+        Role::Pawn => crate::chess::Role::Pawn,
+        Role::Knight => crate::chess::Role::Knight,
+        Role::Bishop => crate::chess::Role::Bishop,
+        Role::Rook => crate::chess::Role::Rook,
+        Role::Queen => crate::chess::Role::Queen,
+        Role::King => crate::chess::Role::King,
+    }
+}
+
+fn square(sq: Square) -> crate::chess::Square {
+    crate::chess::Square::new(sq.to_u32() as u8)
 }
 
 /// The SAN of `m`, pawn drops written `P@e6` as Lichess and
@@ -319,6 +409,139 @@ mod tests {
         );
         assert!(VariantRecord::new(VariantKey::Standard, "startpos").is_err());
         assert!(VariantRecord::new(VariantKey::Atomic, "not a fen").is_err());
+    }
+
+    fn after(key: VariantKey, fen: &str, moves: &str) -> VariantRecord {
+        let mut r = VariantRecord::new(key, fen).unwrap();
+        r.sync(moves).unwrap();
+        r
+    }
+
+    #[test]
+    fn variant_keys_are_python_chess_polyglot_keys() {
+        // chess.polyglot.zobrist_hash(board) with python-chess 1.11.2 on
+        // the variant's board (chess.variant.CrazyhouseBoard() and so on)
+        // after these moves: pockets, promoted pieces and checks given are
+        // not hashed; the en-passant file is when a pawn of the side to
+        // move stands beside, legal capture or not.
+        let cases = [
+            (
+                VariantKey::Crazyhouse,
+                "startpos",
+                "e2e4 d7d5 e4d5",
+                0x2089_b309_bbaa_4db6,
+            ),
+            (
+                VariantKey::Crazyhouse,
+                "startpos",
+                "e2e4 d7d5 e4d5 d8d5 b1c3 d5a5 P@d4",
+                0x40b3_5b09_e63b_fdb4,
+            ),
+            (
+                VariantKey::ThreeCheck,
+                "startpos",
+                "e2e4 e7e5 f1c4 b8c6 c4f7",
+                0x61a9_affc_bfc7_6870,
+            ),
+            (
+                VariantKey::ThreeCheck,
+                "7k/3p4/8/r3P2K/8/8/8/8 b - - 3+3 0 1",
+                "d7d5",
+                0x86b9_56ea_bb0c_69db,
+            ),
+            (VariantKey::Horde, "startpos", "", 0xa8a8_7818_3978_f15b),
+            (
+                VariantKey::Horde,
+                "startpos",
+                "d4d5 e7e5",
+                0x57e9_76df_3966_ddb9,
+            ),
+            (
+                VariantKey::RacingKings,
+                "startpos",
+                "",
+                0xda1c_d414_1a24_0380,
+            ),
+            (VariantKey::Antichess, "startpos", "", 0x3d01_bbb3_c110_5375),
+            (
+                VariantKey::Atomic,
+                "startpos",
+                "e2e4 g8f6 e4e5 d7d5",
+                0x2158_459f_f499_f8e3,
+            ),
+            (
+                VariantKey::Atomic,
+                "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
+                "",
+                0xfda2_39cc_692a_6053,
+            ),
+            (
+                VariantKey::KingOfTheHill,
+                "startpos",
+                "",
+                0x463b_9618_1691_fc9c,
+            ),
+        ];
+        for (key, fen, moves, expected) in cases {
+            let r = after(key, fen, moves);
+            assert_eq!(
+                polyglot_key(r.position()),
+                expected,
+                "{key:?} {fen} {moves}"
+            );
+        }
+    }
+
+    /// A book of `entries` (Polyglot move bits, weight) for the position
+    /// of `r`.
+    fn book_for(r: &VariantRecord, entries: &[(u16, u16)], min_weight: u16) -> PlayedBook {
+        let key = polyglot_key(r.position());
+        let data: Vec<u8> = entries
+            .iter()
+            .flat_map(|&(raw, w)| crate::engine::book::raw_entry(key, raw, w))
+            .collect();
+        PlayedBook {
+            book: Book::from_bytes(std::path::Path::new("v.bin"), data).unwrap(),
+            selection: crate::engine::book::Selection::Best,
+            max_plies: 20,
+            min_weight,
+        }
+    }
+
+    /// Polyglot's bits for a move between two squares (0 = a1).
+    fn raw(from: u16, to: u16) -> u16 {
+        from << 6 | to
+    }
+
+    #[test]
+    fn book_moves_are_legal_moves_of_the_variant_with_castling_as_lichess_writes_it() {
+        // Atomic, both sides may castle: the book writes e1h1.
+        let r = after(
+            VariantKey::Atomic,
+            "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
+            "",
+        );
+        let book = book_for(&r, &[(raw(4, 7), 10), (raw(0, 1), 5)], 0);
+        let c = r.book_move(&book, 0.5).unwrap();
+        assert_eq!((c.mv.as_str(), c.weight, c.total), ("e1g1", 10, 15));
+        // min_weight leaves castling out: a1b1 (5) only.
+        let light = book_for(&r, &[(raw(4, 7), 4), (raw(0, 1), 5)], 5);
+        assert_eq!(r.book_move(&light, 0.5).unwrap().mv, "a1b1");
+        // Antichess: a capture is forced, so a book's quiet move is not
+        // played (a broken book, or a key collision).
+        let r = after(VariantKey::Antichess, "startpos", "e2e4 d7d5");
+        let g1f3 = raw(6, 21);
+        let e4d5 = raw(28, 35);
+        assert_eq!(r.book_move(&book_for(&r, &[(g1f3, 9)], 0), 0.5), None);
+        let c = r.book_move(&book_for(&r, &[(g1f3, 9), (e4d5, 1)], 0), 0.5);
+        assert_eq!(c.map(|c| c.mv), Some("e4d5".to_owned()));
+        // Past the depth (20 plies), nothing.
+        let r = after(
+            VariantKey::Crazyhouse,
+            "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 11",
+            "",
+        );
+        assert_eq!(r.book_move(&book_for(&r, &[(raw(0, 1), 5)], 0), 0.5), None);
     }
 
     #[test]

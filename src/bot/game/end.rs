@@ -174,7 +174,7 @@ impl Game {
             m.inc(
                 "kaissa_games_total",
                 &[
-                    ("speed", facts.speed),
+                    ("speed", facts.speed.as_str()),
                     ("opponent", opponent),
                     ("result", result),
                 ],
@@ -191,7 +191,7 @@ impl Game {
             event: format!(
                 "{} {} game",
                 if facts.rated { "Rated" } else { "Casual" },
-                facts.speed
+                facts.speed.as_str()
             ),
             site: format!("{}/{}", self.ctx.client.base_url(), self.id),
             date: pgn_date(facts.created_at.unwrap_or_else(now_ms)),

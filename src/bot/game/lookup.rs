@@ -1,10 +1,12 @@
 //! The moves a game plays without a search, asked in this order before
-//! the engine: the opening books and the endgame tables (local, instant:
-//! [`Sources::choose`]), then Lichess's online tablebase and cloud
-//! evaluation. Each only when it applies (book: standard chess within the
-//! book depth; tables: no castling rights and few enough pieces; online:
-//! no local table covers the position, or early in a standard game) and
-//! the clock allows. An online question runs in its own task with a short
+//! the engine (built-in or external): the opening books that admit the
+//! game (its variant, speed and our colour; every variant), the endgame
+//! tables (local, instant: [`Sources::table_move`]), then Lichess's online
+//! tablebase and cloud evaluation. Each only when it applies (book: within
+//! its depth, a legal move for the position; tables: standard chess and
+//! its set-ups, no castling rights and few enough pieces; online: no
+//! local table covers the position, or early in a standard game) and the
+//! clock allows. An online question runs in its own task with a short
 //! timeout while the game goes on reading its stream; its answer comes
 //! back as an `Asking` the game task waits on, and a stale or useless
 //! answer sends the game to the search.
@@ -12,9 +14,10 @@
 use super::mover::{Chosen, Thinking};
 use super::player::Said;
 use super::spawn_here;
-use super::{Flow, Game};
+use super::{Flow, Game, to_model};
 use crate::bot::board::Record;
 use crate::chess::{CastlingNotation, Color, Position};
+use crate::config::GameBook;
 use crate::engine::book::game_ply;
 use crate::engine::sources::{Source, SourceMove, Sources};
 use crate::engine::tablebase::Outcome;
@@ -28,6 +31,8 @@ use tokio::time::Instant;
 /// and its online sources.
 #[derive(Debug, Default)]
 pub struct MoveSources {
+    /// Asked in order; a game asks those that admit it.
+    pub books: Vec<GameBook>,
     pub local: Sources,
     pub online: Option<Online>,
 }
@@ -142,47 +147,50 @@ impl Game {
     /// starts an online question (then `Flow::Continue`: the answer comes
     /// through `asking`). `Flow::Think`: no source applies, search.
     pub(super) async fn before_search(&mut self, asking: &mut Option<Asking>) -> Flow {
-        let (Some(us), Some(record), Some((state, arrived))) = (
-            self.color,
-            self.record.as_ref().and_then(Record::native),
-            &self.state,
-        ) else {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, self.record.as_ref(), &self.state)
+        else {
             return Flow::Think;
         };
         let ply = record.ply();
-        let pos = record.position();
+        let key = record.key();
         if !state.status.is_ongoing()
-            || pos.turn() != us
+            || record.turn() != us
             || self.search.thinking.is_some()
             || self.moved_at_ply == Some(ply)
         {
             return Flow::Continue;
         }
-        if !self.refused.texts_at(ply, pos.key()).is_empty() {
+        if !self.refused.texts_at(ply, key).is_empty() {
             // A move was refused here (perhaps the source's): search
             // among the others.
             return Flow::Think;
         }
         if asking
             .as_ref()
-            .is_some_and(|a| a.ply == ply && a.key == pos.key())
+            .is_some_and(|a| a.ply == ply && a.key == key)
         {
             // An online answer for this very position is on its way.
             return Flow::Continue;
         }
         let arrived = *arrived;
+        let sources = std::sync::Arc::clone(&self.ctx.sources);
+        if let Some((chosen, source)) = self.book_move(&sources.books) {
+            return self.post_unsearched(chosen, source, None, arrived).await;
+        }
+        // The tables and the online sources: standard chess and its
+        // set-ups.
+        let Some(record) = record.native() else {
+            return Flow::Think;
+        };
+        let pos = record.position();
         let chess960 = record.chess960();
-        let last_move = record.moves().last().copied();
         // Our clock as it stands now.
         let clock = self
             .limits(state, us, false)
             .1
             .map(|c| c.saturating_sub(arrived.elapsed()));
-        let sources = std::sync::Arc::clone(&self.ctx.sources);
-        if let Some(choice) = sources
-            .local
-            .choose(pos, last_move, chess960, fastrand::f64())
-        {
+        if let Some(choice) = sources.local.table_move(pos) {
             return self.play_source(choice, arrived).await;
         }
         let Some(online) = &sources.online else {
@@ -248,18 +256,32 @@ impl Game {
         }
     }
 
-    /// Posts a move chosen without a search (logged with its source).
+    /// The move of the first book that admits this game (its variant,
+    /// speed and our colour) and holds a legal move for the position now:
+    /// as posted, with its SAN, and its source.
+    fn book_move(&self, books: &[GameBook]) -> Option<(Chosen, Source)> {
+        let (us, record, facts) = (self.color?, self.record.as_ref()?, self.facts.as_ref()?);
+        books
+            .iter()
+            .filter(|b| b.admits(facts.variant, facts.speed, to_model(us)))
+            .find_map(|b| {
+                let choice = record.book_move(&b.played, fastrand::f64())?;
+                let (uci, san) = record.legal(&choice.mv)?;
+                tracing::debug!(book = %b.name, mv = %uci, "book move");
+                let source = Source::Book {
+                    weight: choice.weight,
+                    total: choice.total,
+                };
+                Some((Chosen { uci, san }, source))
+            })
+    }
+
+    /// Posts a table's or an online source's move (standard chess and its
+    /// set-ups), with the score the source gives it.
     async fn play_source(&mut self, choice: SourceMove, arrived: Instant) -> Flow {
-        let (Some(us), Some(record), Some((state, _))) = (
-            self.color,
-            self.record.as_ref().and_then(Record::native),
-            &self.state,
-        ) else {
+        let Some(record) = self.record.as_ref().and_then(Record::native) else {
             return Flow::Continue;
         };
-        let ply = record.ply();
-        // The clock as it stood at the state's arrival (as for a search).
-        let (_, clock) = self.limits(state, us, false);
         let said = choice.source.value().map(|v| {
             Said::BuiltIn(SearchInfo {
                 depth: 0,
@@ -274,7 +296,34 @@ impl Game {
                 pv: vec![choice.mv],
             })
         });
+        let chosen = Chosen {
+            uci: choice.mv.to_uci(record.chess960()),
+            san: record.position().san(choice.mv),
+        };
+        self.post_unsearched(chosen, choice.source, said, arrived)
+            .await
+    }
+
+    /// Posts a move chosen without a search (logged with its source; what
+    /// the source `said` of it, if anything, goes to the rules and the
+    /// PGN as a search's report would).
+    async fn post_unsearched(
+        &mut self,
+        chosen: Chosen,
+        source: Source,
+        said: Option<Said>,
+        arrived: Instant,
+    ) -> Flow {
+        let (Some(us), Some(record), Some((state, _))) =
+            (self.color, self.record.as_ref(), &self.state)
+        else {
+            return Flow::Continue;
+        };
+        let ply = record.ply();
+        // The clock as it stood at the state's arrival (as for a search).
+        let (_, clock) = self.limits(state, us, false);
         let now = Instant::now();
+        let report = said.as_ref().and_then(|s| s.report(record));
         let answer = Thinking {
             id: None,
             ply,
@@ -283,17 +332,9 @@ impl Game {
             queued: Duration::ZERO,
             clock,
             said,
-            source: choice.source,
+            source,
             searched_before: Duration::ZERO,
             permit: None,
-        };
-        let Some(game) = self.record.as_ref() else {
-            return Flow::Continue;
-        };
-        let report = answer.said.as_ref().and_then(|s| s.report(game));
-        let chosen = Chosen {
-            uci: choice.mv.to_uci(record.chess960()),
-            san: record.position().san(choice.mv),
         };
         self.play(answer, chosen, report, now).await
     }

@@ -61,7 +61,7 @@ use crate::lichess::Error as ClientError;
 use crate::lichess::client::Client;
 use crate::lichess::model::{
     ChatLine, ChatRoom, Color, GameEvent, GameFull, GameInfo, GameState, GameStatus, OpponentGone,
-    VariantKey,
+    Speed, VariantKey,
 };
 use clock::Lag;
 use lookup::{Asking, MoveSources};
@@ -294,7 +294,8 @@ struct Facts {
     /// Initial time and increment in ms.
     clock: Option<(u64, u64)>,
     rated: bool,
-    speed: &'static str,
+    speed: Speed,
+    variant: VariantKey,
     created_at: Option<u64>,
     /// The opponent is a bot, or Lichess's AI.
     opponent_bot: bool,
@@ -719,7 +720,8 @@ impl Game {
             black_rating: full.black.rating,
             clock: full.clock.map(|c| (c.initial, c.increment)),
             rated: full.rated,
-            speed: full.speed.as_str(),
+            speed: full.speed,
+            variant: full.variant.key,
             created_at: full.created_at,
             opponent_bot: {
                 let them = if us == chess::Color::White {
