@@ -237,6 +237,11 @@ fn run_daemon(config_path: Option<&Path>) -> Result<ExitCode> {
     let (found, sources) = preflight::local(&config, Caller::Run).context("configuration")?;
     found.iter().for_each(Finding::log);
     let token = config.token().context("token")?;
+    let mut sources = sources;
+    if let Some(online) = sources.online.as_mut() {
+        // Lichess's explorer needs a token; its other hosts take one.
+        online.authenticate(token.clone(), &config.lichess.url);
+    }
     let client = Client::new(token, config.lichess.client_options())
         .context("cannot create the Lichess client")?;
     let notifier = kaissa::systemd::Notifier::from_env().unwrap_or_else(|e| {

@@ -89,7 +89,9 @@ use kaissa::lichess::model::{
     ErrorBody, Event, GameEvent, GameFull, GameInfo, GameState, GameStatus, NowPlaying, OnlineBot,
     OpponentGone, Speed, TimeControl, Title, TokenInfo, VariantKey, perf_rating,
 };
-use kaissa::lichess::online::{Online, OnlineOptions};
+use kaissa::lichess::online::{
+    ChessDbOptions, ExplorerDb, ExplorerOptions, ExplorerSort, Online, OnlineOptions,
+};
 use kaissa::lichess::{Challenge, NdjsonStream, StreamEvent};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -938,9 +940,23 @@ fn online(fake: &support::fake_lichess::FakeLichess) -> Online {
     Online::new(OnlineOptions {
         tablebase_url: Some(fake.url()),
         tablebase_pieces: 7,
+        tablebase_variants: true,
         cloud_eval_url: Some(fake.url()),
         cloud_eval_plies: 100,
         cloud_eval_min_depth: 20,
+        explorer: Some(ExplorerOptions {
+            url: fake.url(),
+            db: ExplorerDb::Masters,
+            min_games: 10,
+            sort: ExplorerSort::Games,
+            plies: 30,
+        }),
+        chessdb: Some(ChessDbOptions {
+            url: format!("{}/cdb.php", fake.url()),
+            plies: 30,
+            min_depth: 20,
+            tablebase: true,
+        }),
         timeout: Duration::from_secs(5),
         min_clock: Duration::ZERO,
     })
@@ -977,10 +993,64 @@ async fn online_sources() {
     // The tablebase example: `curl .../standard?fen=4k3/6KP/8/8/8/8/7p/8_w_-_-_0_1`.
     let kpkp = "4k3/6KP/8/8/8/8/7p/8 w - - 0 1";
     fake.set_tablebase_answer(kpkp, json("online/tablebase-standard.json"));
-    let answer = online.tablebase(kpkp).await.unwrap().expect("an answer");
+    let answer = online
+        .tablebase("standard", kpkp)
+        .await
+        .unwrap()
+        .expect("an answer");
     assert_eq!(answer.uci, "h7h8q", "the first (best) move");
     assert_eq!(answer.category, "win");
     assert_eq!(answer.dtz, Some(1));
+    // The same shape from the atomic tables, at /atomic.
+    let atomic = "3k4/8/8/8/8/8/8/3QK3 w - - 0 1";
+    fake.set_tablebase_answer(atomic, json("online/tablebase-atomic.json"));
+    let answer = online.tablebase("atomic", atomic).await.unwrap().unwrap();
+    assert_eq!(
+        (answer.uci.as_str(), answer.category.as_str()),
+        ("d1d7", "win")
+    );
+
+    // The explorer (masters): the most played move with 10 games or more.
+    let startpos_move = online.explorer("standard", startpos, true).await;
+    assert_eq!(startpos_move.unwrap(), None, "no answer set: 404");
+    fake.set_explorer_answer(startpos, json("online/explorer-masters.json"));
+    let best = online.explorer("standard", startpos, true).await.unwrap();
+    let best = best.expect("a move");
+    assert_eq!(
+        (best.uci.as_str(), best.games, best.score),
+        ("e2e4", 1200, 541)
+    );
+
+    // ChessDB: its best line, deep enough; a tablebase score anyway.
+    fake.set_chessdb_answer(startpos, json("online/chessdb-querypv.json"));
+    let line = online.chessdb(startpos).await.unwrap().expect("a line");
+    assert_eq!(
+        (line.uci.as_str(), line.score, line.depth),
+        ("e2e4", 37, 33)
+    );
+    let kqk = "8/8/8/4k3/8/8/8/3QK3 w - - 0 1";
+    fake.set_chessdb_answer(kqk, json("online/chessdb-egtb.json"));
+    let egtb = online
+        .chessdb(kqk)
+        .await
+        .unwrap()
+        .expect("a tablebase line");
+    assert_eq!((egtb.uci.as_str(), egtb.score), ("d1d5", 29970));
+    let unknown = "8/8/8/4k3/8/8/8/3RK3 w - - 0 1";
+    assert_eq!(
+        online.chessdb(unknown).await.unwrap(),
+        None,
+        "status unknown"
+    );
+    // Lichess's hosts get the token (here the fake's own host), when set.
+    assert!(fake.online_asked_with_token().is_empty());
+    let mut signed = online.clone();
+    signed.authenticate(
+        kaissa::lichess::Token::new(fake.token()).unwrap(),
+        &fake.url(),
+    );
+    signed.explorer("standard", startpos, true).await.unwrap();
+    assert_eq!(fake.online_asked_with_token(), ["/masters"]);
 }
 
 // ---------------------------------------------------------------------

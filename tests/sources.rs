@@ -232,3 +232,72 @@ async fn local_tables_convert_an_ending_and_the_online_tablebase_is_not_asked() 
         .count();
     assert_eq!(asked, 0, "the online tablebase was asked");
 }
+
+/// The opening explorer and ChessDB as online books: the explorer
+/// (Lichess's games, by speed and rating) answers the first move, with
+/// the bot's token; ChessDB (another host: no token) the next one, where
+/// the explorer has nothing; then the search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_explorer_and_chessdb_answer_the_opening_and_only_lichess_gets_the_token() {
+    let fake = FakeLichess::start().await;
+    let chessdb = fake.url().replace("127.0.0.1", "localhost");
+    let bot = start(
+        &fake,
+        &format!(
+            "explorer = true\nexplorer_url = \"{url}\"\nexplorer_db = \"lichess\"\n\
+             explorer_speeds = [\"blitz\"]\nexplorer_ratings = [2200, 2500]\n\
+             explorer_min_games = 10\nexplorer_sort = \"score\"\n\
+             chessdb = true\nchessdb_url = \"{chessdb}/cdb.php\"\nchessdb_min_depth = 20",
+            url = fake.url()
+        ),
+    )
+    .await;
+    let startpos = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+    fake.set_explorer_answer(
+        startpos,
+        json!({"white": 950, "draws": 700, "black": 650, "moves": [
+            {"uci": "e2e4", "san": "e4", "averageRating": 2301, "white": 500, "draws": 300, "black": 400},
+            {"uci": "d2d4", "san": "d4", "averageRating": 2310, "white": 450, "draws": 400, "black": 250},
+            {"uci": "b2b4", "san": "b4", "averageRating": 2250, "white": 5, "draws": 0, "black": 0}]}),
+    );
+    let after_d4_d5 = "rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR w KQkq - 0 2";
+    fake.set_chessdb_answer(
+        after_d4_d5,
+        json!({"status": "ok", "score": 31, "depth": 28, "pv": ["c2c4", "e7e6"]}),
+    );
+    let game = as_white(&fake, FakeVariant::Standard);
+    let record = ply(&fake, &bot, &game, 0).await;
+    assert_eq!(
+        record.moves[0], "d2d4",
+        "the best score with 10 games or more"
+    );
+    fake.opponent_move(&game, "d7d5").unwrap();
+    let record = ply(&fake, &bot, &game, 2).await;
+    assert_eq!(record.moves[2], "c2c4", "ChessDB's line");
+    fake.opponent_move(&game, "e7e6").unwrap();
+    ply(&fake, &bot, &game, 4).await;
+    fake.opponent_resigns(&game).unwrap();
+    fake.wait_game_over(&game, WAIT).await.unwrap();
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    let moves = move_lines(&log, &game);
+    assert!(
+        moves[0].contains("source=explorer (1100 games, 59.0%)"),
+        "{moves:?}"
+    );
+    assert!(
+        moves[1].contains("source=chessdb (cp 31, depth 28)"),
+        "{moves:?}"
+    );
+    assert!(moves[2].contains("source=search"), "{moves:?}");
+    let requests = fake.requests();
+    let explorer: Vec<_> = requests.iter().filter(|r| r.path == "/lichess").collect();
+    let query = explorer[0].query.as_deref().unwrap();
+    for part in ["variant=standard", "speeds=blitz", "ratings=2200,2500"] {
+        assert!(query.contains(part), "{part} not in {query}");
+    }
+    assert!(requests.iter().any(|r| r.path == "/cdb.php"));
+    let signed = fake.online_asked_with_token();
+    assert!(signed.iter().all(|p| p == "/lichess"), "{signed:?}");
+    assert!(!signed.is_empty(), "the explorer gets the token");
+}

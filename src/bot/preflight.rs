@@ -14,6 +14,7 @@ use crate::bot::external::roster::Engines;
 use crate::bot::game::lookup::MoveSources;
 use crate::config::{Config, ConfigError, GameBook, cgroup_memory_max_mib};
 use crate::lichess::model::TokenInfo;
+use crate::lichess::online::{ExplorerDb, ExplorerSort};
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +205,47 @@ fn describe_sources(sources: &MoveSources) -> Vec<String> {
             on.push(format!(
                 "tablebase {url} (up to {} pieces)",
                 o.tablebase_pieces
+            ));
+        }
+        if o.tablebase_url.is_some() && o.tablebase_variants {
+            on.push("tablebase for atomic and antichess".to_owned());
+        }
+        if let Some(e) = &o.explorer {
+            let games = match &e.db {
+                ExplorerDb::Masters => "masters' games".to_owned(),
+                ExplorerDb::Lichess { speeds, ratings } => format!(
+                    "Lichess games ({}; ratings {})",
+                    speeds.join(" "),
+                    ratings
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                ExplorerDb::Player { name } => format!("{name}'s games"),
+            };
+            let sort = match e.sort {
+                ExplorerSort::Games => "most played",
+                ExplorerSort::Score => "best score",
+            };
+            on.push(format!(
+                "explorer {} ({games}, first {} moves, {sort}, >= {} games)",
+                e.url,
+                e.plies / 2,
+                e.min_games
+            ));
+        }
+        if let Some(c) = &o.chessdb {
+            on.push(format!(
+                "chessdb {} (first {} moves, depth >= {}{})",
+                c.url,
+                c.plies / 2,
+                c.min_depth,
+                if c.tablebase {
+                    "; endings of 7 pieces"
+                } else {
+                    ""
+                }
             ));
         }
         if o.cloud_eval_url.is_some() {

@@ -20,7 +20,7 @@ const SECTIONS: [&str; 8] = [
     "tournaments",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 13] = [
+const LIST_KEYS: [&str; 15] = [
     "challenge.variants",
     "challenge.speeds",
     "challenge.queue_first",
@@ -34,6 +34,8 @@ const LIST_KEYS: [&str; 13] = [
     "matchmaking.time_controls",
     "matchmaking.variants",
     "sources.book_files",
+    "sources.explorer_speeds",
+    "sources.explorer_ratings",
 ];
 
 /// The process environment as UTF-8 pairs; an override that is not UTF-8

@@ -20,7 +20,8 @@
 //! The parts: `sections` (the sections, their defaults and small
 //! accessors), `engines` (`[engines.NAME]`: external UCI engines and the
 //! games each plays), `sources` (`[sources]`: books, tables, online sources,
-//! and opening them), `terms` (`[challenge.humans]` and
+//! and opening them), `online` (the online sources' keys of `[sources]`
+//! and their client), `terms` (`[challenge.humans]` and
 //! `[challenge.bots]`: the games each kind of challenger may ask for),
 //! `tournaments` (`[tournaments]`: the arenas joined), `env` (the environment overrides), `validate` (the rules
 //! across values), `token` (finding the token) and `error` (every
@@ -30,6 +31,7 @@
 mod engines;
 mod env;
 mod error;
+mod online;
 mod sections;
 mod sources;
 mod summary;

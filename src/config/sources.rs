@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +24,6 @@ use crate::engine::book::{self, Book, PlayedBook, Selection};
 use crate::engine::sources::Sources;
 use crate::engine::tablebase::Tablebases;
 use crate::lichess::model::{Color, Speed, VariantKey};
-use crate::lichess::online::{Online, OnlineOptions};
 
 /// The name the `book_files` book goes by.
 const BOOK_FILES: &str = "book_files";
@@ -60,6 +58,28 @@ pub struct SourcesConfig {
     pub cloud_eval_moves: u32,
     /// Only evaluations at least this deep are played.
     pub cloud_eval_min_depth: u32,
+    /// Also ask the tablebase server in atomic and antichess games.
+    pub online_tablebase_variants: bool,
+    /// Lichess's opening explorer as an online book (see `config::online`).
+    pub explorer: bool,
+    pub explorer_url: String,
+    /// `masters`, `lichess` or `player`.
+    pub explorer_db: String,
+    /// For `lichess`: the speeds and rating bands counted.
+    pub explorer_speeds: Vec<String>,
+    pub explorer_ratings: Vec<u32>,
+    /// For `player`: whose games.
+    pub explorer_player: String,
+    pub explorer_min_games: u32,
+    /// `games` (the most played) or `score` (the best scoring).
+    pub explorer_sort: String,
+    pub explorer_moves: u32,
+    /// ChessDB as an online book, and in endings as a tablebase.
+    pub chessdb: bool,
+    pub chessdb_url: String,
+    pub chessdb_moves: u32,
+    pub chessdb_min_depth: u32,
+    pub chessdb_tablebase: bool,
     /// The longest an online source is waited for.
     pub online_timeout_ms: u64,
     /// Online sources are asked only with at least this much on our clock.
@@ -80,6 +100,25 @@ impl Default for SourcesConfig {
             cloud_eval: false,
             cloud_eval_moves: 20,
             cloud_eval_min_depth: 20,
+            online_tablebase_variants: true,
+            explorer: false,
+            explorer_url: "https://explorer.lichess.ovh".to_owned(),
+            explorer_db: "masters".to_owned(),
+            explorer_speeds: vec![
+                "blitz".to_owned(),
+                "rapid".to_owned(),
+                "classical".to_owned(),
+            ],
+            explorer_ratings: vec![2200, 2500],
+            explorer_player: String::new(),
+            explorer_min_games: 10,
+            explorer_sort: "games".to_owned(),
+            explorer_moves: 15,
+            chessdb: false,
+            chessdb_url: "https://www.chessdb.cn/cdb.php".to_owned(),
+            chessdb_moves: 20,
+            chessdb_min_depth: 20,
+            chessdb_tablebase: false,
             online_timeout_ms: 2000,
             online_min_clock_secs: 20,
         }
@@ -172,45 +211,7 @@ impl SourcesConfig {
             check_range(&key("depth"), b.depth.into(), 0, 1000)?;
             check_range(&key("min_weight"), b.min_weight.into(), 0, u16::MAX.into())?;
         }
-        match reqwest::Url::parse(&self.online_tablebase_url) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") => {}
-            _ => {
-                return Err(invalid(
-                    "sources.online_tablebase_url",
-                    format!("{:?} is not an http(s) URL", self.online_tablebase_url),
-                ));
-            }
-        }
-        check_range(
-            "sources.online_tablebase_pieces",
-            self.online_tablebase_pieces.into(),
-            3,
-            7,
-        )?;
-        check_range(
-            "sources.cloud_eval_moves",
-            self.cloud_eval_moves.into(),
-            0,
-            1000,
-        )?;
-        check_range(
-            "sources.cloud_eval_min_depth",
-            self.cloud_eval_min_depth.into(),
-            0,
-            100,
-        )?;
-        check_range(
-            "sources.online_timeout_ms",
-            self.online_timeout_ms,
-            100,
-            10_000,
-        )?;
-        check_range(
-            "sources.online_min_clock_secs",
-            self.online_min_clock_secs,
-            0,
-            3600,
-        )
+        self.validate_online()
     }
 
     /// The book files to open: the configured ones, or the default book
@@ -284,26 +285,5 @@ impl SourcesConfig {
             books: Vec::new(),
             tablebases,
         })
-    }
-
-    /// The online sources, if any is on.
-    pub fn online(&self, lichess_url: &str) -> Result<Option<Online>, ConfigError> {
-        if !self.online_tablebase && !self.cloud_eval {
-            return Ok(None);
-        }
-        let options = OnlineOptions {
-            tablebase_url: self
-                .online_tablebase
-                .then(|| self.online_tablebase_url.clone()),
-            tablebase_pieces: self.online_tablebase_pieces,
-            cloud_eval_url: self.cloud_eval.then(|| lichess_url.to_owned()),
-            cloud_eval_plies: 2 * self.cloud_eval_moves,
-            cloud_eval_min_depth: self.cloud_eval_min_depth,
-            timeout: Duration::from_millis(self.online_timeout_ms),
-            min_clock: Duration::from_secs(self.online_min_clock_secs),
-        };
-        Online::new(options)
-            .map(Some)
-            .map_err(|e| invalid("sources", format!("cannot create the HTTP client: {e}")))
     }
 }

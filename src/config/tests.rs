@@ -301,8 +301,40 @@ fn validation_names_the_key() {
             "sources.online_tablebase_url:",
         ),
         (
-            "[sources]\nonline_tablebase_pieces = 8\n",
+            "[sources]\nonline_tablebase_pieces = 9\n",
             "sources.online_tablebase_pieces:",
+        ),
+        (
+            "[sources]\nexplorer_db = \"lichess\"\nexplorer_ratings = [2100]\n",
+            "sources.explorer_ratings:",
+        ),
+        (
+            "[sources]\nexplorer_db = \"player\"\n",
+            "sources.explorer_player:",
+        ),
+        (
+            "[sources]\nexplorer_sort = \"random\"\n",
+            "sources.explorer_sort:",
+        ),
+        (
+            "[sources]\nchessdb_url = \"ftp://x\"\n",
+            "sources.chessdb_url:",
+        ),
+        (
+            "[matchmaking]\nmin_rating_diff = 100\nmax_rating_diff = 0\n",
+            "matchmaking.min_rating_diff:",
+        ),
+        (
+            "[matchmaking]\ntarget_rating_diff = 500\n",
+            "matchmaking.target_rating_diff:",
+        ),
+        (
+            "[matchmaking]\ntime_controls = [\"4d\"]\n",
+            "matchmaking.time_controls:",
+        ),
+        (
+            "[challenge.humans]\nmin_rating = 3000\nmax_rating = 2000\n",
+            "challenge.humans.min_rating:",
         ),
         (
             "[sources]\ncloud_eval_min_depth = 101\n",

@@ -22,6 +22,12 @@ pub enum Source {
     OnlineTablebase { outcome: Outcome },
     /// Lichess's cloud evaluation (an online book).
     CloudEval { cp: i32, depth: u32 },
+    /// Lichess's opening explorer: games with the move, and the mover's
+    /// score in them, per mille.
+    Explorer { games: u32, score: u32 },
+    /// ChessDB: its score for the mover (beyond +-20000 a tablebase or
+    /// mate result) and depth.
+    ChessDb { cp: i32, depth: u32 },
     /// kaissa's own search.
     Search,
 }
@@ -35,6 +41,7 @@ impl Source {
                 Some(outcome_value(outcome))
             }
             Source::CloudEval { cp, .. } => Some(cp),
+            Source::ChessDb { cp, .. } => Some(cp.clamp(-10_000, 10_000)),
             _ => None,
         }
     }
@@ -58,6 +65,13 @@ impl fmt::Display for Source {
             Source::Tablebase { outcome, dtz } => write!(f, "tablebase ({outcome}, dtz {dtz})"),
             Source::OnlineTablebase { outcome } => write!(f, "online tablebase ({outcome})"),
             Source::CloudEval { cp, depth } => write!(f, "cloud eval (cp {cp}, depth {depth})"),
+            Source::Explorer { games, score } => write!(
+                f,
+                "explorer ({games} games, {}.{}%)",
+                score / 10,
+                score % 10
+            ),
+            Source::ChessDb { cp, depth } => write!(f, "chessdb (cp {cp}, depth {depth})"),
             Source::Search => f.write_str("search"),
         }
     }

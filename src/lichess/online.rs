@@ -1,14 +1,23 @@
-//! Lichess's online move sources: the tablebase server
-//! (`{tablebase_url}/standard?fen=...`, up to 7 pieces) and the cloud
-//! evaluation (`{lichess}/api/cloud-eval?fen=...`), used as an online
-//! book. Both are public: no token is sent. They have their own HTTP
-//! client, apart from the bot's [`super::Client`], so that a slow or
-//! rate-limited answer here never holds up a move post or pauses the
-//! bot's requests; every request has a short timeout.
+//! The online move sources: Lichess's tablebase server
+//! (`{tablebase_url}/{standard|atomic|antichess}?fen=...`, up to 7 pieces,
+//! and 8 where its partial `op1` tables cover the position), its cloud
+//! evaluation (`{lichess}/api/cloud-eval?fen=...`) and its opening
+//! explorer (`{explorer_url}/{masters|lichess|player}?fen=...`: masters'
+//! games, Lichess's by speed and rating band, or one player's), used as
+//! online books; and ChessDB (`{chessdb_url}?action=querypv&board=...`),
+//! a book and, in endings, a tablebase.
+//!
+//! They have their own HTTP client, apart from the bot's
+//! [`super::Client`], so that a slow or rate-limited answer here never
+//! holds up a move post or pauses the bot's requests; every request has a
+//! short timeout. The bot's token goes with the requests to Lichess's own
+//! hosts (`*.lichess.org`, `*.lichess.ovh` and `lichess.url`'s host), which
+//! accept it (the explorer requires one), never to another host.
 //!
 //! Answers are moves in UCI and what the source says of them; the bot
 //! checks they are legal before playing one.
 
+use super::Token;
 use serde::Deserialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,8 +28,17 @@ use std::time::Duration;
 pub struct OnlineOptions {
     /// The tablebase server's base URL; `None`: not asked.
     pub tablebase_url: Option<String>,
-    /// The most pieces (kings included) the tablebase is asked about.
+    /// The most pieces (kings included) the tablebase is asked about (8:
+    /// the server answers for the 8-piece positions its `op1` tables
+    /// cover, "unknown" for the others).
     pub tablebase_pieces: u32,
+    /// Also asked in atomic and antichess games (the server's other
+    /// tables).
+    pub tablebase_variants: bool,
+    /// The opening explorer, if asked.
+    pub explorer: Option<ExplorerOptions>,
+    /// ChessDB, if asked.
+    pub chessdb: Option<ChessDbOptions>,
     /// Lichess's base URL for the cloud evaluation; `None`: not asked.
     pub cloud_eval_url: Option<String>,
     /// The cloud evaluation is asked while the game is shorter than this
@@ -32,6 +50,63 @@ pub struct OnlineOptions {
     pub timeout: Duration,
     /// Asked only with at least this much on our clock.
     pub min_clock: Duration,
+}
+
+/// Which games of the opening explorer count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExplorerDb {
+    /// Over-the-board games of masters (`/masters`).
+    Masters,
+    /// Lichess's games of these speeds and rating bands (`/lichess`).
+    Lichess {
+        speeds: Vec<String>,
+        ratings: Vec<u32>,
+    },
+    /// One player's games, with our colour (`/player`).
+    Player { name: String },
+}
+
+impl ExplorerDb {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ExplorerDb::Masters => "masters",
+            ExplorerDb::Lichess { .. } => "lichess",
+            ExplorerDb::Player { .. } => "player",
+        }
+    }
+}
+
+/// How a move of the explorer is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExplorerSort {
+    /// The most played.
+    Games,
+    /// The best score for the side to move (wins and half the draws).
+    Score,
+}
+
+/// The opening explorer as a book.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExplorerOptions {
+    pub url: String,
+    pub db: ExplorerDb,
+    /// Moves played in fewer games are not chosen.
+    pub min_games: u32,
+    pub sort: ExplorerSort,
+    /// Asked while the game is shorter than this many plies.
+    pub plies: u32,
+}
+
+/// ChessDB as a book and a tablebase.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChessDbOptions {
+    pub url: String,
+    /// As a book while the game is shorter than this many plies.
+    pub plies: u32,
+    /// Lines shallower than this are not played.
+    pub min_depth: u32,
+    /// As a tablebase in endings of 7 pieces or fewer.
+    pub tablebase: bool,
 }
 
 /// Why an online source gave no answer.
@@ -57,6 +132,25 @@ pub struct TablebaseAnswer {
     /// `syzygy-win`, ... as the server says).
     pub category: String,
     pub dtz: Option<i32>,
+}
+
+/// The explorer's choice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExplorerMove {
+    pub uci: String,
+    /// Games with the move, and the side to move's score in them, per mille.
+    pub games: u32,
+    pub score: u32,
+}
+
+/// ChessDB's best line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChessDbMove {
+    pub uci: String,
+    /// Centipawns from the side to move's view; beyond +-20000 a
+    /// tablebase or mate result.
+    pub score: i32,
+    pub depth: u32,
 }
 
 /// A cloud evaluation's first line.
@@ -98,6 +192,34 @@ struct PvJson {
     mate: Option<i32>,
 }
 
+#[derive(Deserialize)]
+struct ExplorerJson {
+    #[serde(default)]
+    moves: Vec<ExplorerMoveJson>,
+}
+
+#[derive(Deserialize)]
+struct ExplorerMoveJson {
+    uci: String,
+    #[serde(default)]
+    white: u32,
+    #[serde(default)]
+    draws: u32,
+    #[serde(default)]
+    black: u32,
+}
+
+#[derive(Deserialize)]
+struct ChessDbJson {
+    status: String,
+    #[serde(default)]
+    score: i32,
+    #[serde(default)]
+    depth: u32,
+    #[serde(default)]
+    pv: Vec<String>,
+}
+
 /// Consecutive failures of one online source, shared by every game, so
 /// that a dead or moved host is said once, loudly, instead of once per
 /// move at a low level (or not at all).
@@ -121,9 +243,27 @@ impl Health {
 pub struct Online {
     pub options: OnlineOptions,
     http: reqwest::Client,
-    /// How the tablebase server and the cloud evaluation have been doing.
+    /// The bot's token, and the hosts that get it besides Lichess's own.
+    token: Option<(Token, String)>,
+    /// How each source has been doing.
     pub tablebase_health: Arc<Health>,
     pub cloud_eval_health: Arc<Health>,
+    pub explorer_health: Arc<Health>,
+    pub chessdb_health: Arc<Health>,
+}
+
+/// Whether `url` is on one of Lichess's hosts (or `lichess_host`).
+fn is_lichess(url: &str, lichess_host: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    host == lichess_host
+        || ["lichess.org", "lichess.ovh"]
+            .iter()
+            .any(|d| host == *d || host.ends_with(&format!(".{d}")))
 }
 
 impl Online {
@@ -136,18 +276,37 @@ impl Online {
         Ok(Online {
             options,
             http,
+            token: None,
             tablebase_health: Arc::default(),
             cloud_eval_health: Arc::default(),
+            explorer_health: Arc::default(),
+            chessdb_health: Arc::default(),
         })
     }
 
-    /// The tablebase server's best move for `fen`; `Ok(None)` when it has
-    /// no verdict (too many pieces, unknown) or no move.
-    pub async fn tablebase(&self, fen: &str) -> Result<Option<TablebaseAnswer>, OnlineError> {
+    /// Sends `token` with the requests to Lichess's hosts and to the host
+    /// of `lichess_url` (the bot's Lichess).
+    pub fn authenticate(&mut self, token: Token, lichess_url: &str) {
+        let host = reqwest::Url::parse(lichess_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.token = Some((token, host));
+    }
+
+    /// The tablebase server's best move for `fen` in `variant`
+    /// (`standard`, `atomic` or `antichess`); `Ok(None)` when it has no
+    /// verdict (too many pieces, not in its `op1` tables, unknown) or no
+    /// move.
+    pub async fn tablebase(
+        &self,
+        variant: &str,
+        fen: &str,
+    ) -> Result<Option<TablebaseAnswer>, OnlineError> {
         let Some(base) = &self.options.tablebase_url else {
             return Ok(None);
         };
-        let url = format!("{}/standard", base.trim_end_matches('/'));
+        let url = format!("{}/{variant}", base.trim_end_matches('/'));
         let Some(json): Option<TablebaseJson> = self.get(&url, &[("fen", fen)]).await? else {
             return Ok(None);
         };
@@ -190,14 +349,120 @@ impl Online {
         }))
     }
 
+    /// The opening explorer's move for `fen` in `variant` (Lichess's key)
+    /// with `us` to move: among the moves played in `min_games` games or
+    /// more, the most played or the best scoring; `Ok(None)` when none is.
+    pub async fn explorer(
+        &self,
+        variant: &str,
+        fen: &str,
+        us_white: bool,
+    ) -> Result<Option<ExplorerMove>, OnlineError> {
+        let Some(e) = &self.options.explorer else {
+            return Ok(None);
+        };
+        let base = e.url.trim_end_matches('/');
+        let url = format!("{base}/{}", e.db.name());
+        let mut query: Vec<(&str, String)> = vec![
+            ("fen", fen.to_owned()),
+            ("moves", "20".to_owned()),
+            ("topGames", "0".to_owned()),
+            ("recentGames", "0".to_owned()),
+        ];
+        match &e.db {
+            ExplorerDb::Masters => {}
+            ExplorerDb::Lichess { speeds, ratings } => {
+                query.push(("variant", variant.to_owned()));
+                if !speeds.is_empty() {
+                    query.push(("speeds", speeds.join(",")));
+                }
+                if !ratings.is_empty() {
+                    let bands: Vec<String> = ratings.iter().map(u32::to_string).collect();
+                    query.push(("ratings", bands.join(",")));
+                }
+            }
+            ExplorerDb::Player { name } => {
+                query.push(("variant", variant.to_owned()));
+                query.push(("player", name.clone()));
+                let color = if us_white { "white" } else { "black" };
+                query.push(("color", color.to_owned()));
+            }
+        }
+        let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let Some(body) = self.get_text(&url, &query).await? else {
+            return Ok(None);
+        };
+        // `/player` streams its counts as NDJSON, each line more complete:
+        // the last whole line is the answer. The others send one object.
+        let Some(line) = body.lines().rev().find(|l| !l.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let json: ExplorerJson =
+            serde_json::from_str(line).map_err(|e| OnlineError::Parse(e.to_string()))?;
+        Ok(choose_explorer_move(
+            json.moves,
+            us_white,
+            e.min_games,
+            e.sort,
+        ))
+    }
+
+    /// ChessDB's best line for `fen`, if it knows the position at
+    /// `min_depth` or deeper (a tablebase result always counts).
+    pub async fn chessdb(&self, fen: &str) -> Result<Option<ChessDbMove>, OnlineError> {
+        let Some(c) = &self.options.chessdb else {
+            return Ok(None);
+        };
+        let query = [("action", "querypv"), ("board", fen), ("json", "1")];
+        let Some(json): Option<ChessDbJson> = self.get(&c.url, &query).await? else {
+            return Ok(None);
+        };
+        if json.status != "ok" {
+            return Ok(None);
+        }
+        let Some(first) = json.pv.into_iter().next() else {
+            return Ok(None);
+        };
+        let decisive = json.score.abs() >= CHESSDB_DECISIVE;
+        if json.depth < c.min_depth && !decisive {
+            return Ok(None);
+        }
+        Ok(Some(ChessDbMove {
+            uci: first,
+            score: json.score,
+            depth: json.depth,
+        }))
+    }
+
     /// GETs `url` and parses its JSON; `Ok(None)` on 404.
     async fn get<T: serde::de::DeserializeOwned>(
         &self,
         url: &str,
         query: &[(&str, &str)],
     ) -> Result<Option<T>, OnlineError> {
+        let Some(body) = self.get_text(url, query).await? else {
+            return Ok(None);
+        };
+        serde_json::from_str(&body)
+            .map(Some)
+            .map_err(|e| OnlineError::Parse(e.to_string()))
+    }
+
+    /// GETs `url`'s body; `Ok(None)` on 404. The token goes only to
+    /// Lichess's hosts.
+    async fn get_text(
+        &self,
+        url: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Option<String>, OnlineError> {
         let timeout = self.options.timeout;
-        let request = self.http.get(url).query(query).send();
+        let mut request = self.http.get(url).query(query);
+        if let Some((token, host)) = &self.token
+            && is_lichess(url, host)
+        {
+            request = request.bearer_auth(token.expose());
+        }
+        let request = request.send();
         // The client's own timeout covers the body too; this one bounds
         // the whole exchange whatever the transport does.
         let response = tokio::time::timeout(timeout, async {
@@ -221,8 +486,100 @@ impl Online {
         if !status.is_success() {
             return Err(OnlineError::Status(status.as_u16()));
         }
-        serde_json::from_slice(&body)
+        String::from_utf8(body.to_vec())
             .map(Some)
             .map_err(|e| OnlineError::Parse(e.to_string()))
+    }
+}
+
+/// ChessDB's scores at or beyond this are tablebase or mate results.
+pub const CHESSDB_DECISIVE: i32 = 20_000;
+
+/// The explorer's move: among those played at least `min_games` times,
+/// the most played (`Games`) or the best scoring for the side to move
+/// (`Score`, then the most played).
+fn choose_explorer_move(
+    moves: Vec<ExplorerMoveJson>,
+    us_white: bool,
+    min_games: u32,
+    sort: ExplorerSort,
+) -> Option<ExplorerMove> {
+    moves
+        .into_iter()
+        .filter_map(|m| {
+            let games = m.white + m.draws + m.black;
+            let wins = if us_white { m.white } else { m.black };
+            let score = (2 * u64::from(wins) + u64::from(m.draws)) * 500 / u64::from(games.max(1));
+            (games >= min_games.max(1)).then_some(ExplorerMove {
+                uci: m.uci,
+                games,
+                score: score as u32,
+            })
+        })
+        .max_by_key(|m| match sort {
+            ExplorerSort::Games => (m.games, m.score),
+            ExplorerSort::Score => (m.score, m.games),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mv(uci: &str, white: u32, draws: u32, black: u32) -> ExplorerMoveJson {
+        ExplorerMoveJson {
+            uci: uci.to_owned(),
+            white,
+            draws,
+            black,
+        }
+    }
+
+    #[test]
+    fn explorer_moves_by_games_or_by_score() {
+        let moves = || {
+            vec![
+                mv("e2e4", 500, 300, 400),
+                mv("d2d4", 450, 400, 250),
+                mv("h2h4", 9, 0, 0),
+            ]
+        };
+        let pick = |us_white, min, sort| {
+            choose_explorer_move(moves(), us_white, min, sort).map(|m| (m.uci, m.score))
+        };
+        assert_eq!(
+            pick(true, 10, ExplorerSort::Games),
+            Some(("e2e4".into(), 541))
+        );
+        assert_eq!(
+            pick(true, 10, ExplorerSort::Score),
+            Some(("d2d4".into(), 590))
+        );
+        // Nine games are too few for the 10 asked, enough for 5.
+        assert_eq!(
+            pick(true, 5, ExplorerSort::Score),
+            Some(("h2h4".into(), 1000))
+        );
+        // Black's view of the same counts.
+        assert_eq!(
+            pick(false, 10, ExplorerSort::Score),
+            Some(("e2e4".into(), 458))
+        );
+        assert_eq!(pick(true, 2000, ExplorerSort::Games), None);
+    }
+
+    #[test]
+    fn the_token_goes_to_lichess_hosts_only() {
+        for (url, ok) in [
+            ("https://explorer.lichess.ovh/masters", true),
+            ("https://tablebase.lichess.ovh/standard", true),
+            ("https://lichess.org/api/cloud-eval", true),
+            ("http://127.0.0.1:9000/lichess", true),
+            ("https://www.chessdb.cn/cdb.php", false),
+            ("https://evil-lichess.org/x", false),
+            ("https://lichess.org.evil.com/x", false),
+        ] {
+            assert_eq!(is_lichess(url, "127.0.0.1"), ok, "{url}");
+        }
     }
 }

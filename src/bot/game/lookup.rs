@@ -16,13 +16,14 @@ use super::player::Said;
 use super::spawn_here;
 use super::{Flow, Game, to_model};
 use crate::bot::board::Record;
-use crate::chess::{CastlingNotation, Color, Position};
+use crate::chess::Color;
 use crate::config::GameBook;
 use crate::engine::book::game_ply;
 use crate::engine::sources::{Source, SourceMove, Sources};
 use crate::engine::tablebase::Outcome;
 use crate::engine::{Score, SearchInfo};
-use crate::lichess::online::Online;
+use crate::lichess::model::VariantKey;
+use crate::lichess::online::{CHESSDB_DECISIVE, ExplorerDb, Health, Online, OnlineError};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -44,39 +45,102 @@ pub(super) struct Asking {
     pub(super) answer: oneshot::Receiver<Option<(String, Source)>>,
 }
 
-/// Which online source a position is for.
+/// Which online source a position is asked of.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Query {
+    /// Lichess's tablebase server (standard, atomic, antichess).
     Tablebase,
+    /// ChessDB's answer in an ending (its tablebase).
+    ChessDbTablebase,
+    /// Lichess's opening explorer.
+    Explorer,
+    /// ChessDB as a book.
+    ChessDb,
+    /// Lichess's cloud evaluation.
     CloudEval,
 }
 
-/// The online source that applies to `pos` with `clock` on our clock, if
-/// any: the tablebase when no local table covers the position, else the
-/// cloud evaluation early in a standard game.
-fn online_query(
-    online: &Online,
-    local: &Sources,
-    pos: &Position,
-    chess960: bool,
-    clock: Option<Duration>,
-) -> Option<Query> {
+/// What the online sources need to know of the position asked about.
+struct Asked {
+    variant: VariantKey,
+    /// Pieces on the board, kings included.
+    pieces: u32,
+    castling: bool,
+    /// Plies since the game's start position.
+    ply: u32,
+    /// A local table answers it (the online tablebases are not asked).
+    covered: bool,
+}
+
+impl Asked {
+    /// The board and castling fields of the FEN: pieces (a crazyhouse
+    /// pocket is not on the board) and whether any castling is left.
+    fn board(fen: &str) -> (u32, bool) {
+        let mut fields = fen.split_whitespace();
+        let board = fields.next().unwrap_or_default();
+        let board = board.split('[').next().unwrap_or_default();
+        let pieces = board.chars().filter(char::is_ascii_alphabetic).count() as u32;
+        let castling = fields.nth(1).is_some_and(|c| c != "-");
+        (pieces, castling)
+    }
+}
+
+/// The online sources that apply to the position, in the order they are
+/// asked (the first with a move answers): the tablebases in an ending no
+/// local table covers (Lichess's, then ChessDB's), else the opening
+/// explorer, ChessDB and the cloud evaluation early in the game. None
+/// when our clock (`clock`) cannot spare their timeouts.
+fn online_queries(online: &Online, asked: &Asked, clock: Option<Duration>) -> Vec<Query> {
     let o = &online.options;
-    if clock.is_some_and(|c| c < o.min_clock.max(o.timeout * 5)) {
-        return None;
-    }
-    let covered = local.tablebases.as_ref().is_some_and(|t| t.covers(pos));
+    let standard = matches!(
+        asked.variant,
+        VariantKey::Standard | VariantKey::FromPosition
+    );
+    let native = standard || asked.variant == VariantKey::Chess960;
+    let mut queries = Vec::new();
+    let ending = !asked.castling && !asked.covered;
+    let tablebase_variant = native
+        || (o.tablebase_variants
+            && matches!(asked.variant, VariantKey::Atomic | VariantKey::Antichess));
     if o.tablebase_url.is_some()
-        && !covered
-        && pos.castle_rooks().is_empty()
-        && pos.occupied().count() <= o.tablebase_pieces
+        && ending
+        && tablebase_variant
+        && asked.pieces <= o.tablebase_pieces
     {
-        return Some(Query::Tablebase);
+        queries.push(Query::Tablebase);
     }
-    if o.cloud_eval_url.is_some() && !chess960 && game_ply(pos) < o.cloud_eval_plies {
-        return Some(Query::CloudEval);
+    if let Some(c) = &o.chessdb
+        && c.tablebase
+        && ending
+        && native
+        && asked.pieces <= 7
+    {
+        queries.push(Query::ChessDbTablebase);
     }
-    None
+    if let Some(e) = &o.explorer {
+        let served = match e.db {
+            ExplorerDb::Masters => standard,
+            _ => true,
+        };
+        if served && asked.ply < e.plies {
+            queries.push(Query::Explorer);
+        }
+    }
+    if let Some(c) = &o.chessdb
+        && standard
+        && asked.ply < c.plies
+    {
+        queries.push(Query::ChessDb);
+    }
+    if o.cloud_eval_url.is_some() && standard && asked.ply < o.cloud_eval_plies {
+        queries.push(Query::CloudEval);
+    }
+    // Each may take its whole timeout: keep five to spare besides.
+    let need = o.min_clock.max(o.timeout * (4 + queries.len() as u32));
+    if clock.is_some_and(|c| c < need) {
+        return Vec::new();
+    }
+    queries
 }
 
 /// The tablebase server's category as an outcome (`None`: unknown).
@@ -91,55 +155,111 @@ fn category_outcome(category: &str) -> Option<Outcome> {
     })
 }
 
-/// Asks `query` about `fen` (`us` to move); the answer is a move in UCI
-/// and its source, or `None` (logged).
-async fn ask(online: Online, query: Query, fen: String, us: Color) -> Option<(String, Source)> {
-    let answer = match query {
-        Query::Tablebase => online.tablebase(&fen).await.map(|a| {
-            a.and_then(|a| {
+/// ChessDB's score in an ending as an outcome: beyond +-20000 a win or a
+/// loss, 0 a draw, anything else unknown.
+fn chessdb_outcome(score: i32) -> Option<Outcome> {
+    match score {
+        s if s >= CHESSDB_DECISIVE => Some(Outcome::Win),
+        s if s <= -CHESSDB_DECISIVE => Some(Outcome::Loss),
+        0 => Some(Outcome::Draw),
+        _ => None,
+    }
+}
+
+/// Asks `query` about the position (`fen`, in `variant`, `us_white` to
+/// move); the answer is a move in UCI and its source, or `None`.
+async fn ask_one(
+    online: &Online,
+    query: Query,
+    variant: VariantKey,
+    fen: &str,
+    us_white: bool,
+) -> Result<Option<(String, Source)>, OnlineError> {
+    Ok(match query {
+        Query::Tablebase => {
+            let path = match variant {
+                VariantKey::Atomic | VariantKey::Antichess => variant.as_str(),
+                _ => "standard",
+            };
+            online.tablebase(path, fen).await?.and_then(|a| {
                 let outcome = category_outcome(&a.category)?;
                 Some((a.uci, Source::OnlineTablebase { outcome }))
             })
+        }
+        Query::ChessDbTablebase => online.chessdb(fen).await?.and_then(|m| {
+            let outcome = chessdb_outcome(m.score)?;
+            Some((m.uci, Source::OnlineTablebase { outcome }))
         }),
-        Query::CloudEval => online.cloud_eval(&fen).await.map(|e| {
-            e.map(|e| {
-                // White's view to ours; a mate counts as a decisive score.
-                let white = e.cp.unwrap_or(match e.mate {
-                    Some(m) if m > 0 => 10_000,
-                    _ => -10_000,
-                });
-                let cp = if us == Color::White { white } else { -white };
-                (e.uci, Source::CloudEval { cp, depth: e.depth })
-            })
+        Query::Explorer => online
+            .explorer(variant.as_str(), fen, us_white)
+            .await?
+            .map(|m| {
+                let source = Source::Explorer {
+                    games: m.games,
+                    score: m.score,
+                };
+                (m.uci, source)
+            }),
+        Query::ChessDb => online.chessdb(fen).await?.map(|m| {
+            let source = Source::ChessDb {
+                cp: m.score,
+                depth: m.depth,
+            };
+            (m.uci, source)
         }),
-    };
-    let health = match query {
+        Query::CloudEval => online.cloud_eval(fen).await?.map(|e| {
+            // White's view to ours; a mate counts as a decisive score.
+            let white = e.cp.unwrap_or(match e.mate {
+                Some(m) if m > 0 => 10_000,
+                _ => -10_000,
+            });
+            let cp = if us_white { white } else { -white };
+            (e.uci, Source::CloudEval { cp, depth: e.depth })
+        }),
+    })
+}
+
+/// The health of `query`'s source.
+fn health(online: &Online, query: Query) -> &Health {
+    match query {
         Query::Tablebase => &online.tablebase_health,
         Query::CloudEval => &online.cloud_eval_health,
-    };
-    match answer {
-        Ok(answer) => {
-            let failed = health.answered();
-            if failed > 0 {
-                tracing::info!(source = ?query, failed, "online source answers again");
+        Query::Explorer => &online.explorer_health,
+        Query::ChessDb | Query::ChessDbTablebase => &online.chessdb_health,
+    }
+}
+
+/// Asks `queries` in turn about the position until one has a move: the
+/// move in UCI and its source, or `None`. A source that starts failing is
+/// warned about once, and said again when it answers.
+async fn ask(
+    online: Online,
+    queries: Vec<Query>,
+    variant: VariantKey,
+    fen: String,
+    us_white: bool,
+) -> Option<(String, Source)> {
+    for query in queries {
+        let health = health(&online, query);
+        match ask_one(&online, query, variant, &fen, us_white).await {
+            Ok(answer) => {
+                let failed = health.answered();
+                if failed > 0 {
+                    tracing::info!(source = ?query, failed, "online source answers again");
+                }
+                match answer {
+                    Some(answer) => return Some(answer),
+                    None => tracing::debug!(source = ?query, "online source: no move"),
+                }
             }
-            if answer.is_none() {
-                tracing::debug!(source = ?query, "online source: no move");
-            }
-            answer
-        }
-        Err(e) if health.failed() == 1 => {
-            tracing::warn!(
+            Err(e) if health.failed() == 1 => tracing::warn!(
                 source = ?query,
                 "online source failing: {e}; the search moves instead (until it answers again, its failures are logged at debug level)"
-            );
-            None
-        }
-        Err(e) => {
-            tracing::debug!(source = ?query, "online source: {e}");
-            None
+            ),
+            Err(e) => tracing::debug!(source = ?query, "online source: {e}"),
         }
     }
+    None
 }
 
 impl Game {
@@ -178,19 +298,14 @@ impl Game {
         if let Some((chosen, source)) = self.book_move(&sources.books) {
             return self.post_unsearched(chosen, source, None, arrived).await;
         }
-        // The tables and the online sources: standard chess and its
-        // set-ups.
-        let Some(record) = record.native() else {
-            return Flow::Think;
-        };
-        let pos = record.position();
-        let chess960 = record.chess960();
         // Our clock as it stands now.
         let clock = self
             .limits(state, us, false)
             .1
             .map(|c| c.saturating_sub(arrived.elapsed()));
-        if let Some(choice) = sources.local.table_move(pos) {
+        // The local tables: standard chess and its set-ups.
+        let native = record.native();
+        if let Some(choice) = native.and_then(|r| sources.local.table_move(r.position())) {
             return self.play_source(choice, arrived).await;
         }
         let Some(online) = &sources.online else {
@@ -199,20 +314,34 @@ impl Game {
         if self.online_asked_at == Some(ply) {
             return Flow::Think;
         }
-        let Some(query) = online_query(online, &sources.local, pos, chess960, clock) else {
+        let Some(variant) = self.facts.as_ref().map(|f| f.variant) else {
             return Flow::Think;
         };
+        let fen = record.fen();
+        let (pieces, castling) = Asked::board(&fen);
+        let asked = Asked {
+            variant,
+            pieces,
+            castling,
+            ply: native.map_or(ply as u32, |r| game_ply(r.position())),
+            covered: native.is_some_and(|r| {
+                (sources.local.tablebases.as_ref()).is_some_and(|t| t.covers(r.position()))
+            }),
+        };
+        let queries = online_queries(online, &asked, clock);
+        if queries.is_empty() {
+            return Flow::Think;
+        }
         self.online_asked_at = Some(ply);
         let (tx, rx) = oneshot::channel();
-        let fen = pos.to_fen(CastlingNotation::XFen);
-        let task = ask(online.clone(), query, fen, us);
+        tracing::debug!(ply, sources = ?queries, "asking the online sources");
+        let task = ask(online.clone(), queries, variant, fen, us == Color::White);
         spawn_here(async move {
             let _ = tx.send(task.await);
         });
-        tracing::debug!(ply, source = ?query, "asking an online source");
         *asking = Some(Asking {
             ply,
-            key: pos.key(),
+            key,
             answer: rx,
         });
         Flow::Continue
@@ -225,33 +354,38 @@ impl Game {
         asked: (usize, u64),
         answer: Option<(String, Source)>,
     ) -> Flow {
-        let (Some(us), Some(record), Some((state, arrived))) = (
-            self.color,
-            self.record.as_ref().and_then(Record::native),
-            &self.state,
-        ) else {
+        let (Some(us), Some(record), Some((state, arrived))) =
+            (self.color, self.record.as_ref(), &self.state)
+        else {
             return Flow::Continue;
         };
-        let pos = record.position();
         let ply = record.ply();
         if !state.status.is_ongoing()
-            || pos.turn() != us
+            || record.turn() != us
             || self.search.thinking.is_some()
             || self.moved_at_ply == Some(ply)
         {
             return Flow::Continue;
         }
-        if (ply, pos.key()) != asked {
+        if (ply, record.key()) != asked {
             // The position changed meanwhile: answer the new one.
             return Flow::Think;
         }
         let arrived = *arrived;
-        let legal = answer.and_then(|(uci, source)| {
-            let mv = pos.parse_uci(&uci, record.chess960()).ok()?;
-            Some(SourceMove { mv, source })
-        });
-        match legal {
-            Some(choice) => self.play_source(choice, arrived).await,
+        let Some((uci, source)) = answer else {
+            return Flow::Think;
+        };
+        if let Some(native) = record.native() {
+            let Ok(mv) = native.position().parse_uci(&uci, native.chess960()) else {
+                return Flow::Think;
+            };
+            return self.play_source(SourceMove { mv, source }, arrived).await;
+        }
+        match record.legal(&uci) {
+            Some((uci, san)) => {
+                self.post_unsearched(Chosen { uci, san }, source, None, arrived)
+                    .await
+            }
             None => Flow::Think,
         }
     }

@@ -1,9 +1,14 @@
 //! Lichess's online move sources, faked: the tablebase server
-//! (`/standard?fen=`) and the cloud evaluation (`/api/cloud-eval?fen=`),
-//! both public (outside the gatekeeper: no token needed, none expected).
-//! A test sets the JSON answered for a position (by the first four FEN
-//! fields); other positions get 404. An answer can be delayed, to test
-//! the bot's timeout. Every request is logged like the bot API's.
+//! (`/standard`, `/atomic`, `/antichess` `?fen=`), the cloud evaluation
+//! (`/api/cloud-eval?fen=`) and the opening explorer (`/masters`,
+//! `/lichess`, `/player`; `/player` streams NDJSON as Lichess's does),
+//! outside the gatekeeper (a token is taken, not required; the paths asked
+//! with the bot's token are noted); and ChessDB (`/cdb.php?action=querypv
+//! &board=`), not Lichess, in the spec's shapes. A test sets the JSON
+//! answered for a position (by the first four FEN fields); other
+//! positions get 404 (ChessDB: `{"status": "unknown"}`). An answer can be
+//! delayed, to test the bot's timeout. Every request is logged like the
+//! bot API's, with its whole query.
 //!
 //! Not Lichess, but served here too: a shared block list as a user would
 //! host it elsewhere (plain text at `/test/block-list`; 503 while unset).
@@ -13,7 +18,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
@@ -29,6 +34,10 @@ use super::world::App;
 pub(super) struct OnlineAnswers {
     tablebase: HashMap<String, Value>,
     cloud_eval: HashMap<String, Value>,
+    explorer: HashMap<String, Value>,
+    chessdb: HashMap<String, Value>,
+    /// The paths asked with the bot's token.
+    with_token: Vec<String>,
     delay: Duration,
     block_list: Option<String>,
 }
@@ -41,7 +50,13 @@ fn position_key(fen: &str) -> String {
 pub(super) fn router() -> Router<App> {
     Router::new()
         .route("/standard", get(tablebase))
+        .route("/atomic", get(tablebase_atomic))
+        .route("/antichess", get(tablebase_antichess))
         .route("/api/cloud-eval", get(cloud_eval))
+        .route("/masters", get(explorer_masters))
+        .route("/lichess", get(explorer_lichess))
+        .route("/player", get(explorer_player))
+        .route("/cdb.php", get(chessdb))
         .route("/test/block-list", get(block_list))
 }
 
@@ -62,21 +77,89 @@ async fn block_list(State(app): State<App>) -> Response {
     })
 }
 
-async fn tablebase(State(app): State<App>, Query(q): Query<HashMap<String, String>>) -> Response {
-    answer(app, "/standard", q, |a| &a.tablebase).await
+type Q = Query<Vec<(String, String)>>;
+
+/// Whether the request carries the bot's token.
+fn with_token(app: &App, headers: &HeaderMap) -> bool {
+    let token = app.lock().cfg.token.clone();
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("Bearer {token}"))
 }
 
-async fn cloud_eval(State(app): State<App>, Query(q): Query<HashMap<String, String>>) -> Response {
-    answer(app, "/api/cloud-eval", q, |a| &a.cloud_eval).await
+async fn tablebase(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    answer(app, &h, "/standard", q, |a| &a.tablebase).await
+}
+
+async fn tablebase_atomic(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    answer(app, &h, "/atomic", q, |a| &a.tablebase).await
+}
+
+async fn tablebase_antichess(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    answer(app, &h, "/antichess", q, |a| &a.tablebase).await
+}
+
+async fn cloud_eval(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    answer(app, &h, "/api/cloud-eval", q, |a| &a.cloud_eval).await
+}
+
+async fn explorer_masters(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    answer(app, &h, "/masters", q, |a| &a.explorer).await
+}
+
+async fn explorer_lichess(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    answer(app, &h, "/lichess", q, |a| &a.explorer).await
+}
+
+/// `/player` streams: the counts so far, then the whole (as NDJSON).
+async fn explorer_player(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    let response = answer(app, &h, "/player", q, |a| &a.explorer).await;
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    let whole: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let partial = serde_json::json!({"white": 0, "draws": 0, "black": 0, "moves": []});
+    format!("{partial}\n{whole}\n").into_response()
+}
+
+/// ChessDB answers 200 with a status, never 404.
+async fn chessdb(State(app): State<App>, h: HeaderMap, Query(q): Q) -> Response {
+    let board = q
+        .iter()
+        .find(|(k, _)| k == "board")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let mut q = q;
+    q.push(("fen".to_owned(), board));
+    let response = answer(app, &h, "/cdb.php", q, |a| &a.chessdb).await;
+    if response.status() == StatusCode::NOT_FOUND {
+        return axum::Json(serde_json::json!({"status": "unknown"})).into_response();
+    }
+    response
 }
 
 async fn answer(
     app: App,
+    headers: &HeaderMap,
     path: &str,
-    query: HashMap<String, String>,
+    query: Vec<(String, String)>,
     table: impl Fn(&OnlineAnswers) -> &HashMap<String, Value>,
 ) -> Response {
-    let fen = query.get("fen").cloned().unwrap_or_default();
+    let authorized = with_token(&app, headers);
+    let fen = query
+        .iter()
+        .find(|(k, _)| k == "fen")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let whole_query = query
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&");
     let (json, delay) = {
         let world = app.lock();
         let answers = &world.online;
@@ -93,10 +176,13 @@ async fn answer(
     };
     let status = response.status().as_u16();
     app.with(|world, _| {
+        if authorized {
+            world.online.with_token.push(path.to_owned());
+        }
         world.requests.push(RequestRecord {
             method: "GET".to_owned(),
             path: path.to_owned(),
-            query: Some(format!("fen={fen}")),
+            query: Some(whole_query),
             status,
             at: Instant::now(),
         })
@@ -117,6 +203,25 @@ impl FakeLichess {
         self.app.with(|world, _| {
             world.online.cloud_eval.insert(position_key(fen), json);
         });
+    }
+
+    /// The opening explorer (every database) answers `json` for `fen`.
+    pub fn set_explorer_answer(&self, fen: &str, json: Value) {
+        self.app.with(|world, _| {
+            world.online.explorer.insert(position_key(fen), json);
+        });
+    }
+
+    /// ChessDB answers `json` for `fen`.
+    pub fn set_chessdb_answer(&self, fen: &str, json: Value) {
+        self.app.with(|world, _| {
+            world.online.chessdb.insert(position_key(fen), json);
+        });
+    }
+
+    /// The online sources' paths asked with the bot's token, in order.
+    pub fn online_asked_with_token(&self) -> Vec<String> {
+        self.app.with(|world, _| world.online.with_token.clone())
     }
 
     /// The block list served at `/test/block-list` (`None`: the host is
