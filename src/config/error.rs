@@ -130,6 +130,8 @@ fn from_message(message: &str, key: &str) -> ConfigError {
             "challenge.speeds" | "matchmaking.speeds" => {
                 "bullet, blitz, rapid, classical, correspondence"
             }
+            "bot.pgn_comments" => "eval, clock, depth, pv",
+            "bot.pgn_file" => "game, opponent, all",
             _ => "see config/kaissa.toml",
         };
         return invalid(

@@ -45,7 +45,8 @@ pub use env::ENV_PREFIX;
 pub use error::ConfigError;
 pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
-    MatchmakingConfig, PlayableVariant, QueueOrder, Selection, WebConfig, parse_time_control,
+    MatchmakingConfig, PgnComment, PgnFile, PlayableVariant, QueueOrder, Selection, WebConfig,
+    parse_time_control,
 };
 pub use sources::SourcesConfig;
 pub use summary::cgroup_memory_max_mib;
