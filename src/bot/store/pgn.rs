@@ -131,11 +131,12 @@ impl Notes<'_> {
             parts.push("pv:".to_owned());
             parts.extend(note.pv.split_whitespace().map(str::to_owned));
         }
-        if parts.is_empty() {
-            return None;
+        // The braces hold on to the first and last pieces.
+        let first = parts.first_mut()?;
+        *first = format!("{{ {first}");
+        if let Some(last) = parts.last_mut() {
+            last.push_str(" }");
         }
-        parts.insert(0, "{".to_owned());
-        parts.push("}".to_owned());
         Some(parts)
     }
 }
