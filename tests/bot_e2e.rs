@@ -8,6 +8,8 @@
 
 use crate::support;
 
+mod pgn;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,6 +19,7 @@ use support::fake_lichess::{
     AutoPlay, ChallengeSpec, FakeConfig, FakeLichess, FakeTime, FakeVariant, GameRecord, Opponent,
     Policy, Side,
 };
+use support::pgn::{clk, movetext};
 
 const WAIT: Duration = Duration::from_secs(20);
 const GAME: Duration = Duration::from_secs(90);
@@ -115,22 +118,24 @@ async fn pgn_written(bot: &Bot, id: &str) {
     panic!("no PGN for {id}");
 }
 
+/// Two games at 60+1 against the quick opponent: the bot White in the
+/// first, Black in the second.
+fn as_white_and_black(fake: &FakeLichess) -> [String; 2] {
+    [Side::Black, Side::White].map(|side| {
+        fake.send_challenge(
+            ChallengeSpec::default()
+                .clock(60, 1)
+                .challenger_color(side)
+                .autoplay(Some(quick_opponent())),
+        )
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plays_whole_games_as_white_and_black() {
     let fake = FakeLichess::start().await;
     let bot = start(&fake, "[bot]\nconcurrency = 2").await;
-    let as_white = fake.send_challenge(
-        ChallengeSpec::default()
-            .clock(60, 1)
-            .challenger_color(Side::Black)
-            .autoplay(Some(quick_opponent())),
-    );
-    let as_black = fake.send_challenge(
-        ChallengeSpec::default()
-            .clock(60, 1)
-            .challenger_color(Side::White)
-            .autoplay(Some(quick_opponent())),
-    );
+    let [as_white, as_black] = as_white_and_black(&fake);
     for (id, color) in [(&as_white, Color::White), (&as_black, Color::Black)] {
         let game = fake.wait_game_over(id, GAME).await.unwrap();
         assert_eq!(game.bot_color, color);
@@ -199,11 +204,17 @@ async fn plays_chess960_from_position_and_correspondence() {
     pgn_written(&bot, &from_fen).await;
     let pgn = check_finished(&game, &bot.pgn_dir());
     assert!(pgn.contains(&format!("[FEN \"{fen}\"]")), "{pgn}");
+    assert!(pgn.contains("[%clk 0:01:00]"), "{pgn}");
+    assert!(
+        !pgn.contains("[ECO"),
+        "no opening from another position: {pgn}"
+    );
 
     let game = fake.wait_game_over(&correspondence, GAME).await.unwrap();
     pgn_written(&bot, &correspondence).await;
     let pgn = check_finished(&game, &bot.pgn_dir());
     assert!(pgn.contains("[TimeControl \"-\"]"), "{pgn}");
+    assert!(!pgn.contains("[%clk"), "no clock, no [%clk]: {pgn}");
     bot.stop().await;
 }
 
@@ -1391,6 +1402,16 @@ async fn takebacks_are_accepted_up_to_max_takebacks() {
         .unwrap();
     }
     fake.opponent_resigns(&id).unwrap();
-    fake.wait_game_over(&id, GAME).await.unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    // The PGN forgets what was taken back: the moves and clocks are the
+    // game's as it ended.
+    pgn_written(&bot, &id).await;
+    let pgn = std::fs::read_to_string(bot.pgn_dir().join(format!("{id}.pgn"))).unwrap();
+    let moves = movetext(&pgn);
+    assert_eq!(moves.len(), game.moves.len(), "{pgn}");
+    for ((_, comment), ms) in moves.iter().zip(&game.clocks_ms) {
+        let comment = comment.as_deref().unwrap_or_default();
+        assert!(comment.contains(&clk(*ms)), "{pgn}");
+    }
     bot.stop().await;
 }

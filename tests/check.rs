@@ -111,13 +111,15 @@ async fn invalid_config_value_is_named() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_reports_the_queue_fair_limits_and_matchmaking() {
+async fn check_reports_the_queue_fair_limits_matchmaking_and_pgns() {
     let fake = FakeLichess::start().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kaissa.toml");
     std::fs::write(
         &path,
-        "[bot]\nconcurrency = 3\n[challenge]\nreserved_for_humans = 1\nqueue_order = \"rating\"\n\
+        "[bot]\nconcurrency = 3\npgn_dir = \"/srv/pgn\"\npgn_file = \"opponent\"\n\
+         pgn_comments = [\"clock\", \"pv\"]\n\
+         [challenge]\nreserved_for_humans = 1\nqueue_order = \"rating\"\n\
          [matchmaking]\nenabled = true\ntime_controls = [\"1+1\"]\n",
     )
     .unwrap();
@@ -129,6 +131,7 @@ async fn check_reports_the_queue_fair_limits_and_matchmaking() {
         "challenge queue: up to 10, by rating",
         "bot games per day: 100",
         "takebacks per game: 0",
+        "PGN: in /srv/pgn, one file per opponent (appended); comments: clock pv",
         "matchmaking: on: after 300 s idle, rating -300..=+300 (target +0), 1+1 standard, casual, timeout 30 s; \
          declined: that clock or variant skipped 86400 s, later/generic 14400 s, no answer 3600 s, \
          blocked 604800 s after 3 in a row",

@@ -17,6 +17,7 @@ use support::bot::{Bot, check_log};
 use support::fake_lichess::{
     AutoPlay, ChallengeSpec, FakeLichess, FakeVariant, GameRecord, IllegalMove, Policy, Side,
 };
+use support::pgn;
 use support::proxy::Proxy;
 use tokio::time::Instant;
 
@@ -354,6 +355,19 @@ async fn a_restart_hands_the_game_over_to_the_next_run() {
     bot.spawn();
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
+    // The PGN has the clocks the second run saw: none for the moves
+    // before it took the game up (rather than invented ones), the server's
+    // from the first state it read on.
+    let text = std::fs::read_to_string(bot.pgn_dir().join(format!("{id}.pgn"))).unwrap();
+    let moves = pgn::movetext(&text);
+    assert_eq!(moves.len(), game.moves.len(), "{text}");
+    let has_clock = |c: &Option<String>| c.as_deref().is_some_and(|c| c.contains("[%clk"));
+    let unknown = moves.iter().take_while(|(_, c)| !has_clock(c)).count();
+    assert!(unknown >= 5 && unknown < moves.len(), "{text}");
+    for ((_, comment), ms) in moves.iter().zip(&game.clocks_ms).skip(unknown) {
+        let comment = comment.as_deref().unwrap_or_default();
+        assert!(comment.contains(&pgn::clk(*ms)), "{text}");
+    }
     let log = bot.stop().await;
     assert!(log.contains("resuming a game nobody watched"), "{log}");
     assert!(log.contains("hash table loaded"), "{log}");

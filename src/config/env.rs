@@ -20,7 +20,8 @@ const SECTIONS: [&str; 8] = [
     "tournaments",
 ];
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: [&str; 15] = [
+const LIST_KEYS: [&str; 16] = [
+    "bot.pgn_comments",
     "challenge.variants",
     "challenge.speeds",
     "challenge.queue_first",

@@ -130,6 +130,8 @@ fn from_message(message: &str, key: &str) -> ConfigError {
             }
             "speeds" => "bullet, blitz, rapid, classical, correspondence",
             "colors" => "white, black",
+            "pgn_comments" => "eval, clock, depth, pv",
+            "pgn_file" => "game, opponent, all",
             _ => "see config/kaissa.toml",
         };
         return invalid(

@@ -50,8 +50,8 @@ pub use env::ENV_PREFIX;
 pub use error::ConfigError;
 pub use sections::{
     AcceptedSpeed, BotConfig, ChallengeConfig, ChatConfig, Config, EngineConfig, LichessConfig,
-    MatchmakingConfig, PlayableVariant, QueueGroup, QueueOrder, Selection, WebConfig,
-    parse_challenge_time, parse_time_control,
+    MatchmakingConfig, PgnComment, PgnFile, PlayableVariant, QueueGroup, QueueOrder, Selection,
+    WebConfig, parse_challenge_time, parse_time_control,
 };
 pub use sources::{BookConfig, GameBook, SourcesConfig};
 pub use summary::cgroup_memory_max_mib;

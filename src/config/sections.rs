@@ -352,6 +352,44 @@ impl Default for ChallengeConfig {
     }
 }
 
+/// What a PGN's comment on a move may say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PgnComment {
+    /// Our engine's evaluation after our move: `[%eval 0.25]`, `[%eval #3]`.
+    Eval,
+    /// The mover's clock after the move, both sides: `[%clk 0:02:58]`.
+    Clock,
+    /// The depth of our engine's search: `d18`.
+    Depth,
+    /// Our engine's principal variation, from the move itself, in SAN:
+    /// `pv: Nf3 Nc6 Bb5`.
+    Pv,
+}
+
+impl PgnComment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PgnComment::Eval => "eval",
+            PgnComment::Clock => "clock",
+            PgnComment::Depth => "depth",
+            PgnComment::Pv => "pv",
+        }
+    }
+}
+
+/// Which file a finished game's PGN goes to in `bot.pgn_dir`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PgnFile {
+    /// `<game id>.pgn`, one for each game.
+    Game,
+    /// `<opponent>.pgn`, the games against each opponent appended.
+    Opponent,
+    /// `games.pgn`, every game appended.
+    All,
+}
+
 /// `[bot]`: how the daemon plays.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -368,6 +406,10 @@ pub struct BotConfig {
     pub shutdown_deadline_secs: u64,
     /// Where finished games are written as PGN; none means not written.
     pub pgn_dir: Option<PathBuf>,
+    /// What the PGN's comments say of each move (none: no comments).
+    pub pgn_comments: Vec<PgnComment>,
+    /// One PGN file per game, per opponent, or one for all games.
+    pub pgn_file: PgnFile,
     /// Accept a draw offer when the position is dead equal.
     pub accept_draw: bool,
     /// Offer a draw when the position is dead equal.
@@ -418,6 +460,8 @@ impl Default for BotConfig {
             game_start_timeout_secs: 20,
             shutdown_deadline_secs: 300,
             pgn_dir: None,
+            pgn_comments: vec![PgnComment::Eval, PgnComment::Clock, PgnComment::Depth],
+            pgn_file: PgnFile::Game,
             accept_draw: true,
             offer_draw: true,
             draw_score_cp: 10,

@@ -1,8 +1,8 @@
 //! What `kaissa check` prints about the configuration: the settings an
 //! operator most needs to see at a glance (slots, queue, fair limits,
-//! quota, correspondence, matchmaking, tournaments).
+//! quota, correspondence, matchmaking, tournaments, PGNs).
 
-use super::sections::{AcceptedSpeed, Config};
+use super::sections::{AcceptedSpeed, Config, PgnFile};
 use super::terms::Challenger;
 
 impl Config {
@@ -76,6 +76,7 @@ impl Config {
                 b.correspondence_move_secs, b.playing_check_secs
             ),
             format!("takebacks per game: {}", b.max_takebacks),
+            format!("PGN: {}", self.pgn_summary()),
             format!("matchmaking: {matchmaking}"),
             format!("tournaments: {}", self.tournaments_summary()),
             format!("search threads: {}", self.threads_summary()),
@@ -124,6 +125,25 @@ impl Config {
             None => text.push_str(" ([challenge])"),
         }
         text
+    }
+
+    /// Where the PGNs go, in which files, with which comments.
+    fn pgn_summary(&self) -> String {
+        let b = &self.bot;
+        let Some(dir) = &b.pgn_dir else {
+            return "not written".to_owned();
+        };
+        let file = match b.pgn_file {
+            PgnFile::Game => "one file per game",
+            PgnFile::Opponent => "one file per opponent (appended)",
+            PgnFile::All => "one file for all games (games.pgn, appended)",
+        };
+        let comments: Vec<&str> = b.pgn_comments.iter().map(|c| c.as_str()).collect();
+        let comments = match comments.join(" ") {
+            none if none.is_empty() => "none".to_owned(),
+            some => some,
+        };
+        format!("in {}, {file}; comments: {comments}", dir.display())
     }
 
     /// The most memory the configuration can take, MiB: for the built-in

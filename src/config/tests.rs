@@ -64,6 +64,7 @@ fn file_values_and_env_overrides() {
             ("KAISSA_LICHESS__URL", "http://127.0.0.1:9999"),
             ("KAISSA_CHAT__GOODBYE", "42"),
             ("KAISSA_LOG", "debug"),
+            ("KAISSA_BOT__PGN_COMMENTS", "clock,pv"),
             ("OTHER_BOT__CONCURRENCY", "9"),
         ],
     )
@@ -80,6 +81,10 @@ fn file_values_and_env_overrides() {
     assert!(config.challenge.allow_list.is_empty());
     assert_eq!(config.lichess.url, "http://127.0.0.1:9999");
     assert_eq!(config.chat.goodbye, "42");
+    assert_eq!(
+        config.bot.pgn_comments,
+        vec![PgnComment::Clock, PgnComment::Pv]
+    );
 }
 
 #[test]
@@ -140,6 +145,16 @@ fn bad_values_are_named() {
     assert!(
         text.starts_with("challenge.variants[1]: unknown value \"atomc\""),
         "{text}"
+    );
+    let text = error_text(load_str("[bot]\npgn_comments = [\"eval\", \"clk\"]\n", &[]));
+    assert_eq!(
+        text,
+        "bot.pgn_comments[1]: unknown value \"clk\"; expected one of: eval, clock, depth, pv"
+    );
+    let text = error_text(load_str("[bot]\npgn_file = \"month\"\n", &[]));
+    assert_eq!(
+        text,
+        "bot.pgn_file: unknown value \"month\"; expected one of: game, opponent, all"
     );
     let text = error_text(load_str("[challenge]\nspeeds = [\"ultraBullet\"]\n", &[]));
     assert!(text.starts_with("challenge.speeds"), "{text}");

@@ -8,6 +8,7 @@ use crate::bot::board::standard::{GameRecord, RecordError};
 use crate::bot::board::variant::VariantRecord;
 use crate::bot::store::pgn::PgnMoves;
 pub mod line;
+pub mod opening;
 pub mod standard;
 pub mod variant;
 

@@ -5,11 +5,11 @@
 use super::Game;
 use super::player::Player;
 use crate::bot::board::Record;
+use crate::bot::board::opening;
 use crate::bot::chat;
 use crate::bot::store::hashstore;
-use crate::bot::store::pgn::{PgnHeaders, write_pgn};
+use crate::bot::store::pgn::{self, PgnHeaders};
 use crate::lichess::model::{ChatRoom, Color, GameStatus};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// The longest the goodbye may wait in the request queue.
@@ -108,10 +108,11 @@ impl Game {
         );
         self.count_result();
         if let Some(dir) = self.ctx.config.bot.pgn_dir.clone()
-            && let Some(pgn) = self.pgn(result, termination)
+            && let Some(pgn) = self.pgn(result, termination).await
         {
-            let path = dir.join(format!("{}.pgn", self.id));
-            match write_file(&dir, &path, pgn).await {
+            let file = self.ctx.config.bot.pgn_file;
+            let path = pgn::file_for(&dir, file, &self.id, &self.opponent_name());
+            match pgn::save(path.clone(), file, pgn).await {
                 Ok(()) => tracing::info!(path = %path.display(), "PGN written"),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), "cannot write the PGN: {e}")
@@ -185,8 +186,19 @@ impl Game {
         }
     }
 
-    fn pgn(&self, result: &str, termination: &str) -> Option<String> {
+    async fn pgn(&self, result: &str, termination: &str) -> Option<String> {
         let (facts, record) = (self.facts.as_ref()?, self.record.as_ref()?);
+        // The openings' table is built on first use: off the runtime.
+        let opening = match record.native() {
+            Some(native) => {
+                let native = native.clone();
+                tokio::task::spawn_blocking(move || opening::opening(&native))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
         let headers = PgnHeaders {
             event: format!(
                 "{} {} game",
@@ -204,14 +216,16 @@ impl Game {
                 Some((initial, inc)) => format!("{}+{}", initial / 1000, inc / 1000),
                 None => "-".to_owned(),
             },
+            opening,
             termination: Some(termination.to_owned()),
         };
-        Some(write_pgn(&headers, &record.pgn_moves(), &self.judged.evals))
+        let notes = pgn::Notes {
+            engine: &self.judged.notes,
+            clocks: &self.clocks,
+            say: &self.ctx.config.bot.pgn_comments,
+        };
+        Some(pgn::write_pgn(&headers, &record.pgn_moves(), &notes))
     }
-}
-async fn write_file(dir: &std::path::Path, path: &PathBuf, text: String) -> std::io::Result<()> {
-    tokio::fs::create_dir_all(dir).await?;
-    tokio::fs::write(path, text).await
 }
 
 #[cfg(test)]

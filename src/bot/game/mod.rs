@@ -380,6 +380,11 @@ struct Game {
     offers: Offers,
     /// What the searches said of our moves, for the rules and the PGN.
     judged: Judged,
+    /// The mover's clock after each ply, as the `gameState` that brought
+    /// the ply said; none where no state said it (plies played before a
+    /// restart, or in one state with the next) and in games without a
+    /// clock. For the PGN's `[%clk]`.
+    clocks: Vec<Option<Duration>>,
     claims: Claims,
     timers: Timers,
     /// Resyncs after a failed move post, for the current move.
@@ -483,6 +488,7 @@ impl Game {
             greeted,
             offers: Offers::default(),
             judged: Judged::default(),
+            clocks: Vec::new(),
             claims: Claims::default(),
             timers: Timers::default(),
             resyncs: 0,
@@ -909,10 +915,13 @@ impl Game {
             return Flow::Continue;
         };
         let before = record.ply();
-        if let Err(e) = record.sync(&state.moves) {
-            tracing::error!("server move list does not fit the game: {e}");
-            return Flow::Continue;
-        }
+        let new = match record.sync(&state.moves) {
+            Ok(new) => new,
+            Err(e) => {
+                tracing::error!("server move list does not fit the game: {e}");
+                return Flow::Continue;
+            }
+        };
         let ply = record.ply();
         if ply != before {
             // A new move: a fresh resync budget for it.
@@ -923,18 +932,27 @@ impl Game {
         let turn = record.turn();
         let opponent_moved = ply >= 2 || (ply == 1 && record.initial_turn() != us);
         if ply < before {
-            // A takeback: the evaluations of the moves taken back go.
-            self.judged.evals.truncate(ply);
+            // A takeback: what was noted of the moves taken back goes.
+            self.judged.notes.truncate(ply);
+            self.clocks.truncate(ply);
         }
         self.status = state.status;
         let them = to_model(!us);
+        let clock = self.facts.as_ref().is_some_and(|f| f.clock.is_some());
+        if new > 0 && clock {
+            // The clock of the last move's mover (the side not to move
+            // now); the moves before it in this state have none.
+            let left = state.time_left(to_model(!turn));
+            self.clocks.truncate(ply - new);
+            self.clocks.resize(ply, None);
+            self.clocks[ply - 1] = Some(Duration::from_millis(left));
+        }
         let fen = record.fen();
         let last_move = record.uci_moves().pop();
         self.ctx.summary.send_modify(|s| {
             s.plies = ply;
             s.fen = fen;
             s.last_move = last_move;
-            let clock = self.facts.as_ref().is_some_and(|f| f.clock.is_some());
             s.our_clock_ms = clock.then(|| state.time_left(to_model(us)));
             s.their_clock_ms = clock.then(|| state.time_left(them));
         });

@@ -21,7 +21,7 @@ use crate::bot::chat::EngineView;
 use crate::bot::external;
 use crate::bot::scheduler::{Ask, Permit};
 use crate::bot::store::hashstore;
-use crate::bot::store::pgn::Eval;
+use crate::bot::store::pgn::{EngineNote, Eval};
 use crate::chess::Position;
 use crate::engine::sources::Source;
 use crate::engine::tablebase::Outcome;
@@ -510,10 +510,14 @@ impl Game {
     fn note(&mut self, ply: usize, us: crate::chess::Color, report: &Report) {
         self.judged.scores.push(score_cp(report.score));
         let eval = white_eval(report.score, us);
-        if self.judged.evals.len() <= ply {
-            self.judged.evals.resize(ply + 1, None);
+        if self.judged.notes.len() <= ply {
+            self.judged.notes.resize(ply + 1, None);
         }
-        self.judged.evals[ply] = Some(eval);
+        self.judged.notes[ply] = Some(EngineNote {
+            eval,
+            depth: report.depth,
+            pv: report.pv.clone(),
+        });
         let pv = Some(report.pv.clone()).filter(|p| !p.is_empty());
         self.ctx.summary.send_modify(|s| {
             s.score = Some(score_text(eval));

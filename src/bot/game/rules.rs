@@ -3,7 +3,7 @@
 //! length, the opponent's clock, the endgame tables), and how scores and
 //! lines are shown (PGN comments, chat). No I/O, no state.
 
-use crate::bot::store::pgn::Eval;
+use crate::bot::store::pgn::{EngineNote, Eval};
 use crate::chess::{self, Move, Position};
 use crate::config::BotConfig;
 use crate::engine::Score;
@@ -131,8 +131,9 @@ pub(super) fn resign(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bo
 /// PGN the evaluations, the chat's `!eval` the last view.
 #[derive(Debug, Default)]
 pub(super) struct Judged {
-    /// Evaluation after each move (White's view), for the PGN.
-    pub(super) evals: Vec<Option<Eval>>,
+    /// What the engine said of each of our moves (its evaluation from
+    /// White's side, depth and line), for the PGN.
+    pub(super) notes: Vec<Option<EngineNote>>,
     /// Our score after each of our moves (our view, centipawns).
     pub(super) scores: Vec<i32>,
     pub(super) view: crate::bot::chat::EngineView,

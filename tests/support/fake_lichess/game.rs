@@ -49,6 +49,8 @@ pub(super) struct Game {
     pub(super) days: Option<u32>,
     /// Time left, white then black, as of the last move.
     pub(super) times: [i64; 2],
+    /// The mover's time left after each move (a PGN's `[%clk]`).
+    pub(super) clocks: Vec<i64>,
     pub(super) last_move_at: Instant,
     pub(super) created_at_ms: u64,
     pub(super) status: &'static str,
@@ -137,6 +139,7 @@ impl Game {
             fen: self.fen(),
             wtime_ms: self.times[0],
             btime_ms: self.times[1],
+            clocks_ms: self.clocks.clone(),
             illegal_moves: self.illegal.clone(),
             chat: self.chat.clone(),
             draw_answers: self.draw_answers.clone(),

@@ -59,6 +59,8 @@ pub struct GameRecord {
     pub fen: String,
     pub wtime_ms: i64,
     pub btime_ms: i64,
+    /// The mover's time left after each move, as `gameState` said it.
+    pub clocks_ms: Vec<i64>,
     /// Moves the bot posted that were refused (illegal or not its turn).
     pub illegal_moves: Vec<IllegalMove>,
     pub chat: Vec<ChatRecord>,

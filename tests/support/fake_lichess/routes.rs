@@ -424,6 +424,7 @@ pub(super) async fn takeback(
             let keep = game.moves.len().saturating_sub(undo);
             game.moves.truncate(keep);
             game.streamed.truncate(keep);
+            game.clocks.truncate(keep);
             game.keys.truncate(keep + 1);
             let mut pos = game.start.clone();
             for uci in &game.moves {

@@ -261,6 +261,7 @@ impl World {
             clock,
             days,
             times,
+            clocks: Vec::new(),
             last_move_at: Instant::now(),
             created_at_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -473,6 +474,7 @@ impl World {
         let streamed = game.streamed_uci(m, self.cfg.legacy_castling);
         game.moves.push(uci);
         game.streamed.push(streamed);
+        game.clocks.push(game.times[idx(mover)]);
         game.pos.play_unchecked(m);
         game.keys.push(game.pos.zobrist_hash(EnPassantMode::Legal));
         // Moving declines the other side's pending offers.
