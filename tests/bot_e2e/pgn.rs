@@ -62,13 +62,12 @@ fn check_comments(pgn: &str, game: &GameRecord) {
         let rest: Vec<&str> = words.collect();
         let clock = clk(*ms);
         assert_eq!(rest[..2].join(" "), clock, "{pgn}");
-        let depth = rest[2]
-            .strip_prefix('d')
-            .and_then(|d| d.parse::<u32>().ok());
+        assert_eq!(rest[2], "depth", "{pgn}");
+        let depth = rest[3].parse::<u32>().ok();
         assert!(depth.is_some_and(|d| (1..=4).contains(&d)), "{pgn}");
-        assert_eq!(rest[3], "pv:", "{pgn}");
+        assert_eq!(rest[4], "pv:", "{pgn}");
         assert_eq!(
-            rest.get(4),
+            rest.get(5),
             Some(&san.as_str()),
             "the line starts with the move: {pgn}"
         );

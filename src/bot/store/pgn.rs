@@ -2,7 +2,7 @@
 //! extras (Elo, TimeControl, Variant, FEN, ECO and Opening), moves in SAN,
 //! each followed by the comment `bot.pgn_comments` asks for: the mover's
 //! clock after it (`[%clk 0:02:58]`, both sides), and for our moves the
-//! engine's evaluation (`[%eval 0.25]`), depth (`d18`) and principal
+//! engine's evaluation (`[%eval 0.25]`), depth (`depth 18`) and principal
 //! variation (`pv: Nf3 Nc6 Bb5`), as lichess.org and python-chess read
 //! them. The file it goes to (`bot.pgn_file`) is the game's own, or the
 //! opponent's or the one of all games, where it is appended whole.
@@ -125,7 +125,7 @@ impl Notes<'_> {
             parts.push(format!("[%clk {}]", clock_text(clock)));
         }
         if let Some(note) = engine.filter(|n| n.depth > 0 && says(PgnComment::Depth)) {
-            parts.push(format!("d{}", note.depth));
+            parts.push(format!("depth {}", note.depth));
         }
         if let Some(note) = engine.filter(|n| !n.pv.is_empty() && says(PgnComment::Pv)) {
             parts.push("pv:".to_owned());
@@ -374,7 +374,7 @@ mod tests {
         };
         assert_eq!(
             text(&ALL),
-            "1. f3 { [%eval -0.35] [%clk 0:03:00] d12 pv: f3 e5 g4 } 1... e5 2. g4 \
+            "1. f3 { [%eval -0.35] [%clk 0:03:00] depth 12 pv: f3 e5 g4 } 1... e5 2. g4 \
              { [%eval #-1] [%clk 1:02:05] } 2... Qh4# { [%clk 0:00:09] } 1-0"
         );
         assert_eq!(text(&[]), "1. f3 e5 2. g4 Qh4# 1-0");
@@ -385,7 +385,7 @@ mod tests {
         );
         assert_eq!(
             text(&[PgnComment::Pv, PgnComment::Depth]),
-            "1. f3 { d12 pv: f3 e5 g4 } 1... e5 2. g4 Qh4# 1-0"
+            "1. f3 { depth 12 pv: f3 e5 g4 } 1... e5 2. g4 Qh4# 1-0"
         );
     }
 
