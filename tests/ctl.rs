@@ -197,3 +197,53 @@ async fn the_operator_runs_the_daemon_from_kaissa_ctl() {
     assert!(log.contains("control socket open"), "{log}");
     assert!(log.contains("rule=\"block list\""), "{log}");
 }
+
+/// `kaissa ctl challenge USER ... pairs=1`: a pair of games against one
+/// bot, White first, then Black once the first is over, same clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_asks_for_a_pair_of_games() {
+    use support::fake_lichess::{Answer, OnlineBot};
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Keen", 2000, Answer::Accept)]);
+    let (bot, socket) = start(&fake).await;
+    let (ok, text) = ctl(&socket, "challenge Keen 1+1 pairs=1");
+    assert!(ok && text.contains("1 pairs of games"), "{text}");
+    for (n, color) in [(0, "white"), (1, "black")] {
+        let challenge = fake
+            .wait_for(&format!("game {n} of the pair"), WAIT, |v| {
+                v.challenges()
+                    .into_iter()
+                    .filter(|c| c.direction == "out" && c.status == "accepted")
+                    .nth(n)
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+        assert!(
+            challenge
+                .dest
+                .as_deref()
+                .is_some_and(|d| d.eq_ignore_ascii_case("keen"))
+        );
+        assert_eq!(challenge.form.get("color").map(String::as_str), Some(color));
+        assert_eq!(
+            challenge.form.get("clock.limit").map(String::as_str),
+            Some("60")
+        );
+        let game = challenge.game_id.unwrap();
+        fake.wait_until("a move", WAIT, |v| {
+            v.game(&game).is_some_and(|g| !g.moves.is_empty())
+        })
+        .await
+        .unwrap();
+        fake.opponent_resigns(&game).unwrap();
+        fake.wait_game_over(&game, WAIT).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let out = fake
+        .view(|v| v.challenges())
+        .into_iter()
+        .filter(|c| c.direction == "out")
+        .count();
+    assert_eq!(out, 2, "one pair, no more");
+    bot.stop().await;
+}

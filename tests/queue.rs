@@ -1036,7 +1036,7 @@ async fn matchmaking_learns_from_declines_and_plays_pairs() {
         "{declined}"
     );
     let log = bot.stop().await;
-    assert!(log.contains("the return game of the pair"), "{log}");
+    assert!(log.contains("a planned game of a pair"), "{log}");
 }
 
 /// Correspondence matchmaking: a time control of "3d" challenges a bot

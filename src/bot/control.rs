@@ -44,7 +44,8 @@ pub enum CtlCommand {
         #[arg(value_parser = user_id)]
         user: String,
         /// MINUTES+SECONDS or DAYSd (correspondence), white|black|random,
-        /// rated|casual, VARIANT
+        /// rated|casual, VARIANT, pairs=N (N pairs of games, both colours
+        /// each, one game at a time when none is running)
         #[arg(value_parser = challenge_term, value_name = "TERM")]
         terms: Vec<ChallengeTerm>,
     },
@@ -114,6 +115,8 @@ pub enum ChallengeTerm {
     Color(ChallengeColor),
     Rated(bool),
     Variant(VariantKey),
+    /// `pairs=N`: N pairs of games, each colour in turn.
+    Pairs(u32),
 }
 
 /// A word after `tournament join ID`.
@@ -162,6 +165,10 @@ fn challenge_term(word: &str) -> Result<ChallengeTerm, String> {
         "random" => ChallengeTerm::Color(ChallengeColor::Random),
         "rated" => ChallengeTerm::Rated(true),
         "casual" => ChallengeTerm::Rated(false),
+        w if w.starts_with("pairs=") => match w["pairs=".len()..].parse::<u32>() {
+            Ok(n) if (1..=MAX_PAIRS).contains(&n) => ChallengeTerm::Pairs(n),
+            _ => return Err(format!("pairs=N takes 1 to {MAX_PAIRS} pairs")),
+        },
         w if w.contains('+')
             || (w.ends_with('d')
                 && w.len() > 1
@@ -174,7 +181,8 @@ fn challenge_term(word: &str) -> Result<ChallengeTerm, String> {
             .filter(|k| *k != VariantKey::Unknown && *k != VariantKey::FromPosition)
             .map(ChallengeTerm::Variant)
             .ok_or(
-                "not a time control (MINUTES+SECONDS or DAYSd), colour, rated|casual or variant",
+                "not a time control (MINUTES+SECONDS or DAYSd), colour, rated|casual, variant \
+                 or pairs=N",
             )?,
     })
 }
@@ -249,6 +257,7 @@ impl CtlCommand {
                     color: ChallengeColor::Random,
                     rated: false,
                     variant: VariantKey::Standard,
+                    pairs: 0,
                 };
                 for term in terms {
                     match term {
@@ -256,6 +265,7 @@ impl CtlCommand {
                         ChallengeTerm::Color(color) => order.color = color,
                         ChallengeTerm::Rated(rated) => order.rated = rated,
                         ChallengeTerm::Variant(variant) => order.variant = variant,
+                        ChallengeTerm::Pairs(n) => order.pairs = n,
                     }
                 }
                 Request::Challenge(order)
@@ -297,6 +307,7 @@ impl ChallengeTerm {
             ChallengeTerm::Rated(true) => "rated".to_owned(),
             ChallengeTerm::Rated(false) => "casual".to_owned(),
             ChallengeTerm::Variant(key) => key.as_str().to_owned(),
+            ChallengeTerm::Pairs(n) => format!("pairs={n}"),
         }
     }
 }
@@ -420,7 +431,13 @@ pub struct ChallengeOrder {
     pub color: ChallengeColor,
     pub rated: bool,
     pub variant: VariantKey,
+    /// Pairs of games (each colour once a pair), one at a time; 0: one
+    /// game.
+    pub pairs: u32,
 }
+
+/// The most pairs one `challenge` asks for.
+pub const MAX_PAIRS: u32 = 50;
 
 /// A command on its way to the daemon, with where the answer goes.
 #[derive(Debug)]
@@ -608,8 +625,15 @@ mod tests {
                 color: ChallengeColor::Black,
                 rated: true,
                 variant: VariantKey::Atomic,
+                pairs: 0,
             }))
         );
+        let Ok(Request::Challenge(series)) = parse("challenge Bob 1+0 pairs=3") else {
+            panic!("pairs")
+        };
+        assert_eq!(series.pairs, 3);
+        assert!(parse("challenge Bob pairs=0").is_err());
+        assert!(parse("challenge Bob pairs=51").is_err());
         let Ok(Request::Challenge(plain)) = parse("challenge Bob") else {
             panic!("challenge Bob")
         };
@@ -638,6 +662,7 @@ mod tests {
             "challenge Bob",
             "challenge Bob 0.5+0 white casual chess960",
             "challenge Bob rated 10+5 kingOfTheHill",
+            "challenge Bob 3+2 pairs=2",
             "matchmaking on",
             "block Spammer",
             "unblock Spammer",

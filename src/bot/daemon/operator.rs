@@ -182,6 +182,20 @@ impl Daemon {
                 duration_text(wait)
             ));
         }
+        if order.pairs > 0 {
+            let offer = CreateChallenge {
+                time: order.time,
+                rated: order.rated,
+                color: order.color,
+                variant: order.variant,
+                fen: None,
+            };
+            self.matchmaker.plan(&order.user, offer, order.pairs);
+            return Reply::ok(format!(
+                "challenging {}: {} pairs of games, one at a time while no other game runs",
+                order.user, order.pairs
+            ));
+        }
         let Some(slot) = self.slots.try_reserve() else {
             return Reply::error(
                 "no free slot for a game (bot.concurrency): try again when a game ends",

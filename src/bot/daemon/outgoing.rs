@@ -54,7 +54,7 @@ impl Daemon {
     /// Matchmaking's turn: cancel a challenge of ours that waited too long,
     /// or look for an opponent when idle.
     pub(super) fn matchmaking(&mut self) {
-        if !self.matchmaker.enabled() {
+        if !self.matchmaker.enabled() && !self.matchmaker.has_planned() {
             return;
         }
         let now = unix_now();
@@ -93,7 +93,7 @@ impl Daemon {
             return;
         }
         self.budget_said = false;
-        if let Some((opponent, offer)) = self.matchmaker.return_game() {
+        if let Some((opponent, offer)) = self.matchmaker.next_planned() {
             self.budget.spend(now, budget::BOT_COST);
             spawn_create(&self.client, opponent, offer, &self.inbox_tx);
             return;

@@ -473,3 +473,106 @@ impl Game {
         self.play(answer, chosen, report, now).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lichess::online::{ChessDbOptions, ExplorerOptions, ExplorerSort, OnlineOptions};
+
+    fn online(explorer_db: ExplorerDb) -> Online {
+        Online::new(OnlineOptions {
+            tablebase_url: Some("http://127.0.0.1:1".to_owned()),
+            tablebase_pieces: 8,
+            tablebase_variants: true,
+            cloud_eval_url: Some("http://127.0.0.1:1".to_owned()),
+            cloud_eval_plies: 20,
+            cloud_eval_min_depth: 20,
+            explorer: Some(ExplorerOptions {
+                url: "http://127.0.0.1:1".to_owned(),
+                db: explorer_db,
+                min_games: 10,
+                sort: ExplorerSort::Games,
+                plies: 10,
+            }),
+            chessdb: Some(ChessDbOptions {
+                url: "http://127.0.0.1:1".to_owned(),
+                plies: 30,
+                min_depth: 20,
+                tablebase: true,
+            }),
+            timeout: Duration::from_millis(500),
+            min_clock: Duration::from_secs(5),
+        })
+        .unwrap()
+    }
+
+    fn asked(variant: VariantKey, fen: &str, ply: u32) -> Asked {
+        let (pieces, castling) = Asked::board(fen);
+        Asked {
+            variant,
+            pieces,
+            castling,
+            ply,
+            covered: false,
+        }
+    }
+
+    #[test]
+    fn the_sources_that_apply_in_their_order() {
+        use Query::*;
+        let masters = online(ExplorerDb::Masters);
+        let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        let opening = asked(VariantKey::Standard, start, 0);
+        assert_eq!(
+            online_queries(&masters, &opening, None),
+            [Explorer, ChessDb, CloudEval]
+        );
+        // Past the explorer's 5 moves and the cloud's 10: ChessDB alone.
+        let middle = asked(VariantKey::Standard, start, 24);
+        assert_eq!(online_queries(&masters, &middle, None), [ChessDb]);
+        // An 8-piece ending: Lichess's tablebase (op1), not ChessDB's (7).
+        let six = "8/4k3/3p4/3P4/3K4/8/2N1n3/8 w - - 0 60";
+        assert_eq!(Asked::board(six), (6, false));
+        let eight = "8/4k3/2pp4/2PP4/3K4/8/2N1n3/8 w - - 0 60";
+        let ending = asked(VariantKey::Standard, eight, 80);
+        assert_eq!(online_queries(&masters, &ending, None), [Tablebase]);
+        let small = asked(VariantKey::Standard, six, 80);
+        assert_eq!(
+            online_queries(&masters, &small, None),
+            [Tablebase, ChessDbTablebase]
+        );
+        // Covered by a local table: no online tablebase.
+        let covered = Asked {
+            covered: true,
+            ..asked(VariantKey::Standard, six, 80)
+        };
+        assert!(online_queries(&masters, &covered, None).is_empty());
+        // Atomic and antichess endings ask Lichess's tables of the variant;
+        // their openings ask the explorer only when it is not masters'.
+        let atomic_end = asked(VariantKey::Atomic, "8/8/3k4/8/8/8/3QK3/8 w - - 0 30", 60);
+        assert_eq!(online_queries(&masters, &atomic_end, None), [Tablebase]);
+        let zh = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1";
+        let zh_opening = asked(VariantKey::Crazyhouse, zh, 0);
+        assert!(online_queries(&masters, &zh_opening, None).is_empty());
+        let lichess = online(ExplorerDb::Lichess {
+            speeds: vec![],
+            ratings: vec![],
+        });
+        assert_eq!(online_queries(&lichess, &zh_opening, None), [Explorer]);
+        let horde_end = asked(VariantKey::Horde, "8/8/3k4/8/8/8/3P4/8 w - - 0 30", 60);
+        assert!(online_queries(&lichess, &horde_end, None).is_empty());
+        // Short of time: three sources need 5 s and 7 timeouts of 0.5 s.
+        let short = Some(Duration::from_millis(3400));
+        assert!(online_queries(&masters, &opening, short).is_empty());
+        let enough = Some(Duration::from_millis(5000));
+        assert_eq!(online_queries(&masters, &opening, enough).len(), 3);
+    }
+
+    #[test]
+    fn chessdb_scores_in_endings() {
+        assert_eq!(chessdb_outcome(29_970), Some(Outcome::Win));
+        assert_eq!(chessdb_outcome(-20_000), Some(Outcome::Loss));
+        assert_eq!(chessdb_outcome(0), Some(Outcome::Draw));
+        assert_eq!(chessdb_outcome(150), None);
+    }
+}

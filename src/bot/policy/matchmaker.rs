@@ -18,7 +18,9 @@
 //!
 //! **Pairs.** With `matchmaking.pairs`, a game our challenge started is
 //! followed by the return game: the same bot, clock and variant, the
-//! colours swapped, challenged as soon as the bot is free.
+//! colours swapped, challenged as soon as the bot is free. `kaissa ctl
+//! challenge USER ... pairs=N` plans N such pairs the same way
+//! ([`Matchmaker::plan`]); a decline drops the rest.
 //!
 //! **Variety.** The opponent is chosen among the bots that fit
 //! (`matchmaking.selection`: weighted at random, in rotation, or the
@@ -36,7 +38,7 @@ use crate::bot::store::state;
 use crate::config::{MatchmakingConfig, PlayableVariant, Selection};
 use crate::lichess::client::{ChallengeTime, CreateChallenge};
 use crate::lichess::model::{Account, ChallengeColor, OnlineBot, perf_rating};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::task::AbortHandle;
@@ -340,8 +342,9 @@ pub struct Matchmaker {
     /// The perf of the attempt being made.
     perf: &'static str,
     offer: Option<CreateChallenge>,
-    /// The return game of a pair, to challenge when the bot is free.
-    return_game: Option<(String, CreateChallenge)>,
+    /// Games planned (pairs: matchmaking's return games, `kaissa ctl
+    /// challenge ... pairs=N`), challenged in turn when the bot is free.
+    planned: VecDeque<(String, CreateChallenge)>,
     pub cooldowns: Cooldowns,
     pub played: Played,
     /// `challenge.block_list` and `challenge.allow_list`.
@@ -375,7 +378,7 @@ impl Matchmaker {
             attempts: 0,
             perf: "blitz",
             offer: None,
-            return_game: None,
+            planned: VecDeque::new(),
         }
     }
 
@@ -411,25 +414,64 @@ impl Matchmaker {
         self.pending.as_ref()
     }
 
-    /// The return game of a pair, when one is due: whom to challenge with
-    /// what (the daemon sends it at once, without waiting `idle_secs`). A
-    /// bot blocked meanwhile does not get it.
-    pub fn return_game(&mut self) -> Option<(String, CreateChallenge)> {
-        if !self.config.enabled || self.stage != Stage::Idle {
+    /// Plans `pairs` pairs of games against `opponent` on `offer`'s terms:
+    /// White then Black each pair (or the offer's colour first), each
+    /// challenged when the bot is free and the one before has started.
+    pub fn plan(&mut self, opponent: &str, offer: CreateChallenge, pairs: u32) {
+        let first = match offer.color {
+            ChallengeColor::Black => ChallengeColor::Black,
+            _ => ChallengeColor::White,
+        };
+        let other = match first {
+            ChallengeColor::Black => ChallengeColor::White,
+            _ => ChallengeColor::Black,
+        };
+        for _ in 0..pairs {
+            for color in [first, other] {
+                let mut game = offer.clone();
+                game.color = color;
+                self.planned.push_back((opponent.to_owned(), game));
+            }
+        }
+    }
+
+    /// Whether games are planned.
+    pub fn has_planned(&self) -> bool {
+        !self.planned.is_empty()
+    }
+
+    /// The next planned game, when nothing else is under way: whom to
+    /// challenge with what (the daemon sends it at once, without waiting
+    /// `idle_secs`, matchmaking on or off). A bot blocked meanwhile does
+    /// not get it.
+    pub fn next_planned(&mut self) -> Option<(String, CreateChallenge)> {
+        if self.stage != Stage::Idle {
             return None;
         }
-        let (opponent, offer) = self.return_game.take()?;
+        let (opponent, offer) = self.planned.pop_front()?;
         let listed = |list: &[String]| list.iter().any(|u| u.eq_ignore_ascii_case(&opponent));
         if listed(&self.block_list)
             || self.online_blocked.contains(&opponent.to_lowercase())
             || (!self.allow_list.is_empty() && !listed(&self.allow_list))
         {
+            self.drop_planned(&opponent, "blocked");
             return None;
         }
-        tracing::info!(opponent = %opponent, time = ?offer.time, variant = offer.variant.as_str(), "matchmaking: the return game of the pair");
+        tracing::info!(opponent = %opponent, time = ?offer.time, variant = offer.variant.as_str(), color = ?offer.color, left = self.planned.len(), "matchmaking: challenging for a planned game of a pair");
         self.offer = Some(offer.clone());
         self.stage = Stage::Creating;
         Some((opponent, offer))
+    }
+
+    /// Drops the games planned against `opponent` (it declined one).
+    fn drop_planned(&mut self, opponent: &str, why: &str) {
+        let before = self.planned.len();
+        self.planned
+            .retain(|(o, _)| !o.eq_ignore_ascii_case(opponent));
+        let dropped = before - self.planned.len();
+        if dropped > 0 {
+            tracing::info!(opponent = %opponent, dropped, why, "matchmaking: the planned games against this bot are dropped");
+        }
     }
 
     /// Starts looking: what to ask Lichess for (the bots online, and our
@@ -548,6 +590,7 @@ impl Matchmaker {
         let secs = secs.unwrap_or(self.config.decline_cooldown_secs);
         tracing::info!(opponent = %opponent, reason, skip_s = secs, "matchmaking: skipping this bot for a while");
         self.cooldowns.skip(opponent, now + secs, reason, now);
+        self.drop_planned(opponent, reason);
     }
 
     /// Our pending challenge `id` ended (see [`Outcome`]): a decline
@@ -565,13 +608,19 @@ impl Matchmaker {
         match outcome {
             Outcome::Accepted => {
                 self.cooldowns.played(opponent);
-                if self.config.pairs && pending.offer.color == ChallengeColor::White {
+                let planned = self
+                    .planned
+                    .iter()
+                    .any(|(o, _)| o.eq_ignore_ascii_case(opponent));
+                if self.config.pairs && !planned && pending.offer.color == ChallengeColor::White {
+                    // Matchmaking's pair: the return game, next.
                     let mut back = pending.offer.clone();
                     back.color = ChallengeColor::Black;
-                    self.return_game = Some((opponent.clone(), back));
+                    self.planned.push_front((opponent.clone(), back));
                 }
             }
             Outcome::Declined(reason) => {
+                self.drop_planned(opponent, reason);
                 let offered = aspects(&pending.offer);
                 let (lesson, blocked) =
                     self.cooldowns
