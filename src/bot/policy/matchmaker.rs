@@ -223,7 +223,6 @@ pub struct Eligibility<'a> {
 
 impl Eligibility<'_> {
     fn admits(&self, bot: &OnlineBot) -> bool {
-        let listed = |list: &[String]| list.iter().any(|u| u.eq_ignore_ascii_case(&bot.id));
         !bot.id.eq_ignore_ascii_case(self.me)
             && !bot.disabled
             && !bot.tos_violation
@@ -233,10 +232,28 @@ impl Eligibility<'_> {
             && !self
                 .played
                 .cooling(&bot.id, self.played_cooldown_secs, self.now)
-            && !listed(self.block_list)
-            && !self.online_blocked.contains(&bot.id.to_lowercase())
-            && (self.allow_list.is_empty() || listed(self.allow_list))
+            && lists_admit(
+                &bot.id,
+                self.block_list,
+                self.allow_list,
+                self.online_blocked,
+            )
     }
+}
+
+/// Whether the lists let `user` be challenged: not on `block_list` nor
+/// the online block lists (`online_blocked`, lower case), and on
+/// `allow_list` unless it is empty.
+fn lists_admit(
+    user: &str,
+    block_list: &[String],
+    allow_list: &[String],
+    online_blocked: &BTreeSet<String>,
+) -> bool {
+    let listed = |list: &[String]| list.iter().any(|u| u.eq_ignore_ascii_case(user));
+    !listed(block_list)
+        && !online_blocked.contains(&user.to_lowercase())
+        && (allow_list.is_empty() || listed(allow_list))
 }
 
 /// The opponent to challenge: a bot that may be challenged
@@ -449,11 +466,12 @@ impl Matchmaker {
             return None;
         }
         let (opponent, offer) = self.planned.pop_front()?;
-        let listed = |list: &[String]| list.iter().any(|u| u.eq_ignore_ascii_case(&opponent));
-        if listed(&self.block_list)
-            || self.online_blocked.contains(&opponent.to_lowercase())
-            || (!self.allow_list.is_empty() && !listed(&self.allow_list))
-        {
+        if !lists_admit(
+            &opponent,
+            &self.block_list,
+            &self.allow_list,
+            &self.online_blocked,
+        ) {
             self.drop_planned(&opponent, "blocked");
             return None;
         }
