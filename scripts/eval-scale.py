@@ -8,8 +8,9 @@ each new net: take quiet positions from played games (any PGN, e.g. one
 written by `match.py --pgn`), ask kaissa's UCI `eval` for both evaluations
 and fit `net = slope * classical` (positions where the hand-crafted
 evaluation is within +/-1000 cp). A slope near 1.00 means the margins hold;
-otherwise set `OUTPUT_PERCENT` in src/engine/nnue/mod.rs to bring it there
-and check the change in a match.
+otherwise the net's output scale (K, in its file's header: `kaissa train`
+fits it to the data, `--k` sets it) is off: train again with the K that
+brings it there and check the change in a match.
 
     python3 scripts/eval-scale.py --pgn games.pgn [--engine "target/release/kaissa uci"] \
         [--option EvalFile=nets/other.nnue]

@@ -322,9 +322,10 @@ pub struct TrainArgs {
     /// Weight of the game result in the target (0: score only).
     #[arg(long, default_value_t = 0.25)]
     pub lambda: f32,
-    /// Score scale of the target sigmoid, centipawns.
-    #[arg(long, default_value_t = 400.0)]
-    pub k: f32,
+    /// Score scale of the target sigmoid, centipawns, written into the net
+    /// as its output scale (default: fitted to the data's results).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(50..=2000))]
+    pub k: Option<u32>,
     /// Games held out for validation, per mille.
     #[arg(long, default_value_t = 50)]
     pub val_permille: u64,
@@ -347,7 +348,7 @@ impl TrainArgs {
             lr: self.lr,
             weight_decay: self.weight_decay,
             lambda: self.lambda.clamp(0.0, 1.0),
-            k: self.k.max(1.0),
+            k: self.k,
             val_permille: self.val_permille.min(1000),
             seed: self.seed,
             threads: self.threads.clamp(1, 256),

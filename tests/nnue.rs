@@ -8,8 +8,9 @@
 use kaissa::chess::{Color, Move, MoveKind, Position, chess960_start_fen};
 use kaissa::engine::eval::evaluate;
 use kaissa::engine::nnue::{
-    Accumulator, AccumulatorStack, FormatError, HEADER_BYTES, HIDDEN, INPUTS, Network, Row,
-    SimdLevel, encode_net, evaluate_position, load_eval_file, output, update,
+    Accumulator, AccumulatorStack, FNV_OFFSET, FormatError, HEADER_BYTES, HIDDEN, INPUTS, Network,
+    Row, SimdLevel, V1_SCALE, encode_net, evaluate_position, fnv1a64, load_eval_file, output,
+    update,
 };
 use kaissa::tools::packed::{GameResult, PackedBoard, read_records};
 use kaissa::tools::train::{Data, TrainConfig, Trainer};
@@ -23,7 +24,7 @@ fn random_net_bytes(seed: u64) -> Vec<u8> {
     let fw: Vec<i16> = (0..INPUTS * HIDDEN).map(|_| small(120) as i16).collect();
     let fb: Vec<i16> = (0..HIDDEN).map(|_| (small(100) + 80) as i16).collect();
     let ow: Vec<i16> = (0..2 * HIDDEN).map(|_| small(127) as i16).collect();
-    encode_net(&fw, &fb, &ow, small(5000) as i32)
+    encode_net(&fw, &fb, &ow, small(5000) as i32, 300)
 }
 
 fn random_net(seed: u64) -> Network {
@@ -155,12 +156,12 @@ fn simd_paths_equal_the_scalar_path() {
         update(scalar, &mut expected, &inp, &add, &sub);
         let weights = [row(&mut rng, 127), row(&mut rng, 127)];
         let bias = rng.usize(..20_000) as i32 - 10_000;
-        let out = output(scalar, &inp, &expected, &weights, bias);
+        let out = output(scalar, &inp, &expected, &weights, bias, 288);
         for &level in &levels {
             let mut got = Row::ZERO;
             update(level, &mut got, &inp, &add, &sub);
             assert_eq!(got, expected, "{} update, round {round}", level.name());
-            let o = output(level, &inp, &expected, &weights, bias);
+            let o = output(level, &inp, &expected, &weights, bias, 288);
             assert_eq!(o, out, "{} output, round {round}", level.name());
         }
     }
@@ -187,6 +188,41 @@ fn simd_paths_equal_the_scalar_path() {
         "levels: {:?}",
         levels.iter().map(|l| l.name()).collect::<Vec<_>>()
     );
+}
+
+/// `bytes` as another version and output scale, its checksum redone.
+fn with_header(bytes: &[u8], version: u32, k: u32) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    b[8..12].copy_from_slice(&version.to_le_bytes());
+    b[32..36].copy_from_slice(&k.to_le_bytes());
+    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &b[..48]), &b[HEADER_BYTES..]);
+    b[48..56].copy_from_slice(&sum.to_le_bytes());
+    b
+}
+
+#[test]
+fn the_output_scale_is_the_files_k_and_a_version_1_file_reads_at_288() {
+    let bytes = random_net_bytes(11);
+    let positions: Vec<Position> = (0..20)
+        .map(|n| Position::from_fen(&chess960_start_fen(n * 37)).unwrap())
+        .collect();
+    let evals = |bytes: &[u8]| -> Vec<i64> {
+        let net = Network::from_bytes(bytes).unwrap();
+        positions
+            .iter()
+            .map(|p| evaluate_position(&net, p) as i64)
+            .collect()
+    };
+    let (k300, k600) = (evals(&bytes), evals(&with_header(&bytes, 2, 600)));
+    assert!(k300.iter().any(|&e| e.abs() > 50), "{k300:?}");
+    for (a, b) in k300.iter().zip(&k600) {
+        // Twice the K, twice the centipawns (to a truncation).
+        assert!((b - 2 * a).abs() <= 1, "{a} {b}");
+    }
+    // The old header (400, read at 72%) is K = 288.
+    let v1 = evals(&with_header(&bytes, 1, 400));
+    assert_eq!(v1, evals(&with_header(&bytes, 2, V1_SCALE)));
+    assert_ne!(v1, k300);
 }
 
 #[test]
@@ -238,11 +274,21 @@ fn the_loader_refuses_bad_files() {
     assert_eq!(Network::from_bytes(&bad).err(), Some(FormatError::BadMagic));
 
     let mut bad = good.clone();
-    bad[8..12].copy_from_slice(&2u32.to_le_bytes());
+    bad[8..12].copy_from_slice(&3u32.to_le_bytes());
     assert_eq!(
         Network::from_bytes(&bad).err(),
-        Some(FormatError::Version { found: 2 })
+        Some(FormatError::Version { found: 3 })
     );
+
+    // The output scale K: in range for version 2, 400 for version 1.
+    for (version, k) in [(2u32, 10u32), (2, 5000), (1, 288)] {
+        let mut bad = good.clone();
+        bad[8..12].copy_from_slice(&version.to_le_bytes());
+        bad[32..36].copy_from_slice(&k.to_le_bytes());
+        let err = Network::from_bytes(&bad).err();
+        assert_eq!(err, Some(FormatError::Scale { version, scale: k }));
+        assert!(err.unwrap().to_string().contains(&format!("K={k}")));
+    }
 
     let mut bad = good.clone();
     bad[16..20].copy_from_slice(&128u32.to_le_bytes());
@@ -266,7 +312,7 @@ fn the_loader_refuses_bad_files() {
     let mut ow = vec![0i16; 2 * HIDDEN];
     ow[7] = 300;
     assert!(matches!(
-        Network::from_bytes(&encode_net(&fw, &fb, &ow, 0)),
+        Network::from_bytes(&encode_net(&fw, &fb, &ow, 0, 300)),
         Err(FormatError::OutputWeight {
             index: 7,
             value: 300

@@ -4,9 +4,13 @@
 //!
 //! Target: a blend of the search score and the game result, both from
 //! the side to move's view, `(1 - lambda) * sigmoid(score / K) + lambda *
-//! result`; loss: the squared error of `sigmoid(net * SCALE / K)` against
-//! it. AdamW with a cosine learning-rate decay, weights clipped to
-//! `WEIGHT_CLIP` after each step so quantization cannot overflow.
+//! result`; loss: the squared error of `sigmoid(net)` against it. K is
+//! fitted to the data unless given (`fit_k`: the K with which the scores
+//! best predict the results), so the two parts of the target agree on
+//! what a centipawn is worth, and it goes into the net file: the engine
+//! reads `net * K` centipawns, the scale of the data's scores. AdamW with
+//! a cosine learning-rate decay, weights clipped to `WEIGHT_CLIP` after
+//! each step so quantization cannot overflow.
 //!
 //! The first layer is sparse: a position's gradient touches only the rows
 //! of its (at most 32 x 2) active features. A batch is split into one
@@ -18,9 +22,7 @@
 use super::chunk::{self, Filter};
 use super::packed::{PackedBoard, read_records};
 use crate::chess::{Color, Square};
-use crate::engine::nnue::{
-    HIDDEN, INPUTS, OUTPUT_PERCENT, QA, QB, SCALE, WEIGHT_CLIP, encode_net, feature_index,
-};
+use crate::engine::nnue::{HIDDEN, INPUTS, QA, QB, SCALES, WEIGHT_CLIP, encode_net, feature_index};
 use anyhow::{Context, Result};
 use fastrand::Rng;
 use std::io::{self, Write};
@@ -49,8 +51,10 @@ pub struct TrainConfig {
     pub weight_decay: f32,
     /// Weight of the game result in the target (0: score only).
     pub lambda: f32,
-    /// Centipawns per unit of the sigmoid's argument.
-    pub k: f32,
+    /// Centipawns per unit of the sigmoid's argument (the net file's
+    /// output scale); `None`: fitted to the training positions when they
+    /// are loaded (`fit_k`).
+    pub k: Option<u32>,
     /// Games held out for validation, per mille.
     pub val_permille: u64,
     pub seed: u64,
@@ -72,7 +76,7 @@ impl Default for TrainConfig {
             lr: 0.001,
             weight_decay: 0.01,
             lambda: 0.25,
-            k: 400.0,
+            k: Some(400),
             val_permille: 50,
             seed: 1,
             threads: 1,
@@ -156,12 +160,60 @@ fn sample(r: &PackedBoard, cfg: &TrainConfig, mirror: bool) -> Sample {
         s.them[s.n] = feature_index(!stm, piece, sq) as u16;
         s.n += 1;
     }
-    let (score, result) = match stm {
-        Color::White => (r.score as f32, r.result.white_score()),
-        Color::Black => (-(r.score as f32), 1.0 - r.result.white_score()),
-    };
-    s.target = (1.0 - cfg.lambda) * sigmoid(score / cfg.k) + cfg.lambda * result;
+    let (score, result) = score_and_result(r);
+    s.target = (1.0 - cfg.lambda) * sigmoid(score as f32 / cfg.k_cp()) + cfg.lambda * result as f32;
     s
+}
+
+impl TrainConfig {
+    /// K in centipawns (400 before it is fitted).
+    fn k_cp(&self) -> f32 {
+        self.k.unwrap_or(400) as f32
+    }
+}
+
+/// The side to move's score and result of a record.
+fn score_and_result(r: &PackedBoard) -> (f64, f64) {
+    match r.side_to_move() {
+        Color::White => (r.score as f64, r.result.white_score() as f64),
+        Color::Black => (-(r.score as f64), 1.0 - r.result.white_score() as f64),
+    }
+}
+
+/// The mean squared error of `sigmoid(score / k)` against the results.
+fn result_error(set: &[PackedBoard], k: f64) -> f64 {
+    let sum: f64 = set
+        .iter()
+        .map(|r| {
+            let (score, result) = score_and_result(r);
+            let p = 1.0 / (1.0 + (-score / k).exp());
+            (p - result) * (p - result)
+        })
+        .sum();
+    sum / set.len().max(1) as f64
+}
+
+/// The K (centipawns, within the net file's `SCALES`) with which the
+/// records' search scores best predict their games' results: a golden
+/// section search of `result_error`, which is unimodal in K (too small a
+/// K claims wins the games did not bring, too large a K claims draws).
+pub fn fit_k(set: &[PackedBoard]) -> u32 {
+    let (mut lo, mut hi) = (*SCALES.start() as f64, *SCALES.end() as f64);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (hi - g * (hi - lo), lo + g * (hi - lo));
+    let (mut fa, mut fb) = (result_error(set, a), result_error(set, b));
+    while hi - lo > 0.5 {
+        if fa < fb {
+            (hi, b, fb) = (b, a, fa);
+            a = hi - g * (hi - lo);
+            fa = result_error(set, a);
+        } else {
+            (lo, a, fa) = (a, b, fb);
+            b = lo + g * (hi - lo);
+            fb = result_error(set, b);
+        }
+    }
+    (((lo + hi) / 2.0).round() as u32).clamp(*SCALES.start(), *SCALES.end())
 }
 
 #[inline(always)]
@@ -183,7 +235,7 @@ fn accumulate(p: &[f32], features: &[u16], acc: &mut [f32; H]) {
 
 /// Forward (and, with `grad`, backward) pass of one sample; returns its
 /// squared error.
-fn step_sample(p: &[f32], s: &Sample, cfg: &TrainConfig, grad: Option<&mut [f32]>) -> f32 {
+fn step_sample(p: &[f32], s: &Sample, grad: Option<&mut [f32]>) -> f32 {
     let mut acc = [[0f32; H]; 2];
     accumulate(p, &s.us[..s.n], &mut acc[0]);
     accumulate(p, &s.them[..s.n], &mut acc[1]);
@@ -195,11 +247,10 @@ fn step_sample(p: &[f32], s: &Sample, cfg: &TrainConfig, grad: Option<&mut [f32]
             out += c * c * w;
         }
     }
-    let scale = SCALE as f32 / cfg.k;
-    let pred = sigmoid(out * scale);
+    let pred = sigmoid(out);
     let err = pred - s.target;
     if let Some(g) = grad {
-        let d_out = 2.0 * err * pred * (1.0 - pred) * scale;
+        let d_out = 2.0 * err * pred * (1.0 - pred);
         g[OB] += d_out;
         for (half, a) in acc.iter().enumerate() {
             let features = if half == 0 {
@@ -289,7 +340,7 @@ impl Trainer {
         let jobs = set.chunks(chunk).map(|c| {
             move || {
                 c.iter()
-                    .map(|r| step_sample(p, &sample(r, cfg, false), cfg, None) as f64)
+                    .map(|r| step_sample(p, &sample(r, cfg, false), None) as f64)
                     .sum::<f64>()
             }
         });
@@ -342,7 +393,7 @@ impl Trainer {
                     idx.iter()
                         .map(|&i| {
                             let s = sample(&set[i as usize], cfg, mirrored(i));
-                            step_sample(p, &s, cfg, Some(g)) as f64
+                            step_sample(p, &s, Some(g)) as f64
                         })
                         .sum::<f64>()
                 }
@@ -394,7 +445,7 @@ impl Trainer {
             .map(|&x| q(x, QB).clamp(-127.0, 127.0) as i16)
             .collect();
         let ob = q(self.params[OB], QA * QB) as i32;
-        encode_net(&fw, &fb, &ow, ob)
+        encode_net(&fw, &fb, &ow, ob, self.cfg.k_cp() as u32)
     }
 
     /// The float net's evaluation of a record's position, in the engine's
@@ -412,7 +463,7 @@ impl Trainer {
                 out += c * c * self.params[OW + half * H + j];
             }
         }
-        out * (SCALE * OUTPUT_PERCENT) as f32 / 100.0
+        out * self.cfg.k_cp()
     }
 
     /// Writes the weights, Adam moments and epoch (atomically).
@@ -537,6 +588,16 @@ pub fn run(
         set.train.len(),
         set.val.len()
     );
+    let mut cfg = cfg;
+    if cfg.k.is_none() {
+        let k = fit_k(&set.train);
+        println!(
+            "K fitted to the results: {k} cp (result error {:.6}; at 400: {:.6})",
+            result_error(&set.train, k as f64),
+            result_error(&set.train, 400.0)
+        );
+        cfg.k = Some(k);
+    }
     let mut trainer = if resume {
         Trainer::load_checkpoint(cfg, checkpoint)?
     } else {
@@ -603,6 +664,47 @@ mod tests {
     }
 
     #[test]
+    fn k_is_fitted_to_the_results_the_scores_predict() {
+        // Results drawn as sigmoid(score / 300) says, from both sides.
+        let fens = [
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+        ];
+        let mut set = Vec::new();
+        for score in (-900..=900).step_by(25) {
+            let p = 1.0 / (1.0 + (-(score as f64) / 300.0).exp());
+            let wins = (p * 200.0).round() as usize;
+            for (i, fen) in fens.iter().enumerate() {
+                // Black to move: the same game seen from the other side.
+                let white = if i == 0 { score } else { -score };
+                for n in 0..200 {
+                    let result = match (n < wins, i == 0) {
+                        (true, true) | (false, false) => GameResult::WhiteWon,
+                        _ => GameResult::BlackWon,
+                    };
+                    set.push(record(fen, white as i16, result));
+                }
+            }
+        }
+        let k = fit_k(&set);
+        assert!((295..=305).contains(&k), "{k}");
+        assert!(result_error(&set, k as f64) < result_error(&set, 400.0));
+        // Results that follow the scores less closely: a larger K.
+        let draws: Vec<PackedBoard> = set
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match i % 3 {
+                0 => PackedBoard {
+                    result: GameResult::Draw,
+                    ..*r
+                },
+                _ => *r,
+            })
+            .collect();
+        assert!(fit_k(&draws) > k + 50, "{}", fit_k(&draws));
+    }
+
+    #[test]
     fn gradients_match_finite_differences() {
         let cfg = TrainConfig::default();
         let mut t = Trainer::new(cfg.clone());
@@ -617,16 +719,16 @@ mod tests {
         );
         let s = sample(&r, &cfg, false);
         let mut g = vec![0f32; PARAMS];
-        step_sample(&t.params, &s, &cfg, Some(&mut g));
+        step_sample(&t.params, &s, Some(&mut g));
         let active = FW + s.us[3] as usize * H + 5;
         let checked = [active, FB + 3, FB + 10, OW + 4, OW + H + 9, OB];
         for i in checked {
             let e = 1e-2;
             let keep = t.params[i];
             t.params[i] = keep + e;
-            let up = step_sample(&t.params, &s, &cfg, None) as f64;
+            let up = step_sample(&t.params, &s, None) as f64;
             t.params[i] = keep - e;
-            let down = step_sample(&t.params, &s, &cfg, None) as f64;
+            let down = step_sample(&t.params, &s, None) as f64;
             t.params[i] = keep;
             let numeric = (up - down) / (2.0 * e as f64);
             let analytic = g[i] as f64;

@@ -2,9 +2,19 @@
 //! little-endian.
 //!
 //! Header: magic `KAISSANN` (8 bytes), version (u32), inputs (u32),
-//! hidden size N (u32), activation (u32, 1 = SCReLU), QA, QB, SCALE (u32
-//! each), reserved (u32, 0), payload length in bytes (u64), checksum (u64:
-//! FNV-1a 64 of header bytes 0..48 followed by the payload).
+//! hidden size N (u32), activation (u32, 1 = SCReLU), QA, QB (u32 each),
+//! the output scale K (u32), reserved (u32, 0), payload length in bytes
+//! (u64), checksum (u64: FNV-1a 64 of header bytes 0..48 followed by the
+//! payload).
+//!
+//! K is the centipawns of a net output of 1.0: the trainer fits the net's
+//! output `y` to win probabilities as `sigmoid(y)` and its search-score
+//! targets as `sigmoid(cp / K)`, with K fitted to the data (the K that
+//! best predicts the games' results from their scores), so `y * K` is in
+//! the centipawns the data's scores were in, the ones every search margin
+//! is set in. Version 1 files stored 400 there and the engine read 72% of
+//! that (a fixed output scaling measured for generation 3); they load with
+//! K = `V1_SCALE`, which evaluates them exactly as before.
 //!
 //! Payload: feature weights (i16, inputs x N, one row of N per input),
 //! feature biases (i16, N), output weights (i16, 2N: the side to move's
@@ -12,10 +22,14 @@
 //! (magic, version, architecture, quantization, length, checksum, output
 //! weights above `MAX_OUTPUT_WEIGHT`) is refused with a `FormatError`.
 
-use super::{ACTIVATION_SCRELU, HIDDEN, INPUTS, MAX_OUTPUT_WEIGHT, QA, QB, SCALE};
+use super::{ACTIVATION_SCRELU, HIDDEN, INPUTS, MAX_OUTPUT_WEIGHT, QA, QB};
 
 pub const MAGIC: [u8; 8] = *b"KAISSANN";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The output scale of a version 1 file: its header's 400 read at 72%.
+pub const V1_SCALE: u32 = 288;
+/// The output scales (K, centipawns) a file may declare.
+pub const SCALES: std::ops::RangeInclusive<u32> = 50..=2000;
 pub const HEADER_BYTES: usize = 56;
 /// Payload bytes of a net of this build's architecture.
 pub const PAYLOAD_BYTES: usize = 2 * (INPUTS * HIDDEN + HIDDEN + 2 * HIDDEN) + 4;
@@ -27,7 +41,7 @@ pub enum FormatError {
     TooShort { len: usize },
     #[error("not a kaissa net file (bad magic)")]
     BadMagic,
-    #[error("net file version {found}, this build reads version {VERSION}")]
+    #[error("net file version {found}, this build reads versions 1 to {VERSION}")]
     Version { found: u32 },
     #[error(
         "net architecture {inputs} -> {hidden}x2 -> 1 (activation {activation}), this build needs \
@@ -38,10 +52,15 @@ pub enum FormatError {
         hidden: u32,
         activation: u32,
     },
+    #[error("net quantization QA={qa} QB={qb}, this build uses QA={QA} QB={QB}")]
+    Quantization { qa: u32, qb: u32 },
     #[error(
-        "net quantization QA={qa} QB={qb} SCALE={scale}, this build uses QA={QA} QB={QB} SCALE={SCALE}"
+        "net output scale K={scale} (version {version}), this build reads K from {} to {} \
+         (version 1: 400)",
+        SCALES.start(),
+        SCALES.end()
     )]
-    Quantization { qa: u32, qb: u32, scale: u32 },
+    Scale { version: u32, scale: u32 },
     #[error("net payload is {found} bytes, expected {PAYLOAD_BYTES} (truncated or padded file)")]
     Length { found: u64 },
     #[error(
@@ -69,6 +88,8 @@ pub(super) struct Payload<'a> {
     pub feature_bias: &'a [u8],
     pub output_weights: &'a [u8],
     pub output_bias: i32,
+    /// Centipawns of a net output of 1.0 (K).
+    pub scale: u32,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -88,7 +109,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
         return Err(FormatError::BadMagic);
     }
     let version = u32_at(bytes, 8);
-    if version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(FormatError::Version { found: version });
     }
     let (inputs, hidden, activation) = (u32_at(bytes, 12), u32_at(bytes, 16), u32_at(bytes, 20));
@@ -99,10 +120,15 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
             activation,
         });
     }
-    let (qa, qb, scale) = (u32_at(bytes, 24), u32_at(bytes, 28), u32_at(bytes, 32));
-    if (qa, qb, scale) != (QA as u32, QB as u32, SCALE as u32) {
-        return Err(FormatError::Quantization { qa, qb, scale });
+    let (qa, qb) = (u32_at(bytes, 24), u32_at(bytes, 28));
+    if (qa, qb) != (QA as u32, QB as u32) {
+        return Err(FormatError::Quantization { qa, qb });
     }
+    let scale = match (version, u32_at(bytes, 32)) {
+        (1, 400) => V1_SCALE,
+        (2.., k) if SCALES.contains(&k) => k,
+        (version, scale) => return Err(FormatError::Scale { version, scale }),
+    };
     let declared = u64_at(bytes, 40);
     let actual = (bytes.len() - HEADER_BYTES) as u64;
     if declared != PAYLOAD_BYTES as u64 || actual != declared {
@@ -129,16 +155,19 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
         feature_bias,
         output_weights,
         output_bias,
+        scale,
     })
 }
 
-/// Writes a net file of this build's architecture. The slices must have
-/// the payload's lengths (`INPUTS * HIDDEN`, `HIDDEN`, `2 * HIDDEN`).
+/// Writes a net file of this build's architecture and output scale `k`
+/// (centipawns of an output of 1.0, within `SCALES`). The slices must
+/// have the payload's lengths (`INPUTS * HIDDEN`, `HIDDEN`, `2 * HIDDEN`).
 pub fn encode_net(
     feature_weights: &[i16],
     feature_bias: &[i16],
     output_weights: &[i16],
     output_bias: i32,
+    k: u32,
 ) -> Vec<u8> {
     assert_eq!(feature_weights.len(), INPUTS * HIDDEN);
     assert_eq!(feature_bias.len(), HIDDEN);
@@ -152,7 +181,7 @@ pub fn encode_net(
         ACTIVATION_SCRELU,
         QA as u32,
         QB as u32,
-        SCALE as u32,
+        k,
         0,
     ] {
         out.extend_from_slice(&v.to_le_bytes());

@@ -22,7 +22,8 @@ mod simd;
 pub use accumulator::{Accumulator, AccumulatorStack, Delta};
 pub use features::feature_index;
 pub use format::{
-    FNV_OFFSET, FormatError, HEADER_BYTES, PAYLOAD_BYTES, VERSION, encode_net, fnv1a64,
+    FNV_OFFSET, FormatError, HEADER_BYTES, PAYLOAD_BYTES, SCALES, V1_SCALE, VERSION, encode_net,
+    fnv1a64,
 };
 pub use network::{Network, NetworkLoadError, Row, embedded, evaluate_position};
 pub use simd::{SimdLevel, output, update};
@@ -80,17 +81,6 @@ pub const HIDDEN: usize = 256;
 pub const QA: i32 = 255;
 /// Quantization of the output weights: a weight of 1.0 is `QB`.
 pub const QB: i32 = 64;
-/// A net output of 1.0 is `SCALE` of the net's centipawns, the trainer's
-/// (`sigmoid(cp / 400)`); the engine reads `OUTPUT_PERCENT` of them.
-pub const SCALE: i32 = 400;
-/// The evaluation the engine reads, in percent of the net's output. A net
-/// learns its scale from its targets (search scores blended with game
-/// results): generation 3 reads about 1.4 times the hand-crafted
-/// evaluation on played positions (`scripts/eval-scale.py`), whose scale
-/// every search margin and the bot's resign and draw rules are set in.
-/// Brought back to it, the net plays better (scripts/README.md has the
-/// matches). A property of the net: measure it again for each generation.
-pub const OUTPUT_PERCENT: i32 = 72;
 /// The activation code of SCReLU in the file header.
 pub const ACTIVATION_SCRELU: u32 = 1;
 /// Largest magnitude of a float weight (feature and output layers); the

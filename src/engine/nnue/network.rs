@@ -27,6 +27,8 @@ pub struct Network {
     /// Output weights: `[0]` for the side to move's half, `[1]` the other.
     pub output_weights: [Row; 2],
     pub output_bias: i32,
+    /// Centipawns of an output of 1.0 (the file's K).
+    pub scale: i32,
     /// The kernels this machine runs, chosen when the net was built.
     pub simd: SimdLevel,
     /// FNV-1a checksum of the file (identifies the net in logs).
@@ -74,6 +76,7 @@ impl Network {
             feature_bias: feature_bias[0],
             output_weights,
             output_bias: p.output_bias,
+            scale: p.scale as i32,
             simd: SimdLevel::detect(),
             checksum: u64::from_le_bytes(bytes[48..56].try_into().unwrap_or_default()),
         })
@@ -95,7 +98,14 @@ impl Network {
     /// pair: `us` is the side to move's half.
     #[inline(always)]
     pub fn output(&self, us: &Row, them: &Row) -> i32 {
-        simd::output(self.simd, us, them, &self.output_weights, self.output_bias)
+        simd::output(
+            self.simd,
+            us,
+            them,
+            &self.output_weights,
+            self.output_bias,
+            self.scale,
+        )
     }
 }
 

@@ -11,7 +11,7 @@
 //! times `v`, summed with wrapping i32 adds, which are order-independent.
 
 use super::network::Row;
-use super::{HIDDEN, OUTPUT_PERCENT, QA, QB, SCALE};
+use super::{HIDDEN, QA, QB};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Level {
@@ -77,9 +77,17 @@ pub fn update(level: SimdLevel, out: &mut Row, inp: &Row, add: &[&Row], sub: &[&
 }
 
 /// The output layer: SCReLU of both halves (side to move first) against
-/// the output weights, plus the bias, scaled to centipawns.
+/// the output weights, plus the bias, scaled to centipawns (`scale` of
+/// them to an output of 1.0, the net file's K).
 #[inline(always)]
-pub fn output(level: SimdLevel, us: &Row, them: &Row, weights: &[Row; 2], bias: i32) -> i32 {
+pub fn output(
+    level: SimdLevel,
+    us: &Row,
+    them: &Row,
+    weights: &[Row; 2],
+    bias: i32,
+    scale: i32,
+) -> i32 {
     let sum = match level.0 {
         Level::Scalar => {
             scalar::screlu_dot(us, &weights[0]).wrapping_add(scalar::screlu_dot(them, &weights[1]))
@@ -95,14 +103,15 @@ pub fn output(level: SimdLevel, us: &Row, them: &Row, weights: &[Row; 2], bias: 
             avx2::screlu_dot(us, &weights[0]).wrapping_add(avx2::screlu_dot(them, &weights[1]))
         },
     };
-    finish(sum, bias)
+    finish(sum, bias, scale)
 }
 
-/// From the output sum (scale QA * QA * QB) to the engine's centipawns.
+/// From the output sum (scale QA * QA * QB) to the engine's centipawns,
+/// `scale` of them to an output of 1.0.
 #[inline(always)]
-fn finish(sum: i32, bias: i32) -> i32 {
+fn finish(sum: i32, bias: i32, scale: i32) -> i32 {
     let v = (sum / QA) as i64 + bias as i64;
-    let cp = v * (SCALE * OUTPUT_PERCENT) as i64 / (QA * QB * 100) as i64;
+    let cp = v * scale as i64 / (QA * QB) as i64;
     cp.clamp(-20_000, 20_000) as i32
 }
 
