@@ -337,6 +337,18 @@ pub struct TrainArgs {
     /// sees no castling rights; doubles small data sets).
     #[arg(long)]
     pub mirror: bool,
+    /// Output buckets: 1, or 8 chosen by the number of pieces on the board.
+    #[arg(long, default_value_t = 1, value_parser = parse_buckets)]
+    pub buckets: usize,
+}
+
+/// `--buckets`: 1 or `OUTPUT_BUCKETS`.
+fn parse_buckets(s: &str) -> Result<usize, String> {
+    let n = crate::engine::nnue::OUTPUT_BUCKETS;
+    match s.parse::<usize>() {
+        Ok(b) if b == 1 || b == n => Ok(b),
+        _ => Err(format!("expected 1 or {n}")),
+    }
 }
 
 impl TrainArgs {
@@ -356,6 +368,7 @@ impl TrainArgs {
             filter: crate::tools::chunk::Filter {
                 min_ply: self.min_ply,
             },
+            buckets: self.buckets,
         }
     }
 }

@@ -9,8 +9,8 @@ use kaissa::chess::{Color, Move, MoveKind, Position, chess960_start_fen};
 use kaissa::engine::eval::evaluate;
 use kaissa::engine::nnue::{
     Accumulator, AccumulatorStack, FNV_OFFSET, FormatError, HEADER_BYTES, HIDDEN, INPUTS, Network,
-    Row, SimdLevel, V1_SCALE, encode_net, evaluate_position, fnv1a64, load_eval_file, output,
-    update,
+    OUTPUT_BUCKETS, Row, SimdLevel, V1_SCALE, encode_net, evaluate_position, fnv1a64,
+    load_eval_file, output, output_bucket, update,
 };
 use kaissa::tools::packed::{GameResult, PackedBoard, read_records};
 use kaissa::tools::train::{Data, TrainConfig, Trainer};
@@ -24,7 +24,7 @@ fn random_net_bytes(seed: u64) -> Vec<u8> {
     let fw: Vec<i16> = (0..INPUTS * HIDDEN).map(|_| small(120) as i16).collect();
     let fb: Vec<i16> = (0..HIDDEN).map(|_| (small(100) + 80) as i16).collect();
     let ow: Vec<i16> = (0..2 * HIDDEN).map(|_| small(127) as i16).collect();
-    encode_net(&fw, &fb, &ow, small(5000) as i32, 300)
+    encode_net(&fw, &fb, &ow, &[small(5000) as i32], 300)
 }
 
 fn random_net(seed: u64) -> Network {
@@ -97,7 +97,7 @@ fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
             let incremental = stack.evaluate(net, &pos, ply);
             let full = Accumulator::refresh(net, &pos);
             assert_eq!(stack.accumulator(ply), Some(&full), "{fen} ply {ply}");
-            assert_eq!(incremental, full.evaluate(net, pos.turn()));
+            assert_eq!(incremental, full.evaluate(net, &pos));
             assert_eq!(incremental, evaluate_position(net, &pos));
         }
     }
@@ -190,11 +190,14 @@ fn simd_paths_equal_the_scalar_path() {
     );
 }
 
-/// `bytes` as another version and output scale, its checksum redone.
+/// `bytes` (one output bucket) as another version and output scale, its
+/// checksum redone.
 fn with_header(bytes: &[u8], version: u32, k: u32) -> Vec<u8> {
     let mut b = bytes.to_vec();
     b[8..12].copy_from_slice(&version.to_le_bytes());
     b[32..36].copy_from_slice(&k.to_le_bytes());
+    let buckets: u32 = if version == 1 { 0 } else { 1 };
+    b[36..40].copy_from_slice(&buckets.to_le_bytes());
     let sum = fnv1a64(fnv1a64(FNV_OFFSET, &b[..48]), &b[HEADER_BYTES..]);
     b[48..56].copy_from_slice(&sum.to_le_bytes());
     b
@@ -223,6 +226,42 @@ fn the_output_scale_is_the_files_k_and_a_version_1_file_reads_at_288() {
     let v1 = evals(&with_header(&bytes, 1, 400));
     assert_eq!(v1, evals(&with_header(&bytes, 2, V1_SCALE)));
     assert_ne!(v1, k300);
+}
+
+#[test]
+fn a_bucketed_net_reads_the_output_layer_of_the_positions_piece_count() {
+    // Zero weights; bucket b's bias is worth (b + 1) x 100 centipawns.
+    let (qa, qb) = (255, 64);
+    let fw = vec![0i16; INPUTS * HIDDEN];
+    let fb = vec![0i16; HIDDEN];
+    let ow = vec![0i16; OUTPUT_BUCKETS * 2 * HIDDEN];
+    let ob: Vec<i32> = (0..OUTPUT_BUCKETS as i32)
+        .map(|b| (b + 1) * qa * qb / 2)
+        .collect();
+    let net = Network::from_bytes(&encode_net(&fw, &fb, &ow, &ob, 200)).unwrap();
+    assert_eq!(net.buckets(), OUTPUT_BUCKETS);
+    for (fen, bucket) in [
+        (
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            7,
+        ),
+        ("4k3/8/8/8/8/8/8/Q3K3 b - - 0 1", 0),
+        ("4k3/p7/8/8/8/8/P7/R3K3 w - - 0 1", 0),
+        ("4k3/pp6/8/8/8/8/PP6/R3K2R w - - 0 1", 1),
+        ("4k3/ppp5/8/8/8/8/PPP5/R3K2R w - - 0 1", 2),
+        ("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w - - 0 1", 5),
+    ] {
+        let pos = Position::from_fen(fen).unwrap();
+        assert_eq!(
+            output_bucket(pos.occupied().count(), OUTPUT_BUCKETS),
+            bucket
+        );
+        let expected = (bucket as i32 + 1) * 100;
+        assert_eq!(evaluate_position(&net, &pos), expected, "{fen}");
+        let mut stack = AccumulatorStack::new();
+        stack.reset(&net, &pos);
+        assert_eq!(stack.evaluate(&net, &pos, 0), expected, "{fen}");
+    }
 }
 
 #[test]
@@ -290,6 +329,19 @@ fn the_loader_refuses_bad_files() {
         assert!(err.unwrap().to_string().contains(&format!("K={k}")));
     }
 
+    // Output buckets: 1 or 8, and the payload that goes with them.
+    let mut bad = good.clone();
+    bad[36..40].copy_from_slice(&3u32.to_le_bytes());
+    assert_eq!(
+        Network::from_bytes(&bad).err(),
+        Some(FormatError::Buckets { found: 3 })
+    );
+    bad[36..40].copy_from_slice(&8u32.to_le_bytes());
+    assert!(matches!(
+        Network::from_bytes(&bad),
+        Err(FormatError::Length { .. })
+    ));
+
     let mut bad = good.clone();
     bad[16..20].copy_from_slice(&128u32.to_le_bytes());
     let err = Network::from_bytes(&bad).err();
@@ -312,7 +364,7 @@ fn the_loader_refuses_bad_files() {
     let mut ow = vec![0i16; 2 * HIDDEN];
     ow[7] = 300;
     assert!(matches!(
-        Network::from_bytes(&encode_net(&fw, &fb, &ow, 0, 300)),
+        Network::from_bytes(&encode_net(&fw, &fb, &ow, &[0], 300)),
         Err(FormatError::OutputWeight {
             index: 7,
             value: 300

@@ -22,7 +22,9 @@
 use super::chunk::{self, Filter};
 use super::packed::{PackedBoard, read_records};
 use crate::chess::{Color, Square};
-use crate::engine::nnue::{HIDDEN, INPUTS, QA, QB, SCALES, WEIGHT_CLIP, encode_net, feature_index};
+use crate::engine::nnue::{
+    HIDDEN, INPUTS, QA, QB, SCALES, WEIGHT_CLIP, encode_net, feature_index, output_bucket,
+};
 use anyhow::{Context, Result};
 use fastrand::Rng;
 use std::io::{self, Write};
@@ -30,13 +32,21 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const H: usize = HIDDEN;
-/// Offsets in the flat parameter vector.
+/// Offsets in the flat parameter vector: feature weights and biases,
+/// then each output bucket's 2H weights, then the buckets' biases.
 const FW: usize = 0;
 const FB: usize = FW + INPUTS * H;
 const OW: usize = FB + H;
-const OB: usize = OW + 2 * H;
-/// Number of parameters.
-pub const PARAMS: usize = OB + 1;
+
+/// Where the output biases start in a net of `buckets` buckets.
+const fn output_biases(buckets: usize) -> usize {
+    OW + buckets * 2 * H
+}
+
+/// Number of parameters of a net of `buckets` output buckets.
+pub const fn params(buckets: usize) -> usize {
+    output_biases(buckets) + buckets
+}
 
 const CHECKPOINT_MAGIC: &[u8; 8] = b"KAISSACK";
 const CHECKPOINT_VERSION: u32 = 1;
@@ -66,6 +76,9 @@ pub struct TrainConfig {
     pub mirror: bool,
     /// Which positions of chunk games to learn from.
     pub filter: Filter,
+    /// Output buckets: 1, or `OUTPUT_BUCKETS` chosen by the number of
+    /// pieces (`nnue::output_bucket`).
+    pub buckets: usize,
 }
 
 impl Default for TrainConfig {
@@ -82,6 +95,7 @@ impl Default for TrainConfig {
             threads: 1,
             mirror: false,
             filter: Filter::default(),
+            buckets: 1,
         }
     }
 }
@@ -136,11 +150,15 @@ pub struct EpochReport {
 }
 
 /// A record as the net sees it: active features of both perspectives
-/// (side to move first) and the target.
+/// (side to move first), where its output bucket's weights and bias are,
+/// and the target.
 struct Sample {
     us: [u16; 32],
     them: [u16; 32],
     n: usize,
+    /// Offsets of the bucket's output weights and bias.
+    ow: usize,
+    ob: usize,
     target: f32,
 }
 
@@ -152,6 +170,8 @@ fn sample(r: &PackedBoard, cfg: &TrainConfig, mirror: bool) -> Sample {
         us: [0; 32],
         them: [0; 32],
         n: 0,
+        ow: 0,
+        ob: 0,
         target: 0.0,
     };
     for (sq, piece) in r.pieces().take(32) {
@@ -160,6 +180,9 @@ fn sample(r: &PackedBoard, cfg: &TrainConfig, mirror: bool) -> Sample {
         s.them[s.n] = feature_index(!stm, piece, sq) as u16;
         s.n += 1;
     }
+    let bucket = output_bucket(s.n as u32, cfg.buckets);
+    s.ow = OW + bucket * 2 * H;
+    s.ob = output_biases(cfg.buckets) + bucket;
     let (score, result) = score_and_result(r);
     s.target = (1.0 - cfg.lambda) * sigmoid(score as f32 / cfg.k_cp()) + cfg.lambda * result as f32;
     s
@@ -233,25 +256,32 @@ fn accumulate(p: &[f32], features: &[u16], acc: &mut [f32; H]) {
     }
 }
 
-/// Forward (and, with `grad`, backward) pass of one sample; returns its
-/// squared error.
-fn step_sample(p: &[f32], s: &Sample, grad: Option<&mut [f32]>) -> f32 {
+/// The forward pass of one sample: both accumulators (before the
+/// activation) and the net's output.
+fn forward(p: &[f32], s: &Sample) -> ([[f32; H]; 2], f32) {
     let mut acc = [[0f32; H]; 2];
     accumulate(p, &s.us[..s.n], &mut acc[0]);
     accumulate(p, &s.them[..s.n], &mut acc[1]);
-    let mut out = p[OB];
+    let mut out = p[s.ob];
     for (half, a) in acc.iter().enumerate() {
-        let w = &p[OW + half * H..OW + (half + 1) * H];
+        let w = &p[s.ow + half * H..s.ow + (half + 1) * H];
         for (x, w) in a.iter().zip(w) {
             let c = x.clamp(0.0, 1.0);
             out += c * c * w;
         }
     }
+    (acc, out)
+}
+
+/// Forward (and, with `grad`, backward) pass of one sample; returns its
+/// squared error.
+fn step_sample(p: &[f32], s: &Sample, grad: Option<&mut [f32]>) -> f32 {
+    let (acc, out) = forward(p, s);
     let pred = sigmoid(out);
     let err = pred - s.target;
     if let Some(g) = grad {
         let d_out = 2.0 * err * pred * (1.0 - pred);
-        g[OB] += d_out;
+        g[s.ob] += d_out;
         for (half, a) in acc.iter().enumerate() {
             let features = if half == 0 {
                 &s.us[..s.n]
@@ -261,9 +291,9 @@ fn step_sample(p: &[f32], s: &Sample, grad: Option<&mut [f32]>) -> f32 {
             let mut d_acc = [0f32; H];
             for j in 0..H {
                 let c = a[j].clamp(0.0, 1.0);
-                g[OW + half * H + j] += d_out * c * c;
+                g[s.ow + half * H + j] += d_out * c * c;
                 if a[j] > 0.0 && a[j] < 1.0 {
-                    d_acc[j] = d_out * p[OW + half * H + j] * 2.0 * a[j];
+                    d_acc[j] = d_out * p[s.ow + half * H + j] * 2.0 * a[j];
                 }
             }
             for (gb, d) in g[FB..FB + H].iter_mut().zip(&d_acc) {
@@ -301,17 +331,18 @@ impl Trainer {
             let u = (rng.u64(..) >> 40) as f32 / (1u64 << 24) as f32;
             (2.0 * u - 1.0) * a
         };
-        let mut params = vec![0f32; PARAMS];
+        let n = params(cfg.buckets);
+        let mut params = vec![0f32; n];
         for w in &mut params[FW..FB] {
             *w = uniform(1.0 / (INPUTS as f32).sqrt());
         }
-        for w in &mut params[OW..OB] {
+        for w in &mut params[OW..output_biases(cfg.buckets)] {
             *w = uniform(1.0 / ((2 * H) as f32).sqrt());
         }
         Trainer {
             params,
-            m: vec![0.0; PARAMS],
-            v: vec![0.0; PARAMS],
+            m: vec![0.0; n],
+            v: vec![0.0; n],
             steps: 0,
             epoch: 0,
             grads: Vec::new(),
@@ -362,7 +393,8 @@ impl Trainer {
             order.swap(i, rng.usize(..=i));
         }
         let threads = self.threads();
-        self.grads.resize_with(threads, || vec![0.0; PARAMS]);
+        let n = self.params.len();
+        self.grads.resize_with(threads, || vec![0.0; n]);
         let lr = self.lr_at(self.epoch);
         let mut total = 0f64;
         for batch in order.chunks(self.cfg.batch_size.max(1)) {
@@ -440,38 +472,32 @@ impl Trainer {
             .iter()
             .map(|&x| q(x, QA) as i16)
             .collect();
-        let ow: Vec<i16> = self.params[OW..OB]
+        let biases = output_biases(self.cfg.buckets);
+        let ow: Vec<i16> = self.params[OW..biases]
             .iter()
             .map(|&x| q(x, QB).clamp(-127.0, 127.0) as i16)
             .collect();
-        let ob = q(self.params[OB], QA * QB) as i32;
-        encode_net(&fw, &fb, &ow, ob, self.cfg.k_cp() as u32)
+        let ob: Vec<i32> = self.params[biases..]
+            .iter()
+            .map(|&x| q(x, QA * QB) as i32)
+            .collect();
+        encode_net(&fw, &fb, &ow, &ob, self.cfg.k_cp() as u32)
     }
 
     /// The float net's evaluation of a record's position, in the engine's
     /// centipawns for the side to move (tests compare it with the
     /// quantized net).
     pub fn eval_cp(&self, r: &PackedBoard) -> f32 {
-        let s = sample(r, &self.cfg, false);
-        let mut acc = [[0f32; H]; 2];
-        accumulate(&self.params, &s.us[..s.n], &mut acc[0]);
-        accumulate(&self.params, &s.them[..s.n], &mut acc[1]);
-        let mut out = self.params[OB];
-        for (half, a) in acc.iter().enumerate() {
-            for (j, x) in a.iter().enumerate() {
-                let c = x.clamp(0.0, 1.0);
-                out += c * c * self.params[OW + half * H + j];
-            }
-        }
-        out * self.cfg.k_cp()
+        forward(&self.params, &sample(r, &self.cfg, false)).1 * self.cfg.k_cp()
     }
 
     /// Writes the weights, Adam moments and epoch (atomically).
     pub fn save_checkpoint(&self, path: &Path) -> Result<(), TrainError> {
-        let mut b = Vec::with_capacity(32 + 12 * PARAMS);
+        let n = self.params.len();
+        let mut b = Vec::with_capacity(32 + 12 * n);
         b.extend_from_slice(CHECKPOINT_MAGIC);
         b.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
-        b.extend_from_slice(&(PARAMS as u32).to_le_bytes());
+        b.extend_from_slice(&(n as u32).to_le_bytes());
         b.extend_from_slice(&(self.epoch as u64).to_le_bytes());
         b.extend_from_slice(&self.steps.to_le_bytes());
         for x in self.params.iter().chain(&self.m).chain(&self.v) {
@@ -487,11 +513,12 @@ impl Trainer {
             path: path.display().to_string(),
             why,
         };
-        if b.len() != 32 + 12 * PARAMS || &b[..8] != CHECKPOINT_MAGIC {
+        let n = params(cfg.buckets);
+        if b.len() != 32 + 12 * n || &b[..8] != CHECKPOINT_MAGIC {
             return Err(bad("not a checkpoint of this net's architecture"));
         }
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        if u32_at(8) != CHECKPOINT_VERSION || u32_at(12) as usize != PARAMS {
+        if u32_at(8) != CHECKPOINT_VERSION || u32_at(12) as usize != n {
             return Err(bad("wrong checkpoint version or size"));
         }
         let u64_at = |i: usize| u32_at(i) as u64 | (u32_at(i + 4) as u64) << 32;
@@ -502,9 +529,9 @@ impl Trainer {
         let mut t = Trainer::new(cfg);
         t.epoch = u64_at(16) as usize;
         t.steps = u64_at(24);
-        t.params.copy_from_slice(&floats[..PARAMS]);
-        t.m.copy_from_slice(&floats[PARAMS..2 * PARAMS]);
-        t.v.copy_from_slice(&floats[2 * PARAMS..]);
+        t.params.copy_from_slice(&floats[..n]);
+        t.m.copy_from_slice(&floats[n..2 * n]);
+        t.v.copy_from_slice(&floats[2 * n..]);
         Ok(t)
     }
 }
@@ -630,6 +657,7 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::chess::Position;
+    use crate::engine::nnue::OUTPUT_BUCKETS;
     use crate::tools::packed::GameResult;
 
     fn record(fen: &str, score: i16, result: GameResult) -> PackedBoard {
@@ -706,64 +734,85 @@ mod tests {
 
     #[test]
     fn gradients_match_finite_differences() {
-        let cfg = TrainConfig::default();
-        let mut t = Trainer::new(cfg.clone());
-        // Push some accumulators into the SCReLU's curved range.
-        for (i, b) in t.params[FB..OW].iter_mut().enumerate() {
-            *b = (i % 7) as f32 * 0.1;
-        }
-        let r = record(
-            "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 2 3",
-            150,
-            GameResult::WhiteWon,
-        );
-        let s = sample(&r, &cfg, false);
-        let mut g = vec![0f32; PARAMS];
-        step_sample(&t.params, &s, Some(&mut g));
-        let active = FW + s.us[3] as usize * H + 5;
-        let checked = [active, FB + 3, FB + 10, OW + 4, OW + H + 9, OB];
-        for i in checked {
-            let e = 1e-2;
-            let keep = t.params[i];
-            t.params[i] = keep + e;
-            let up = step_sample(&t.params, &s, None) as f64;
-            t.params[i] = keep - e;
-            let down = step_sample(&t.params, &s, None) as f64;
-            t.params[i] = keep;
-            let numeric = (up - down) / (2.0 * e as f64);
-            let analytic = g[i] as f64;
-            assert!(
-                (numeric - analytic).abs() <= 1e-3 * numeric.abs().max(1e-3) + 1e-6,
-                "param {i}: numeric {numeric} analytic {analytic}"
+        for buckets in [1, OUTPUT_BUCKETS] {
+            let cfg = TrainConfig {
+                buckets,
+                ..TrainConfig::default()
+            };
+            let mut t = Trainer::new(cfg.clone());
+            // Push some accumulators into the SCReLU's curved range.
+            for (i, b) in t.params[FB..OW].iter_mut().enumerate() {
+                *b = (i % 7) as f32 * 0.1;
+            }
+            let r = record(
+                "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 2 3",
+                150,
+                GameResult::WhiteWon,
             );
+            let s = sample(&r, &cfg, false);
+            // 32 pieces: the last bucket.
+            assert_eq!(s.ow, OW + (buckets - 1) * 2 * H);
+            let mut g = vec![0f32; params(buckets)];
+            step_sample(&t.params, &s, Some(&mut g));
+            let active = FW + s.us[3] as usize * H + 5;
+            let checked = [active, FB + 3, FB + 10, s.ow + 4, s.ow + H + 9, s.ob];
+            for i in checked {
+                let e = 1e-2;
+                let keep = t.params[i];
+                t.params[i] = keep + e;
+                let up = step_sample(&t.params, &s, None) as f64;
+                t.params[i] = keep - e;
+                let down = step_sample(&t.params, &s, None) as f64;
+                t.params[i] = keep;
+                let numeric = (up - down) / (2.0 * e as f64);
+                let analytic = g[i] as f64;
+                assert!(
+                    (numeric - analytic).abs() <= 1e-3 * numeric.abs().max(1e-3) + 1e-6,
+                    "param {i}: numeric {numeric} analytic {analytic}"
+                );
+            }
+            // Inactive feature rows and the other buckets get no gradient.
+            let inactive = (0..INPUTS)
+                .find(|f| {
+                    !s.us[..s.n].contains(&(*f as u16)) && !s.them[..s.n].contains(&(*f as u16))
+                })
+                .unwrap();
+            assert!(
+                g[FW + inactive * H..FW + (inactive + 1) * H]
+                    .iter()
+                    .all(|&x| x == 0.0)
+            );
+            let others = (OW..s.ow)
+                .chain(s.ow + 2 * H..s.ob)
+                .chain(s.ob + 1..g.len());
+            assert!(others.map(|i| g[i]).all(|x| x == 0.0));
         }
-        // Inactive feature rows get no gradient.
-        let inactive = (0..INPUTS)
-            .find(|f| !s.us[..s.n].contains(&(*f as u16)) && !s.them[..s.n].contains(&(*f as u16)))
-            .unwrap();
-        assert!(
-            g[FW + inactive * H..FW + (inactive + 1) * H]
-                .iter()
-                .all(|&x| x == 0.0)
-        );
     }
 
     #[test]
     fn the_quantized_net_evaluates_like_the_float_net() {
-        let mut t = Trainer::new(TrainConfig::default());
-        for (i, b) in t.params[FB..OW].iter_mut().enumerate() {
-            *b = (i % 5) as f32 * 0.1;
-        }
-        let net = crate::engine::nnue::Network::from_bytes(&t.net_bytes()).unwrap();
-        for fen in [
-            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
-            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",
-        ] {
-            let pos = Position::from_fen(fen).unwrap();
-            let float = t.eval_cp(&record(fen, 0, GameResult::Draw));
-            let quant = crate::engine::nnue::evaluate_position(&net, &pos) as f32;
-            // Rounding the weights costs a few centipawns, not more.
-            assert!((float - quant).abs() <= 10.0, "{fen}: {float} vs {quant}");
+        for buckets in [1, OUTPUT_BUCKETS] {
+            let mut t = Trainer::new(TrainConfig {
+                buckets,
+                k: Some(250),
+                ..TrainConfig::default()
+            });
+            for (i, b) in t.params[FB..OW].iter_mut().enumerate() {
+                *b = (i % 5) as f32 * 0.1;
+            }
+            let net = crate::engine::nnue::Network::from_bytes(&t.net_bytes()).unwrap();
+            assert_eq!((net.buckets(), net.scale), (buckets, 250));
+            for fen in [
+                "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+                "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",
+                "4k3/1p6/8/3n4/5P2/8/6B1/1K6 b - - 0 40",
+            ] {
+                let pos = Position::from_fen(fen).unwrap();
+                let float = t.eval_cp(&record(fen, 0, GameResult::Draw));
+                let quant = crate::engine::nnue::evaluate_position(&net, &pos) as f32;
+                // Rounding the weights costs a few centipawns, not more.
+                assert!((float - quant).abs() <= 10.0, "{fen}: {float} vs {quant}");
+            }
         }
     }
 }

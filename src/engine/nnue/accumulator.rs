@@ -38,10 +38,16 @@ impl Accumulator {
         acc
     }
 
-    /// Evaluation in centipawns for `stm`, the side to move.
+    /// Evaluation in centipawns of `pos`, whose accumulator this is, for
+    /// its side to move.
     #[inline(always)]
-    pub fn evaluate(&self, net: &Network, stm: Color) -> i32 {
-        net.output(&self.rows[stm.index()], &self.rows[(!stm).index()])
+    pub fn evaluate(&self, net: &Network, pos: &Position) -> i32 {
+        let stm = pos.turn();
+        net.output(
+            &self.rows[stm.index()],
+            &self.rows[(!stm).index()],
+            pos.occupied().count(),
+        )
     }
 }
 
@@ -205,11 +211,11 @@ impl AccumulatorStack {
     #[inline]
     pub fn evaluate(&mut self, net: &Network, pos: &Position, ply: usize) -> i32 {
         if ply >= self.entries.len() {
-            return Accumulator::refresh(net, pos).evaluate(net, pos.turn());
+            return Accumulator::refresh(net, pos).evaluate(net, pos);
         }
         let Some(mut base) = (0..=ply).rev().find(|&j| self.entries[j].computed) else {
             // Nothing to start from (no `reset`): compute it whole.
-            return Accumulator::refresh(net, pos).evaluate(net, pos.turn());
+            return Accumulator::refresh(net, pos).evaluate(net, pos);
         };
         while base < ply {
             let (done, rest) = self.entries.split_at_mut(base + 1);
@@ -218,7 +224,7 @@ impl AccumulatorStack {
             next.computed = true;
             base += 1;
         }
-        self.entries[ply].acc.evaluate(net, pos.turn())
+        self.entries[ply].acc.evaluate(net, pos)
     }
 
     /// The accumulator of `ply` as `evaluate` last left it (tests).

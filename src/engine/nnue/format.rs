@@ -3,9 +3,10 @@
 //!
 //! Header: magic `KAISSANN` (8 bytes), version (u32), inputs (u32),
 //! hidden size N (u32), activation (u32, 1 = SCReLU), QA, QB (u32 each),
-//! the output scale K (u32), reserved (u32, 0), payload length in bytes
-//! (u64), checksum (u64: FNV-1a 64 of header bytes 0..48 followed by the
-//! payload).
+//! the output scale K (u32), output buckets B (u32: 1, or `OUTPUT_BUCKETS`
+//! chosen by the number of pieces on the board; version 1: 0, one),
+//! payload length in bytes (u64), checksum (u64: FNV-1a 64 of header
+//! bytes 0..48 followed by the payload).
 //!
 //! K is the centipawns of a net output of 1.0: the trainer fits the net's
 //! output `y` to win probabilities as `sigmoid(y)` and its search-score
@@ -17,12 +18,13 @@
 //! K = `V1_SCALE`, which evaluates them exactly as before.
 //!
 //! Payload: feature weights (i16, inputs x N, one row of N per input),
-//! feature biases (i16, N), output weights (i16, 2N: the side to move's
-//! half first), output bias (i32). A file that does not match this build
-//! (magic, version, architecture, quantization, length, checksum, output
-//! weights above `MAX_OUTPUT_WEIGHT`) is refused with a `FormatError`.
+//! feature biases (i16, N), output weights (i16, B x 2N: per bucket, the
+//! side to move's half first), output biases (i32, B). A file that does
+//! not match this build (magic, version, architecture, quantization,
+//! scale, buckets, length, checksum, output weights above
+//! `MAX_OUTPUT_WEIGHT`) is refused with a `FormatError`.
 
-use super::{ACTIVATION_SCRELU, HIDDEN, INPUTS, MAX_OUTPUT_WEIGHT, QA, QB};
+use super::{ACTIVATION_SCRELU, HIDDEN, INPUTS, MAX_OUTPUT_WEIGHT, OUTPUT_BUCKETS, QA, QB};
 
 pub const MAGIC: [u8; 8] = *b"KAISSANN";
 pub const VERSION: u32 = 2;
@@ -31,8 +33,11 @@ pub const V1_SCALE: u32 = 288;
 /// The output scales (K, centipawns) a file may declare.
 pub const SCALES: std::ops::RangeInclusive<u32> = 50..=2000;
 pub const HEADER_BYTES: usize = 56;
-/// Payload bytes of a net of this build's architecture.
-pub const PAYLOAD_BYTES: usize = 2 * (INPUTS * HIDDEN + HIDDEN + 2 * HIDDEN) + 4;
+/// Payload bytes of a net of this build's architecture with `buckets`
+/// output buckets.
+pub const fn payload_bytes(buckets: usize) -> usize {
+    2 * (INPUTS * HIDDEN + HIDDEN + buckets * 2 * HIDDEN) + 4 * buckets
+}
 
 /// Why a net file was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -61,8 +66,10 @@ pub enum FormatError {
         SCALES.end()
     )]
     Scale { version: u32, scale: u32 },
-    #[error("net payload is {found} bytes, expected {PAYLOAD_BYTES} (truncated or padded file)")]
-    Length { found: u64 },
+    #[error("net with {found} output buckets, this build reads 1 or {OUTPUT_BUCKETS}")]
+    Buckets { found: u32 },
+    #[error("net payload is {found} bytes, expected {expected} (truncated or padded file)")]
+    Length { found: u64, expected: u64 },
     #[error(
         "net checksum mismatch: stored {stored:016x}, computed {computed:016x} (corrupted file)"
     )]
@@ -86,8 +93,9 @@ pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 pub(super) struct Payload<'a> {
     pub feature_weights: &'a [u8],
     pub feature_bias: &'a [u8],
+    /// B x 2N weights.
     pub output_weights: &'a [u8],
-    pub output_bias: i32,
+    pub output_bias: Vec<i32>,
     /// Centipawns of a net output of 1.0 (K).
     pub scale: u32,
 }
@@ -129,10 +137,19 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
         (2.., k) if SCALES.contains(&k) => k,
         (version, scale) => return Err(FormatError::Scale { version, scale }),
     };
+    let buckets = match (version, u32_at(bytes, 36)) {
+        (1, 0) => 1,
+        (2.., b) if b == 1 || b == OUTPUT_BUCKETS as u32 => b as usize,
+        (_, found) => return Err(FormatError::Buckets { found }),
+    };
     let declared = u64_at(bytes, 40);
     let actual = (bytes.len() - HEADER_BYTES) as u64;
-    if declared != PAYLOAD_BYTES as u64 || actual != declared {
-        return Err(FormatError::Length { found: actual });
+    let expected = payload_bytes(buckets) as u64;
+    if declared != expected || actual != declared {
+        return Err(FormatError::Length {
+            found: actual,
+            expected,
+        });
     }
     let payload = &bytes[HEADER_BYTES..];
     let stored = u64_at(bytes, 48);
@@ -142,8 +159,8 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
     }
     let (feature_weights, rest) = payload.split_at(2 * INPUTS * HIDDEN);
     let (feature_bias, rest) = rest.split_at(2 * HIDDEN);
-    let (output_weights, rest) = rest.split_at(4 * HIDDEN);
-    let output_bias = u32_at(rest, 0) as i32;
+    let (output_weights, rest) = rest.split_at(buckets * 4 * HIDDEN);
+    let output_bias = (0..buckets).map(|b| u32_at(rest, 4 * b) as i32).collect();
     for (index, w) in output_weights.chunks_exact(2).enumerate() {
         let value = i16::from_le_bytes([w[0], w[1]]);
         if value.unsigned_abs() > MAX_OUTPUT_WEIGHT as u16 {
@@ -160,19 +177,21 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
 }
 
 /// Writes a net file of this build's architecture and output scale `k`
-/// (centipawns of an output of 1.0, within `SCALES`). The slices must
-/// have the payload's lengths (`INPUTS * HIDDEN`, `HIDDEN`, `2 * HIDDEN`).
+/// (centipawns of an output of 1.0, within `SCALES`), with as many output
+/// buckets as `output_bias` has biases. The slices must have the
+/// payload's lengths (`INPUTS * HIDDEN`, `HIDDEN`, buckets x `2 * HIDDEN`).
 pub fn encode_net(
     feature_weights: &[i16],
     feature_bias: &[i16],
     output_weights: &[i16],
-    output_bias: i32,
+    output_bias: &[i32],
     k: u32,
 ) -> Vec<u8> {
+    let buckets = output_bias.len();
     assert_eq!(feature_weights.len(), INPUTS * HIDDEN);
     assert_eq!(feature_bias.len(), HIDDEN);
-    assert_eq!(output_weights.len(), 2 * HIDDEN);
-    let mut out = Vec::with_capacity(HEADER_BYTES + PAYLOAD_BYTES);
+    assert_eq!(output_weights.len(), buckets * 2 * HIDDEN);
+    let mut out = Vec::with_capacity(HEADER_BYTES + payload_bytes(buckets));
     out.extend_from_slice(&MAGIC);
     for v in [
         VERSION,
@@ -182,11 +201,11 @@ pub fn encode_net(
         QA as u32,
         QB as u32,
         k,
-        0,
+        buckets as u32,
     ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    out.extend_from_slice(&(PAYLOAD_BYTES as u64).to_le_bytes());
+    out.extend_from_slice(&(payload_bytes(buckets) as u64).to_le_bytes());
     out.extend_from_slice(&[0; 8]);
     for w in feature_weights
         .iter()
@@ -195,7 +214,9 @@ pub fn encode_net(
     {
         out.extend_from_slice(&w.to_le_bytes());
     }
-    out.extend_from_slice(&output_bias.to_le_bytes());
+    for b in output_bias {
+        out.extend_from_slice(&b.to_le_bytes());
+    }
     let sum = fnv1a64(fnv1a64(FNV_OFFSET, &out[..48]), &out[HEADER_BYTES..]);
     out[48..56].copy_from_slice(&sum.to_le_bytes());
     out

@@ -22,8 +22,8 @@ mod simd;
 pub use accumulator::{Accumulator, AccumulatorStack, Delta};
 pub use features::feature_index;
 pub use format::{
-    FNV_OFFSET, FormatError, HEADER_BYTES, PAYLOAD_BYTES, SCALES, V1_SCALE, VERSION, encode_net,
-    fnv1a64,
+    FNV_OFFSET, FormatError, HEADER_BYTES, SCALES, V1_SCALE, VERSION, encode_net, fnv1a64,
+    payload_bytes,
 };
 pub use network::{Network, NetworkLoadError, Row, embedded, evaluate_position};
 pub use simd::{SimdLevel, output, update};
@@ -81,6 +81,22 @@ pub const HIDDEN: usize = 256;
 pub const QA: i32 = 255;
 /// Quantization of the output weights: a weight of 1.0 is `QB`.
 pub const QB: i32 = 64;
+/// Output buckets of a bucketed net: the output layer is chosen by the
+/// number of pieces on the board, `output_bucket`.
+pub const OUTPUT_BUCKETS: usize = 8;
+
+/// The output bucket of a position with `pieces` pieces (kings
+/// included) in a net of `buckets` buckets (1 or `OUTPUT_BUCKETS`): four
+/// piece counts a bucket, from 2-5 pieces to 30-32.
+#[inline(always)]
+pub fn output_bucket(pieces: u32, buckets: usize) -> usize {
+    if buckets == 1 {
+        0
+    } else {
+        (pieces.saturating_sub(2) as usize / 4).min(OUTPUT_BUCKETS - 1)
+    }
+}
+
 /// The activation code of SCReLU in the file header.
 pub const ACTIVATION_SCRELU: u32 = 1;
 /// Largest magnitude of a float weight (feature and output layers); the

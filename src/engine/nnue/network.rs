@@ -5,7 +5,7 @@
 use super::accumulator::Accumulator;
 use super::format::{self, FormatError};
 use super::simd::{self, SimdLevel};
-use super::{HIDDEN, INPUTS};
+use super::{HIDDEN, INPUTS, output_bucket};
 use crate::chess::Position;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -24,9 +24,11 @@ pub struct Network {
     /// One row per input feature.
     pub feature_weights: Box<[Row]>,
     pub feature_bias: Row,
-    /// Output weights: `[0]` for the side to move's half, `[1]` the other.
-    pub output_weights: [Row; 2],
-    pub output_bias: i32,
+    /// Output weights of each bucket: `[0]` for the side to move's half,
+    /// `[1]` the other.
+    pub output_weights: Box<[[Row; 2]]>,
+    /// Output bias of each bucket.
+    pub output_bias: Box<[i32]>,
     /// Centipawns of an output of 1.0 (the file's K).
     pub scale: i32,
     /// The kernels this machine runs, chosen when the net was built.
@@ -69,13 +71,14 @@ impl Network {
         rows(p.feature_weights, &mut feature_weights);
         let mut feature_bias = [Row::ZERO];
         rows(p.feature_bias, &mut feature_bias);
-        let mut output_weights = [Row::ZERO; 2];
-        rows(p.output_weights, &mut output_weights);
+        let mut halves = vec![Row::ZERO; 2 * p.output_bias.len()];
+        rows(p.output_weights, &mut halves);
+        let output_weights = halves.chunks_exact(2).map(|h| [h[0], h[1]]).collect();
         Ok(Network {
             feature_weights,
             feature_bias: feature_bias[0],
             output_weights,
-            output_bias: p.output_bias,
+            output_bias: p.output_bias.into_boxed_slice(),
             scale: p.scale as i32,
             simd: SimdLevel::detect(),
             checksum: u64::from_le_bytes(bytes[48..56].try_into().unwrap_or_default()),
@@ -94,16 +97,23 @@ impl Network {
         })
     }
 
+    /// The number of output buckets (1 or `OUTPUT_BUCKETS`).
+    pub fn buckets(&self) -> usize {
+        self.output_bias.len()
+    }
+
     /// The evaluation (centipawns, side to move's view) of an accumulator
-    /// pair: `us` is the side to move's half.
+    /// pair in a position of `pieces` pieces: `us` is the side to move's
+    /// half.
     #[inline(always)]
-    pub fn output(&self, us: &Row, them: &Row) -> i32 {
+    pub fn output(&self, us: &Row, them: &Row, pieces: u32) -> i32 {
+        let b = output_bucket(pieces, self.buckets());
         simd::output(
             self.simd,
             us,
             them,
-            &self.output_weights,
-            self.output_bias,
+            &self.output_weights[b],
+            self.output_bias[b],
             self.scale,
         )
     }
@@ -123,8 +133,7 @@ pub fn embedded() -> Arc<Network> {
 
 /// Evaluates `pos` from scratch (side to move's view, centipawns).
 pub fn evaluate_position(net: &Network, pos: &Position) -> i32 {
-    let acc = Accumulator::refresh(net, pos);
-    acc.evaluate(net, pos.turn())
+    Accumulator::refresh(net, pos).evaluate(net, pos)
 }
 
 #[cfg(test)]
