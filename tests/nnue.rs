@@ -466,6 +466,12 @@ fn training_lowers_the_validation_loss_deterministically() {
         last.val_loss
     );
     assert!(last.train_loss < first.train_loss);
+    // A mean per position: the first pass starts at the untrained loss.
+    assert!(
+        first.train_loss > before * 0.3 && first.train_loss < before * 1.2,
+        "{before} {}",
+        first.train_loss
+    );
     println!("validation loss {before:.5} -> {:.5}", last.val_loss);
 
     // Same seed and threads: the same net, also when resumed.

@@ -393,8 +393,8 @@ impl Trainer {
             order.swap(i, rng.usize(..=i));
         }
         let threads = self.threads();
-        let n = self.params.len();
-        self.grads.resize_with(threads, || vec![0.0; n]);
+        let len = self.params.len();
+        self.grads.resize_with(threads, || vec![0.0; len]);
         let lr = self.lr_at(self.epoch);
         let mut total = 0f64;
         for batch in order.chunks(self.cfg.batch_size.max(1)) {
