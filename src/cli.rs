@@ -301,7 +301,8 @@ pub struct TrainArgs {
     /// Learn from chunk positions from this ply on (the start is ply 0).
     #[arg(long, default_value_t = 0)]
     pub min_ply: usize,
-    /// Where the net file goes.
+    /// Where the net file goes (every epoch); the epoch with the lowest
+    /// validation loss also goes to NAME-best.EXT beside it.
     #[arg(long)]
     pub out: PathBuf,
     /// Checkpoint file (f32 weights and optimizer state).

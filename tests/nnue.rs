@@ -396,10 +396,12 @@ fn the_loader_refuses_bad_files() {
 /// Records fabricated from random playouts, scored by the hand-crafted
 /// evaluation (White's view) with the result its sign: diverse positions
 /// whose labels are mostly material, which even a tiny set teaches.
-fn small_data(cfg: &TrainConfig) -> Data {
+/// Two files of 32-byte records: random games' quiet positions scored
+/// by the hand-crafted evaluation, results by the score.
+fn small_files() -> Vec<Vec<u8>> {
     let mut rng = Rng::with_seed(0xda7a);
-    let mut data = Data::default();
-    for file in 0..2u64 {
+    let mut files = Vec::new();
+    for _ in 0..2 {
         let mut records = Vec::new();
         for game in 0..150u32 {
             let mut pos = Position::startpos();
@@ -427,11 +429,18 @@ fn small_data(cfg: &TrainConfig) -> Data {
                 records.push(PackedBoard::from_position(&pos, white as i16, result, game));
             }
         }
+        files.push(records.iter().flat_map(|r| r.to_bytes()).collect());
+    }
+    files
+}
+
+fn small_data(cfg: &TrainConfig) -> Data {
+    let mut data = Data::default();
+    for (file, bytes) in small_files().iter().enumerate() {
         // Through the file format, as `kaissa train` reads it.
-        let bytes: Vec<u8> = records.iter().flat_map(|r| r.to_bytes()).collect();
-        let (records, bad) = read_records(&bytes);
+        let (records, bad) = read_records(bytes);
         assert_eq!(bad, 0);
-        data.add_file(file, records, cfg);
+        data.add_file(file as u64, records, cfg);
     }
     data
 }
@@ -492,4 +501,33 @@ fn training_lowers_the_validation_loss_deterministically() {
     let up = Position::from_fen("4k3/8/8/8/8/8/8/QQQ1K3 w - - 0 1").unwrap();
     let down = Position::from_fen("4k3/8/8/8/8/8/8/qqq1K3 w - - 0 1").unwrap();
     assert!(evaluate_position(&net, &up) > evaluate_position(&net, &down));
+}
+
+#[test]
+fn kaissa_train_fits_k_and_keeps_the_best_epochs_net() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, bytes) in small_files().iter().enumerate() {
+        std::fs::write(dir.path().join(format!("d{i}.bin")), bytes).unwrap();
+    }
+    let cfg = TrainConfig {
+        epochs: 4,
+        batch_size: 64,
+        lr: 0.002,
+        val_permille: 250,
+        k: None,
+        buckets: OUTPUT_BUCKETS,
+        ..TrainConfig::default()
+    };
+    let (out, ck) = (dir.path().join("n.nnue"), dir.path().join("n.ck"));
+    kaissa::tools::train::run(&[dir.path().to_path_buf()], cfg, &out, &ck, false).unwrap();
+    let last = Network::from_bytes(&std::fs::read(&out).unwrap()).unwrap();
+    let best =
+        Network::from_bytes(&std::fs::read(dir.path().join("n-best.nnue")).unwrap()).unwrap();
+    // Results here follow the score at +-150 cp: a small K, fitted, in
+    // both files, with their 8 buckets.
+    for net in [&last, &best] {
+        assert!((50..=200).contains(&net.scale), "K = {}", net.scale);
+        assert_eq!(net.buckets(), OUTPUT_BUCKETS);
+    }
+    assert_eq!(last.scale, best.scale);
 }

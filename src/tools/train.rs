@@ -577,7 +577,9 @@ pub fn load_file(path: &Path, filter: &Filter) -> Result<(Vec<PackedBoard>, usiz
 
 /// `kaissa train`: loads the data (files in the order given,
 /// directories' `*.kgc` and `*.bin` sorted), trains, writes the net every
-/// epoch.
+/// epoch to `out`, and the net of the epoch with the lowest validation
+/// loss so far (of this run: a resumed run starts counting again) to
+/// `NAME-best.EXT` beside it.
 pub fn run(
     data: &[PathBuf],
     cfg: TrainConfig,
@@ -633,24 +635,48 @@ pub fn run(
     if trainer.epoch == 0 {
         println!("epoch 0  val loss {:.6}", trainer.loss(&set.val));
     }
+    let best = best_path(out);
+    let mut lowest = f64::INFINITY;
     while trainer.epoch < trainer.cfg.epochs {
         let start = Instant::now();
         let r = trainer.train_epoch(&set)?;
         let secs = start.elapsed().as_secs_f64();
+        let net = trainer.net_bytes();
+        let improved = r.val_loss < lowest;
         println!(
-            "epoch {}/{}  train loss {:.6}  val loss {:.6}  lr {:.6}  {:.0} pos/s",
+            "epoch {}/{}  train loss {:.6}  val loss {:.6}{}  lr {:.6}  {:.0} pos/s",
             r.epoch,
             trainer.cfg.epochs,
             r.train_loss,
             r.val_loss,
+            if improved { " (best)" } else { "" },
             r.lr,
             set.train.len() as f64 / secs.max(1e-9)
         );
         trainer.save_checkpoint(checkpoint)?;
-        write_atomically(out, &trainer.net_bytes())?;
+        write_atomically(out, &net)?;
+        if improved {
+            lowest = r.val_loss;
+            write_atomically(&best, &net)?;
+        }
     }
-    println!("net written to {}", out.display());
+    println!(
+        "net written to {} (the lowest validation loss of this run, {lowest:.6}: {})",
+        out.display(),
+        best.display()
+    );
     Ok(())
+}
+
+/// Where the net of the epoch with the lowest validation loss goes:
+/// `NAME-best.EXT` beside `out`.
+fn best_path(out: &Path) -> PathBuf {
+    let stem = out.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match out.extension() {
+        Some(ext) => format!("{stem}-best.{}", ext.to_string_lossy()),
+        None => format!("{stem}-best"),
+    };
+    out.with_file_name(name)
 }
 
 #[cfg(test)]
