@@ -341,6 +341,10 @@ pub struct TrainArgs {
     /// Output buckets: 1, or 8 chosen by the number of pieces on the board.
     #[arg(long, default_value_t = 1, value_parser = parse_buckets)]
     pub buckets: usize,
+    /// King-mirrored inputs: each side's view of the board is mirrored
+    /// left-right while its king stands on files e-h.
+    #[arg(long)]
+    pub king_mirror: bool,
 }
 
 /// `--buckets`: 1 or `OUTPUT_BUCKETS`.
@@ -370,6 +374,7 @@ impl TrainArgs {
                 min_ply: self.min_ply,
             },
             buckets: self.buckets,
+            king_mirror: self.king_mirror,
         }
     }
 }

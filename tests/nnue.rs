@@ -9,22 +9,27 @@ use kaissa::chess::{Color, Move, MoveKind, Position, chess960_start_fen};
 use kaissa::engine::eval::evaluate;
 use kaissa::engine::nnue::{
     Accumulator, AccumulatorStack, FNV_OFFSET, FormatError, HEADER_BYTES, HIDDEN, INPUTS, Network,
-    OUTPUT_BUCKETS, Row, SimdLevel, V1_SCALE, encode_net, evaluate_position, fnv1a64,
+    OUTPUT_BUCKETS, Row, SimdLevel, V1_SCALE, encode_net, evaluate_position, fnv1a64, header_bytes,
     load_eval_file, output, output_bucket, update,
 };
 use kaissa::tools::packed::{GameResult, PackedBoard, read_records};
-use kaissa::tools::train::{Data, TrainConfig, Trainer};
+use kaissa::tools::train::{Data, TrainConfig, TrainError, Trainer};
 
 use fastrand::Rng;
 
 /// A net with random weights in the ranges a trained net uses.
 fn random_net_bytes(seed: u64) -> Vec<u8> {
+    random_net_bytes_with(seed, false)
+}
+
+/// The same, with king-mirrored inputs if `mirrored`.
+fn random_net_bytes_with(seed: u64, mirrored: bool) -> Vec<u8> {
     let mut rng = Rng::with_seed(seed | 1);
     let mut small = |range: i64| rng.i64(-range..=range);
     let fw: Vec<i16> = (0..INPUTS * HIDDEN).map(|_| small(120) as i16).collect();
     let fb: Vec<i16> = (0..HIDDEN).map(|_| (small(100) + 80) as i16).collect();
     let ow: Vec<i16> = (0..2 * HIDDEN).map(|_| small(127) as i16).collect();
-    encode_net(&fw, &fb, &ow, &[small(5000) as i32], 300)
+    encode_net(&fw, &fb, &ow, &[small(5000) as i32], 300, mirrored)
 }
 
 fn random_net(seed: u64) -> Network {
@@ -41,6 +46,8 @@ struct Seen {
     promotions: usize,
     captures: usize,
     null_moves: usize,
+    /// King moves between files a-d and e-h (castling included).
+    king_crossings: usize,
 }
 
 /// Plays a random game from `fen`, pushing each move on the stack and
@@ -90,6 +97,11 @@ fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
             if pos.piece_at(m.to()).is_some() && !m.is_castle() {
                 seen.captures += 1;
             }
+            let before = pos.king(pos.turn());
+            let after = pos.play(m).king(pos.turn());
+            if (before.file() >= 4) != (after.file() >= 4) {
+                seen.king_crossings += 1;
+            }
             pos.play(m)
         };
         pos = next;
@@ -105,7 +117,17 @@ fn check_playout(net: &Network, fen: &str, rng: &mut Rng, seen: &mut Seen) {
 
 #[test]
 fn incremental_accumulators_equal_a_full_refresh() {
-    let net = random_net(11);
+    check_incremental_updates(&random_net(11));
+}
+
+#[test]
+fn incremental_accumulators_of_a_king_mirrored_net_equal_a_full_refresh() {
+    let net = Network::from_bytes(&random_net_bytes_with(11, true)).unwrap();
+    assert!(net.mirrored);
+    check_incremental_updates(&net);
+}
+
+fn check_incremental_updates(net: &Network) {
     let mut rng = Rng::with_seed(0x5eed_1234);
     let mut seen = Seen::default();
     let starts = [
@@ -118,11 +140,11 @@ fn incremental_accumulators_equal_a_full_refresh() {
     ];
     for fen in &starts {
         for _ in 0..20 {
-            check_playout(&net, fen, &mut rng, &mut seen);
+            check_playout(net, fen, &mut rng, &mut seen);
         }
     }
     for n in (0..960).step_by(7) {
-        check_playout(&net, &chess960_start_fen(n), &mut rng, &mut seen);
+        check_playout(net, &chess960_start_fen(n), &mut rng, &mut seen);
     }
     assert!(seen.castles > 20, "{seen:?}");
     assert!(seen.overlapping_castles > 5, "{seen:?}");
@@ -130,6 +152,38 @@ fn incremental_accumulators_equal_a_full_refresh() {
     assert!(seen.promotions > 20, "{seen:?}");
     assert!(seen.captures > 100, "{seen:?}");
     assert!(seen.null_moves > 20, "{seen:?}");
+    assert!(seen.king_crossings > 100, "{seen:?}");
+}
+
+#[test]
+fn a_king_mirrored_net_sees_a_position_and_its_mirror_alike() {
+    let mirrored = Network::from_bytes(&random_net_bytes_with(21, true)).unwrap();
+    let plain = Network::from_bytes(&random_net_bytes_with(21, false)).unwrap();
+    for (fen, mirror) in [
+        (
+            "6k1/1p6/8/3n4/5P2/8/6B1/5K2 w - - 0 40",
+            "1k6/6p1/8/4n3/2P5/8/1B6/2K5 w - - 0 40",
+        ),
+        (
+            "1k6/1p6/2q5/3n4/5P2/8/6B1/5K2 b - - 0 40",
+            "6k1/6p1/5q2/4n3/2P5/8/1B6/2K5 b - - 0 40",
+        ),
+    ] {
+        let (a, b) = (
+            Position::from_fen(fen).unwrap(),
+            Position::from_fen(mirror).unwrap(),
+        );
+        assert_eq!(
+            evaluate_position(&mirrored, &a),
+            evaluate_position(&mirrored, &b),
+            "{fen}"
+        );
+        assert_ne!(
+            evaluate_position(&plain, &a),
+            evaluate_position(&plain, &b),
+            "{fen}"
+        );
+    }
 }
 
 #[test]
@@ -190,16 +244,19 @@ fn simd_paths_equal_the_scalar_path() {
     );
 }
 
-/// `bytes` (one output bucket) as another version and output scale, its
-/// checksum redone.
+/// `bytes` (version 3, one output bucket, plain inputs) as another
+/// version and output scale, its checksum redone.
 fn with_header(bytes: &[u8], version: u32, k: u32) -> Vec<u8> {
-    let mut b = bytes.to_vec();
+    let header = header_bytes(version);
+    let mut b = bytes[..header - 16].to_vec();
     b[8..12].copy_from_slice(&version.to_le_bytes());
     b[32..36].copy_from_slice(&k.to_le_bytes());
     let buckets: u32 = if version == 1 { 0 } else { 1 };
     b[36..40].copy_from_slice(&buckets.to_le_bytes());
-    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &b[..48]), &b[HEADER_BYTES..]);
-    b[48..56].copy_from_slice(&sum.to_le_bytes());
+    b.extend_from_slice(&bytes[HEADER_BYTES - 16..HEADER_BYTES - 8]);
+    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &b), &bytes[HEADER_BYTES..]);
+    b.extend_from_slice(&sum.to_le_bytes());
+    b.extend_from_slice(&bytes[HEADER_BYTES..]);
     b
 }
 
@@ -216,7 +273,9 @@ fn the_output_scale_is_the_files_k_and_a_version_1_file_reads_at_288() {
             .map(|p| evaluate_position(&net, p) as i64)
             .collect()
     };
-    let (k300, k600) = (evals(&bytes), evals(&with_header(&bytes, 2, 600)));
+    let (k300, k600) = (evals(&bytes), evals(&with_header(&bytes, 3, 600)));
+    // Versions 2 and 3 differ in the header only.
+    assert_eq!(k300, evals(&with_header(&bytes, 2, 300)));
     assert!(k300.iter().any(|&e| e.abs() > 50), "{k300:?}");
     for (a, b) in k300.iter().zip(&k600) {
         // Twice the K, twice the centipawns (to a truncation).
@@ -238,7 +297,7 @@ fn a_bucketed_net_reads_the_output_layer_of_the_positions_piece_count() {
     let ob: Vec<i32> = (0..OUTPUT_BUCKETS as i32)
         .map(|b| (b + 1) * qa * qb / 2)
         .collect();
-    let net = Network::from_bytes(&encode_net(&fw, &fb, &ow, &ob, 200)).unwrap();
+    let net = Network::from_bytes(&encode_net(&fw, &fb, &ow, &ob, 200, false)).unwrap();
     assert_eq!(net.buckets(), OUTPUT_BUCKETS);
     for (fen, bucket) in [
         (
@@ -313,14 +372,14 @@ fn the_loader_refuses_bad_files() {
     assert_eq!(Network::from_bytes(&bad).err(), Some(FormatError::BadMagic));
 
     let mut bad = good.clone();
-    bad[8..12].copy_from_slice(&3u32.to_le_bytes());
+    bad[8..12].copy_from_slice(&4u32.to_le_bytes());
     assert_eq!(
         Network::from_bytes(&bad).err(),
-        Some(FormatError::Version { found: 3 })
+        Some(FormatError::Version { found: 4 })
     );
 
-    // The output scale K: in range for version 2, 400 for version 1.
-    for (version, k) in [(2u32, 10u32), (2, 5000), (1, 288)] {
+    // The output scale K: in range from version 2, 400 for version 1.
+    for (version, k) in [(3u32, 10u32), (3, 5000), (2, 10), (1, 288)] {
         let mut bad = good.clone();
         bad[8..12].copy_from_slice(&version.to_le_bytes());
         bad[32..36].copy_from_slice(&k.to_le_bytes());
@@ -340,6 +399,28 @@ fn the_loader_refuses_bad_files() {
     assert!(matches!(
         Network::from_bytes(&bad),
         Err(FormatError::Length { .. })
+    ));
+
+    // The input layout: 0 or 1, and a reserved 0 after it.
+    let mut bad = good.clone();
+    bad[40..44].copy_from_slice(&2u32.to_le_bytes());
+    assert_eq!(
+        Network::from_bytes(&bad).err(),
+        Some(FormatError::Layout { found: 2 })
+    );
+    let mut bad = good.clone();
+    bad[44..48].copy_from_slice(&1u32.to_le_bytes());
+    assert_eq!(
+        Network::from_bytes(&bad).err(),
+        Some(FormatError::Reserved { found: 1 })
+    );
+    // Layout 1 is a king-mirrored net: a valid header, so only the
+    // checksum stands in the way.
+    let mut bad = good.clone();
+    bad[40..44].copy_from_slice(&1u32.to_le_bytes());
+    assert!(matches!(
+        Network::from_bytes(&bad),
+        Err(FormatError::Checksum { .. })
     ));
 
     let mut bad = good.clone();
@@ -364,7 +445,7 @@ fn the_loader_refuses_bad_files() {
     let mut ow = vec![0i16; 2 * HIDDEN];
     ow[7] = 300;
     assert!(matches!(
-        Network::from_bytes(&encode_net(&fw, &fb, &ow, &[0], 300)),
+        Network::from_bytes(&encode_net(&fw, &fb, &ow, &[0], 300, false)),
         Err(FormatError::OutputWeight {
             index: 7,
             value: 300
@@ -489,7 +570,34 @@ fn training_lowers_the_validation_loss_deterministically() {
         again.train_epoch(&data).unwrap();
     }
     assert_eq!(again.net_bytes(), t.net_bytes());
-    let mut resumed = Trainer::load_checkpoint(cfg.clone(), &ckpt).unwrap();
+    // The checkpoint keeps K and the input layout: a resumed run without
+    // --k goes on with its K; another K or layout is refused.
+    let unset = TrainConfig {
+        k: None,
+        ..cfg.clone()
+    };
+    let mut resumed = Trainer::load_checkpoint(unset, &ckpt).unwrap();
+    assert_eq!(resumed.cfg.k, cfg.k);
+    for other in [
+        TrainConfig {
+            k: Some(300),
+            ..cfg.clone()
+        },
+        TrainConfig {
+            king_mirror: true,
+            ..cfg.clone()
+        },
+        TrainConfig {
+            buckets: OUTPUT_BUCKETS,
+            ..cfg.clone()
+        },
+    ] {
+        let err = Trainer::load_checkpoint(other.clone(), &ckpt).err();
+        assert!(
+            matches!(err, Some(TrainError::Checkpoint { .. })),
+            "{other:?}: {err:?}"
+        );
+    }
     assert_eq!(resumed.epoch, 1);
     while resumed.epoch < cfg.epochs {
         resumed.train_epoch(&data).unwrap();

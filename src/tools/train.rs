@@ -17,13 +17,14 @@
 //! contiguous chunk per thread, each with its own gradient buffer, summed
 //! in thread order: the result is deterministic for a seed and a thread
 //! count. Validation holds out whole games, by a hash of (file, game).
-//! A checkpoint (f32 weights, Adam moments, epoch) resumes a run.
+//! A checkpoint (f32 weights, Adam moments, epoch, K, input layout) resumes a run.
 
 use super::chunk::{self, Filter};
 use super::packed::{PackedBoard, read_records};
-use crate::chess::{Color, Square};
+use crate::chess::{Color, Role, Square};
 use crate::engine::nnue::{
-    HIDDEN, INPUTS, QA, QB, SCALES, WEIGHT_CLIP, encode_net, feature_index, output_bucket,
+    HIDDEN, INPUTS, QA, QB, SCALES, WEIGHT_CLIP, encode_net, feature_index, king_flip,
+    output_bucket,
 };
 use anyhow::{Context, Result};
 use fastrand::Rng;
@@ -49,7 +50,10 @@ pub const fn params(buckets: usize) -> usize {
 }
 
 const CHECKPOINT_MAGIC: &[u8; 8] = b"KAISSACK";
-const CHECKPOINT_VERSION: u32 = 1;
+/// Version 2 records K and the input layout, so a resumed run trains
+/// toward the targets it began with.
+const CHECKPOINT_VERSION: u32 = 2;
+const CHECKPOINT_HEADER: usize = 40;
 
 /// Settings of a training run.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +83,9 @@ pub struct TrainConfig {
     /// Output buckets: 1, or `OUTPUT_BUCKETS` chosen by the number of
     /// pieces (`nnue::output_bucket`).
     pub buckets: usize,
+    /// King-mirrored inputs (`nnue::king_flip`): each perspective sees
+    /// its king on files a-d.
+    pub king_mirror: bool,
 }
 
 impl Default for TrainConfig {
@@ -96,6 +103,7 @@ impl Default for TrainConfig {
             mirror: false,
             filter: Filter::default(),
             buckets: 1,
+            king_mirror: false,
         }
     }
 }
@@ -174,10 +182,19 @@ fn sample(r: &PackedBoard, cfg: &TrainConfig, mirror: bool) -> Sample {
         ob: 0,
         target: 0.0,
     };
+    let mut flips = [0u8; 2];
+    if cfg.king_mirror {
+        for (sq, piece) in r.pieces().take(32) {
+            if piece.role == Role::King {
+                flips[piece.color.index()] = king_flip(Square::new(sq.index() as u8 ^ files));
+            }
+        }
+    }
+    let (f_us, f_them) = (flips[stm.index()], flips[(!stm).index()]);
     for (sq, piece) in r.pieces().take(32) {
         let sq = Square::new(sq.index() as u8 ^ files);
-        s.us[s.n] = feature_index(stm, piece, sq) as u16;
-        s.them[s.n] = feature_index(!stm, piece, sq) as u16;
+        s.us[s.n] = feature_index(stm, piece, sq, f_us) as u16;
+        s.them[s.n] = feature_index(!stm, piece, sq, f_them) as u16;
         s.n += 1;
     }
     let bucket = output_bucket(s.n as u32, cfg.buckets);
@@ -481,7 +498,14 @@ impl Trainer {
             .iter()
             .map(|&x| q(x, QA * QB) as i32)
             .collect();
-        encode_net(&fw, &fb, &ow, &ob, self.cfg.k_cp() as u32)
+        encode_net(
+            &fw,
+            &fb,
+            &ow,
+            &ob,
+            self.cfg.k_cp() as u32,
+            self.cfg.king_mirror,
+        )
     }
 
     /// The float net's evaluation of a record's position, in the engine's
@@ -491,38 +515,54 @@ impl Trainer {
         forward(&self.params, &sample(r, &self.cfg, false)).1 * self.cfg.k_cp()
     }
 
-    /// Writes the weights, Adam moments and epoch (atomically).
+    /// Writes the weights, Adam moments, epoch, K and input layout
+    /// (atomically).
     pub fn save_checkpoint(&self, path: &Path) -> Result<(), TrainError> {
         let n = self.params.len();
-        let mut b = Vec::with_capacity(32 + 12 * n);
+        let mut b = Vec::with_capacity(CHECKPOINT_HEADER + 12 * n);
         b.extend_from_slice(CHECKPOINT_MAGIC);
         b.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
         b.extend_from_slice(&(n as u32).to_le_bytes());
         b.extend_from_slice(&(self.epoch as u64).to_le_bytes());
         b.extend_from_slice(&self.steps.to_le_bytes());
+        b.extend_from_slice(&(self.cfg.k_cp() as u32).to_le_bytes());
+        b.extend_from_slice(&(self.cfg.king_mirror as u32).to_le_bytes());
         for x in self.params.iter().chain(&self.m).chain(&self.v) {
             b.extend_from_slice(&x.to_le_bytes());
         }
         write_atomically(path, &b)
     }
 
-    /// Resumes from a checkpoint written with `save_checkpoint`.
-    pub fn load_checkpoint(cfg: TrainConfig, path: &Path) -> Result<Trainer, TrainError> {
+    /// Resumes from a checkpoint written with `save_checkpoint`. The
+    /// run goes on with the checkpoint's K (`cfg.k` must be it or
+    /// `None`) and must have its input layout.
+    pub fn load_checkpoint(mut cfg: TrainConfig, path: &Path) -> Result<Trainer, TrainError> {
         let b = std::fs::read(path).map_err(io_error(path))?;
         let bad = |why| TrainError::Checkpoint {
             path: path.display().to_string(),
             why,
         };
-        let n = params(cfg.buckets);
-        if b.len() != 32 + 12 * n || &b[..8] != CHECKPOINT_MAGIC {
-            return Err(bad("not a checkpoint of this net's architecture"));
+        if b.len() < CHECKPOINT_HEADER || &b[..8] != CHECKPOINT_MAGIC {
+            return Err(bad("not a checkpoint"));
         }
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        if u32_at(8) != CHECKPOINT_VERSION || u32_at(12) as usize != n {
-            return Err(bad("wrong checkpoint version or size"));
+        if u32_at(8) != CHECKPOINT_VERSION {
+            return Err(bad("another checkpoint version (start the run afresh)"));
+        }
+        let n = params(cfg.buckets);
+        if b.len() != CHECKPOINT_HEADER + 12 * n || u32_at(12) as usize != n {
+            return Err(bad("another architecture or number of output buckets"));
+        }
+        let k = u32_at(32);
+        if cfg.k.is_some_and(|given| given != k) {
+            return Err(bad("another K than --k (leave --k out to resume)"));
+        }
+        cfg.k = Some(k);
+        if (u32_at(36) == 1) != cfg.king_mirror {
+            return Err(bad("trained with the other input layout (--king-mirror)"));
         }
         let u64_at = |i: usize| u32_at(i) as u64 | (u32_at(i + 4) as u64) << 32;
-        let floats: Vec<f32> = b[32..]
+        let floats: Vec<f32> = b[CHECKPOINT_HEADER..]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
@@ -618,7 +658,7 @@ pub fn run(
         set.val.len()
     );
     let mut cfg = cfg;
-    if cfg.k.is_none() {
+    if cfg.k.is_none() && !resume {
         let k = fit_k(&set.train);
         println!(
             "K fitted to the results: {k} cp (result error {:.6}; at 400: {:.6})",
@@ -816,10 +856,49 @@ mod tests {
     }
 
     #[test]
+    fn king_mirrored_inputs_show_each_king_on_files_a_to_d() {
+        let cfg = TrainConfig {
+            king_mirror: true,
+            ..TrainConfig::default()
+        };
+        let sorted = |f: &[u16]| {
+            let mut v = f.to_vec();
+            v.sort();
+            v
+        };
+        // Both kings on e-h, then both on a-d: the same inputs.
+        let r = record(
+            "6k1/1p6/8/3n4/5P2/8/6B1/5K2 w - - 0 40",
+            20,
+            GameResult::Draw,
+        );
+        let m = record(
+            "1k6/6p1/8/4n3/2P5/8/1B6/2K5 w - - 0 40",
+            20,
+            GameResult::Draw,
+        );
+        let (a, b) = (sample(&r, &cfg, false), sample(&m, &cfg, false));
+        assert_eq!(sorted(&a.us[..a.n]), sorted(&b.us[..b.n]));
+        assert_eq!(sorted(&a.them[..a.n]), sorted(&b.them[..b.n]));
+        // Each perspective by its own king: White's on f1 mirrors, Black's
+        // on b8 does not.
+        let mixed = record(
+            "1k6/1p6/8/3n4/5P2/8/6B1/5K2 w - - 0 40",
+            20,
+            GameResult::Draw,
+        );
+        let s = sample(&mixed, &cfg, false);
+        let plain = sample(&mixed, &TrainConfig::default(), false);
+        assert_ne!(sorted(&s.us[..s.n]), sorted(&plain.us[..plain.n]));
+        assert_eq!(sorted(&s.them[..s.n]), sorted(&plain.them[..plain.n]));
+    }
+
+    #[test]
     fn the_quantized_net_evaluates_like_the_float_net() {
-        for buckets in [1, OUTPUT_BUCKETS] {
+        for (buckets, king_mirror) in [(1, false), (OUTPUT_BUCKETS, false), (1, true)] {
             let mut t = Trainer::new(TrainConfig {
                 buckets,
+                king_mirror,
                 k: Some(250),
                 ..TrainConfig::default()
             });
@@ -827,8 +906,12 @@ mod tests {
                 *b = (i % 5) as f32 * 0.1;
             }
             let net = crate::engine::nnue::Network::from_bytes(&t.net_bytes()).unwrap();
-            assert_eq!((net.buckets(), net.scale), (buckets, 250));
+            assert_eq!(
+                (net.buckets(), net.scale, net.mirrored),
+                (buckets, 250, king_mirror)
+            );
             for fen in [
+                "1k6/1p6/8/3n4/5P2/8/6B1/5K2 w - - 0 40",
                 "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
                 "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",
                 "4k3/1p6/8/3n4/5P2/8/6B1/1K6 b - - 0 40",

@@ -1,12 +1,14 @@
-//! The net file: a 56-byte header, then the quantized weights, all
-//! little-endian.
+//! The net file: a header (56 bytes in versions 1 and 2, 64 from
+//! version 3), then the quantized weights, all little-endian.
 //!
 //! Header: magic `KAISSANN` (8 bytes), version (u32), inputs (u32),
 //! hidden size N (u32), activation (u32, 1 = SCReLU), QA, QB (u32 each),
 //! the output scale K (u32), output buckets B (u32: 1, or `OUTPUT_BUCKETS`
-//! chosen by the number of pieces on the board; version 1: 0, one),
-//! payload length in bytes (u64), checksum (u64: FNV-1a 64 of header
-//! bytes 0..48 followed by the payload).
+//! chosen by the number of pieces on the board; version 1: 0, one); from
+//! version 3 the input layout (u32: 0 plain, 1 king-mirrored, see
+//! `features::king_flip`) and a reserved u32 (0); then the payload
+//! length in bytes (u64) and the checksum (u64: FNV-1a 64 of the header
+//! bytes before it followed by the payload).
 //!
 //! K is the centipawns of a net output of 1.0: the trainer fits the net's
 //! output `y` to win probabilities as `sigmoid(y)` and its search-score
@@ -21,18 +23,30 @@
 //! feature biases (i16, N), output weights (i16, B x 2N: per bucket, the
 //! side to move's half first), output biases (i32, B). A file that does
 //! not match this build (magic, version, architecture, quantization,
-//! scale, buckets, length, checksum, output weights above
+//! scale, buckets, layout, length, checksum, output weights above
 //! `MAX_OUTPUT_WEIGHT`) is refused with a `FormatError`.
 
 use super::{ACTIVATION_SCRELU, HIDDEN, INPUTS, MAX_OUTPUT_WEIGHT, OUTPUT_BUCKETS, QA, QB};
 
 pub const MAGIC: [u8; 8] = *b"KAISSANN";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The output scale of a version 1 file: its header's 400 read at 72%.
 pub const V1_SCALE: u32 = 288;
 /// The output scales (K, centipawns) a file may declare.
 pub const SCALES: std::ops::RangeInclusive<u32> = 50..=2000;
-pub const HEADER_BYTES: usize = 56;
+/// Header bytes of the files this build writes (version 3).
+pub const HEADER_BYTES: usize = 64;
+/// Header bytes of versions 1 and 2.
+pub const V2_HEADER_BYTES: usize = 56;
+
+/// Header bytes of a file of `version`.
+pub const fn header_bytes(version: u32) -> usize {
+    if version >= 3 {
+        HEADER_BYTES
+    } else {
+        V2_HEADER_BYTES
+    }
+}
 /// Payload bytes of a net of this build's architecture with `buckets`
 /// output buckets.
 pub const fn payload_bytes(buckets: usize) -> usize {
@@ -42,7 +56,7 @@ pub const fn payload_bytes(buckets: usize) -> usize {
 /// Why a net file was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
-    #[error("net file too short: {len} bytes, the header alone is {HEADER_BYTES}")]
+    #[error("net file too short: {len} bytes, the header alone is {V2_HEADER_BYTES} or more")]
     TooShort { len: usize },
     #[error("not a kaissa net file (bad magic)")]
     BadMagic,
@@ -68,6 +82,10 @@ pub enum FormatError {
     Scale { version: u32, scale: u32 },
     #[error("net with {found} output buckets, this build reads 1 or {OUTPUT_BUCKETS}")]
     Buckets { found: u32 },
+    #[error("net input layout {found}, this build reads 0 (plain) or 1 (king-mirrored)")]
+    Layout { found: u32 },
+    #[error("net header's reserved field is {found}, not 0")]
+    Reserved { found: u32 },
     #[error("net payload is {found} bytes, expected {expected} (truncated or padded file)")]
     Length { found: u64, expected: u64 },
     #[error(
@@ -98,6 +116,10 @@ pub(super) struct Payload<'a> {
     pub output_bias: Vec<i32>,
     /// Centipawns of a net output of 1.0 (K).
     pub scale: u32,
+    /// King-mirrored inputs (layout 1).
+    pub mirrored: bool,
+    /// The stored checksum (identifies the net).
+    pub checksum: u64,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -110,7 +132,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Checks the header and the checksum and splits the payload.
 pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
-    if bytes.len() < HEADER_BYTES {
+    if bytes.len() < V2_HEADER_BYTES {
         return Err(FormatError::TooShort { len: bytes.len() });
     }
     if bytes[..8] != MAGIC {
@@ -142,8 +164,18 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
         (2.., b) if b == 1 || b == OUTPUT_BUCKETS as u32 => b as usize,
         (_, found) => return Err(FormatError::Buckets { found }),
     };
-    let declared = u64_at(bytes, 40);
-    let actual = (bytes.len() - HEADER_BYTES) as u64;
+    let header = header_bytes(version);
+    if bytes.len() < header {
+        return Err(FormatError::TooShort { len: bytes.len() });
+    }
+    let mirrored = version >= 3
+        && match (u32_at(bytes, 40), u32_at(bytes, 44)) {
+            (layout @ (0 | 1), 0) => layout == 1,
+            (0 | 1, found) => return Err(FormatError::Reserved { found }),
+            (found, _) => return Err(FormatError::Layout { found }),
+        };
+    let declared = u64_at(bytes, header - 16);
+    let actual = (bytes.len() - header) as u64;
     let expected = payload_bytes(buckets) as u64;
     if declared != expected || actual != declared {
         return Err(FormatError::Length {
@@ -151,9 +183,9 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
             expected,
         });
     }
-    let payload = &bytes[HEADER_BYTES..];
-    let stored = u64_at(bytes, 48);
-    let computed = fnv1a64(fnv1a64(FNV_OFFSET, &bytes[..48]), payload);
+    let payload = &bytes[header..];
+    let stored = u64_at(bytes, header - 8);
+    let computed = fnv1a64(fnv1a64(FNV_OFFSET, &bytes[..header - 8]), payload);
     if stored != computed {
         return Err(FormatError::Checksum { stored, computed });
     }
@@ -173,12 +205,15 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Payload<'_>, FormatError> {
         output_weights,
         output_bias,
         scale,
+        mirrored,
+        checksum: stored,
     })
 }
 
-/// Writes a net file of this build's architecture and output scale `k`
-/// (centipawns of an output of 1.0, within `SCALES`), with as many output
-/// buckets as `output_bias` has biases. The slices must have the
+/// Writes a net file (version 3) of this build's architecture and output
+/// scale `k` (centipawns of an output of 1.0, within `SCALES`), with as
+/// many output buckets as `output_bias` has biases and king-mirrored
+/// inputs if `mirrored`. The slices must have the
 /// payload's lengths (`INPUTS * HIDDEN`, `HIDDEN`, buckets x `2 * HIDDEN`).
 pub fn encode_net(
     feature_weights: &[i16],
@@ -186,6 +221,7 @@ pub fn encode_net(
     output_weights: &[i16],
     output_bias: &[i32],
     k: u32,
+    mirrored: bool,
 ) -> Vec<u8> {
     let buckets = output_bias.len();
     assert_eq!(feature_weights.len(), INPUTS * HIDDEN);
@@ -202,6 +238,8 @@ pub fn encode_net(
         QB as u32,
         k,
         buckets as u32,
+        mirrored as u32,
+        0,
     ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
@@ -217,8 +255,8 @@ pub fn encode_net(
     for b in output_bias {
         out.extend_from_slice(&b.to_le_bytes());
     }
-    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &out[..48]), &out[HEADER_BYTES..]);
-    out[48..56].copy_from_slice(&sum.to_le_bytes());
+    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &out[..56]), &out[HEADER_BYTES..]);
+    out[56..64].copy_from_slice(&sum.to_le_bytes());
     out
 }
 

@@ -20,10 +20,10 @@ mod network;
 mod simd;
 
 pub use accumulator::{Accumulator, AccumulatorStack, Delta};
-pub use features::feature_index;
+pub use features::{feature_index, king_flip};
 pub use format::{
-    FNV_OFFSET, FormatError, HEADER_BYTES, SCALES, V1_SCALE, VERSION, encode_net, fnv1a64,
-    payload_bytes,
+    FNV_OFFSET, FormatError, HEADER_BYTES, SCALES, V1_SCALE, V2_HEADER_BYTES, VERSION, encode_net,
+    fnv1a64, header_bytes, payload_bytes,
 };
 pub use network::{Network, NetworkLoadError, Row, embedded, evaluate_position};
 pub use simd::{SimdLevel, output, update};

@@ -3,10 +3,11 @@
 //! Engine threads share one `Arc<Network>`.
 
 use super::accumulator::Accumulator;
+use super::features::king_flip;
 use super::format::{self, FormatError};
 use super::simd::{self, SimdLevel};
 use super::{HIDDEN, INPUTS, output_bucket};
-use crate::chess::Position;
+use crate::chess::{Color, Position};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -31,6 +32,9 @@ pub struct Network {
     pub output_bias: Box<[i32]>,
     /// Centipawns of an output of 1.0 (the file's K).
     pub scale: i32,
+    /// King-mirrored inputs: a perspective whose king is on files e-h
+    /// sees the board mirrored left-right (`features::king_flip`).
+    pub mirrored: bool,
     /// The kernels this machine runs, chosen when the net was built.
     pub simd: SimdLevel,
     /// FNV-1a checksum of the file (identifies the net in logs).
@@ -80,8 +84,9 @@ impl Network {
             output_weights,
             output_bias: p.output_bias.into_boxed_slice(),
             scale: p.scale as i32,
+            mirrored: p.mirrored,
             simd: SimdLevel::detect(),
-            checksum: u64::from_le_bytes(bytes[48..56].try_into().unwrap_or_default()),
+            checksum: p.checksum,
         })
     }
 
@@ -95,6 +100,16 @@ impl Network {
             path: path.to_path_buf(),
             source,
         })
+    }
+
+    /// The file mirror (0 or 7) of `perspective`'s inputs in `pos`.
+    #[inline(always)]
+    pub fn flip(&self, pos: &Position, perspective: Color) -> u8 {
+        if self.mirrored {
+            king_flip(pos.king(perspective))
+        } else {
+            0
+        }
     }
 
     /// The number of output buckets (1 or `OUTPUT_BUCKETS`).
