@@ -43,7 +43,7 @@ use crate::engine::movepick::is_noisy;
 use crate::engine::nnue::{FNV_OFFSET, fnv1a64};
 use crate::engine::score::{MATE_BOUND, is_mate};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 pub const MAGIC: [u8; 8] = *b"KSGAMES\0";
@@ -77,6 +77,8 @@ pub enum ChunkError {
     },
     #[error("the chunk is not sealed (a .part file: `kaissa chunk seal` it)")]
     Unsealed,
+    #[error("a running datagen is writing it (it holds the file's lock)")]
+    InUse,
     #[error(transparent)]
     Io(#[from] io::Error),
 }
@@ -492,10 +494,22 @@ pub struct ChunkWriter {
 }
 
 impl ChunkWriter {
-    /// Starts `dir/name.part` (replacing one left there).
+    /// Starts `dir/name.part` (replacing one a stopped run left there).
+    /// The writer holds the file's lock until it is sealed or dropped, so
+    /// neither another run's `seal_leftovers` nor `kaissa chunk seal`
+    /// seals it under it.
     pub fn create(dir: &Path, name: &str, header: Header) -> io::Result<ChunkWriter> {
         let part = dir.join(format!("{name}.{PART_EXTENSION}"));
-        let mut file = File::create(&part)?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&part)?;
+        lock(&file).map_err(|e| match e {
+            ChunkError::Io(e) => e,
+            e => io::Error::other(format!("{}: {e}", part.display())),
+        })?;
+        file.set_len(0)?;
         let header = Header {
             sealed: false,
             games: 0,
@@ -546,10 +560,24 @@ impl ChunkWriter {
     }
 }
 
+/// Takes `file`'s exclusive lock without waiting: `InUse` if a running
+/// datagen (a `ChunkWriter`) holds it.
+fn lock(file: &File) -> Result<(), ChunkError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ChunkError::InUse),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
 /// Seals a `.part` file left by a stopped run: its whole games are kept,
 /// a game cut short is dropped. Returns the sealed path and its games.
+/// A file a running datagen still writes is refused (`InUse`).
 pub fn seal_part(part: &Path) -> Result<(PathBuf, u64), ChunkError> {
-    let bytes = std::fs::read(part)?;
+    let mut file = OpenOptions::new().read(true).write(true).open(part)?;
+    lock(&file)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
     let mut header = Header::from_bytes(&bytes)?;
     let (games, len) = read_games(&bytes[HEADER_BYTES..], false)?;
     let payload = &bytes[HEADER_BYTES..HEADER_BYTES + len];
@@ -558,7 +586,6 @@ pub fn seal_part(part: &Path) -> Result<(PathBuf, u64), ChunkError> {
     header.plies = games.iter().map(|g| g.moves.len() as u64).sum();
     header.scored = games.iter().map(Game::scored).sum();
     header.checksum = header.checksum_of(fnv1a64(FNV_OFFSET, payload));
-    let mut file = OpenOptions::new().write(true).open(part)?;
     file.set_len((HEADER_BYTES + len) as u64)?;
     file.seek(SeekFrom::Start(0))?;
     file.write_all(&header.to_bytes())?;
@@ -707,6 +734,40 @@ mod tests {
         assert_eq!(read_file(&sealed).unwrap().games, games[..2]);
         assert!(parts_in(dir.path()).unwrap().is_empty());
         assert_eq!(chunks_in(dir.path()).unwrap(), vec![sealed]);
+    }
+
+    #[test]
+    fn a_part_file_being_written_is_never_sealed_under_its_writer() {
+        // Two runs may share a directory: one run's start (or `kaissa
+        // chunk seal`) must seal what stopped runs left, never the file
+        // a live writer still appends to.
+        let dir = tempfile::tempdir().unwrap();
+        let games = games();
+        let mut live = ChunkWriter::create(dir.path(), "live", Header::default()).unwrap();
+        live.append(&games[0]).unwrap();
+        let part = dir.path().join("live.part");
+        assert!(matches!(seal_part(&part), Err(ChunkError::InUse)));
+        let again = ChunkWriter::create(dir.path(), "live", Header::default());
+        assert!(again.is_err());
+        let leftovers = crate::tools::datagen::seal_leftovers(dir.path()).unwrap();
+        assert!(leftovers.sealed.is_empty());
+        assert_eq!(leftovers.in_use, vec![part.clone()]);
+        // Still whole and still its writer's.
+        live.append(&games[1]).unwrap();
+        let sealed = live.seal().unwrap();
+        assert_eq!(read_file(&sealed).unwrap().games, games[..2]);
+
+        // Once its run stops, the file is a leftover like any other.
+        let mut stopped = ChunkWriter::create(dir.path(), "stopped", Header::default()).unwrap();
+        stopped.append(&games[2]).unwrap();
+        drop(stopped);
+        let leftovers = crate::tools::datagen::seal_leftovers(dir.path()).unwrap();
+        assert_eq!(leftovers.sealed.len(), 1);
+        assert!(leftovers.in_use.is_empty());
+        assert_eq!(
+            read_file(&leftovers.sealed[0].0).unwrap().games,
+            games[2..3]
+        );
     }
 
     #[test]

@@ -155,8 +155,15 @@ pub fn chunk(cmd: ChunkCommand) -> Result<ExitCode> {
             }
         }
         ChunkCommand::Seal { dir } => {
-            for (path, games) in datagen::seal_leftovers(&dir)? {
+            let leftovers = datagen::seal_leftovers(&dir)?;
+            for (path, games) in leftovers.sealed {
                 println!("sealed {} ({games} games)", path.display());
+            }
+            for path in leftovers.in_use {
+                println!(
+                    "left {} alone: a running datagen is writing it",
+                    path.display()
+                );
             }
         }
         ChunkCommand::Convert {

@@ -15,7 +15,8 @@
 //! `chunk_minutes` (and at the end), then starts chunk i + 1. A run that
 //! is stopped loses at most the game it was playing: the next run (or
 //! `kaissa chunk seal`) seals the `.part` files it left, and goes on with
-//! a new seed.
+//! a new seed. A run holds the lock of each `.part` file it writes, so
+//! runs sharing a directory never seal each other's.
 
 use super::chunk::{self, ChunkWriter, Filter, Game, Header};
 use super::packed::GameResult;
@@ -25,7 +26,7 @@ use crate::engine::nnue::{self, Network};
 use crate::engine::search::{Searcher, search_blocking};
 use crate::engine::tt::TranspositionTable;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -231,18 +232,34 @@ pub fn fresh_seed() -> u64 {
     fastrand::Rng::with_seed(nanos ^ u64::from(std::process::id()) << 40).u64(..) >> 16
 }
 
-/// Seals the `.part` chunks a stopped run left in `dir`; returns them.
-pub fn seal_leftovers(dir: &Path) -> Result<Vec<(std::path::PathBuf, u64)>, chunk::ChunkError> {
-    chunk::parts_in(dir)?
-        .iter()
-        .map(|p| chunk::seal_part(p))
-        .collect()
+/// What `seal_leftovers` did.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    /// The chunks sealed, with their games.
+    pub sealed: Vec<(PathBuf, u64)>,
+    /// `.part` files left alone: a running datagen is writing them.
+    pub in_use: Vec<PathBuf>,
+}
+
+/// Seals the `.part` chunks stopped runs left in `dir`, and leaves alone
+/// those a running datagen is writing.
+pub fn seal_leftovers(dir: &Path) -> Result<Leftovers, chunk::ChunkError> {
+    let mut out = Leftovers::default();
+    for part in chunk::parts_in(dir)? {
+        match chunk::seal_part(&part) {
+            Ok(sealed) => out.sealed.push(sealed),
+            Err(chunk::ChunkError::InUse) => out.in_use.push(part),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 /// Runs `cfg.threads` workers writing chunks into `dir` until each has
 /// played `cfg.games` games; `progress` gets (games, positions) of this
 /// run about every `report_every` games. `.part` files left in `dir` by a
-/// stopped run are sealed first.
+/// stopped run are sealed first (not those another running datagen
+/// writes: several runs may share a directory).
 pub fn run(
     dir: &Path,
     openings: &[Position],
