@@ -183,19 +183,24 @@ fn sample(r: &PackedBoard, cfg: &TrainConfig, mirror: bool) -> Sample {
         target: 0.0,
     };
     let mut flips = [0u8; 2];
-    if cfg.king_mirror {
-        for (sq, piece) in r.pieces().take(32) {
-            if piece.role == Role::King {
-                flips[piece.color.index()] = king_flip(Square::new(sq.index() as u8 ^ files));
-            }
-        }
-    }
-    let (f_us, f_them) = (flips[stm.index()], flips[(!stm).index()]);
     for (sq, piece) in r.pieces().take(32) {
         let sq = Square::new(sq.index() as u8 ^ files);
-        s.us[s.n] = feature_index(stm, piece, sq, f_us) as u16;
-        s.them[s.n] = feature_index(!stm, piece, sq, f_them) as u16;
+        if piece.role == Role::King {
+            flips[piece.color.index()] = king_flip(sq);
+        }
+        s.us[s.n] = feature_index(stm, piece, sq, 0) as u16;
+        s.them[s.n] = feature_index(!stm, piece, sq, 0) as u16;
         s.n += 1;
+    }
+    if cfg.king_mirror {
+        // A flip changes only the file bits of the square, below the
+        // piece's multiple of 64: the index of a flipped square is the
+        // plain index xor the flip.
+        let (f_us, f_them) = (flips[stm.index()] as u16, flips[(!stm).index()] as u16);
+        for i in 0..s.n {
+            s.us[i] ^= f_us;
+            s.them[i] ^= f_them;
+        }
     }
     let bucket = output_bucket(s.n as u32, cfg.buckets);
     s.ow = OW + bucket * 2 * H;

@@ -255,8 +255,11 @@ pub fn encode_net(
     for b in output_bias {
         out.extend_from_slice(&b.to_le_bytes());
     }
-    let sum = fnv1a64(fnv1a64(FNV_OFFSET, &out[..56]), &out[HEADER_BYTES..]);
-    out[56..64].copy_from_slice(&sum.to_le_bytes());
+    let sum = fnv1a64(
+        fnv1a64(FNV_OFFSET, &out[..HEADER_BYTES - 8]),
+        &out[HEADER_BYTES..],
+    );
+    out[HEADER_BYTES - 8..HEADER_BYTES].copy_from_slice(&sum.to_le_bytes());
     out
 }
 
