@@ -209,7 +209,7 @@ pub struct DatagenArgs {
     /// Opening book (EPD/FEN lines); default: the start position.
     #[arg(long)]
     pub openings: Option<PathBuf>,
-    /// Output directory (chunks `s{seed}-w{thread}-c{n}.kgc`).
+    /// Output directory (chunks `s<seed>-w<thread>-c<chunk>.kgc`).
     #[arg(long)]
     pub out: PathBuf,
     /// Seed of the games; default: a new one each run.
