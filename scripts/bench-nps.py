@@ -26,13 +26,16 @@ NPS = re.compile(r"^(?:Nodes/second|NPS)\s*:\s*(\d+)\s*$", re.M)
 
 def bench(command):
     """(nodes, nps) of one run of `command`."""
-    run = subprocess.run(
-        shlex.split(command),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    try:
+        run = subprocess.run(
+            shlex.split(command),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"{command!r} failed: {e}")
     out = run.stdout + run.stderr
     nodes, nps = NODES.findall(out), NPS.findall(out)
     if not nodes or not nps:
