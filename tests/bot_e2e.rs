@@ -1401,6 +1401,15 @@ async fn takebacks_are_accepted_up_to_max_takebacks() {
         .await
         .unwrap();
     }
+    // The board is back at 1. e4 (the bot's 2. d4 went with the takeback):
+    // the bot answers the opponent's new move at a ply it played at before.
+    assert_eq!(fake.game(&id).unwrap().moves, ["e2e4"]);
+    fake.opponent_move(&id, "e7e5").unwrap();
+    fake.wait_until("the bot's move after the takeback", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
     fake.opponent_resigns(&id).unwrap();
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     // The PGN forgets what was taken back: the moves and clocks are the

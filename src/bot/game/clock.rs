@@ -65,6 +65,12 @@ impl Lag {
         }
     }
 
+    /// The moves from ply `kept` on were taken back: a post among them
+    /// will never be echoed.
+    pub(super) fn taken_back(&mut self, kept: usize) {
+        self.pending = self.pending.filter(|&(ours, _)| ours < kept);
+    }
+
     pub(super) fn last(&self) -> Option<Duration> {
         self.last
     }

@@ -928,14 +928,23 @@ impl Game {
             self.resyncs = 0;
             self.timers.rethink_at = None;
         }
-        self.lag.seen(ply, arrived);
         let turn = record.turn();
         let opponent_moved = ply >= 2 || (ply == 1 && record.initial_turn() != us);
-        if ply < before {
-            // A takeback: what was noted of the moves taken back goes.
-            self.judged.notes.truncate(ply);
-            self.clocks.truncate(ply);
+        let kept = ply - new;
+        if kept < before {
+            // A takeback: what was noted of the moves taken back goes, and
+            // so does our move among them: the ply we answered may come
+            // round again, with the opponent's new move before it.
+            self.judged.notes.truncate(kept);
+            self.clocks.truncate(kept);
+            self.moved_at_ply = self.moved_at_ply.filter(|&m| m < kept);
+            self.lag.taken_back(kept);
+            // An offer at a ply that comes round again is a new one.
+            let offers = &mut self.offers;
+            offers.draw_answered_at = offers.draw_answered_at.filter(|&p| p < kept);
+            offers.takeback_answered_at = offers.takeback_answered_at.filter(|&p| p < kept);
         }
+        self.lag.seen(ply, arrived);
         self.status = state.status;
         let them = to_model(!us);
         let clock = self.facts.as_ref().is_some_and(|f| f.clock.is_some());
