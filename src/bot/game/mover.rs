@@ -380,11 +380,19 @@ impl Game {
     /// expected reply if pondering is on.
     pub(super) async fn play(
         &mut self,
-        thinking: Thinking,
+        mut thinking: Thinking,
         chosen: Chosen,
         report: Option<Report>,
         done: Instant,
     ) -> Flow {
+        // The search is over: its thread goes back now, not after the post
+        // (which may retry for seconds) and before any pondering, so that
+        // a game waiting for one gets it first.
+        let share = thinking
+            .permit
+            .take()
+            .and_then(|p| p.share)
+            .map_or(1.0, |s| s.fraction());
         let (Some(us), Some(record)) = (self.color, &self.record) else {
             return Flow::Continue;
         };
@@ -424,15 +432,7 @@ impl Game {
         };
         let clock = thinking.clock;
         let queued = thinking.queued;
-        let share = thinking
-            .permit
-            .as_ref()
-            .and_then(|p| p.share)
-            .map_or(1.0, |s| s.fraction());
         let source = thinking.source;
-        // Our search is over: its permit goes back before any pondering
-        // (a game waiting for one gets it first).
-        drop(thinking);
         match result {
             Ok(()) => {
                 tracing::info!(
