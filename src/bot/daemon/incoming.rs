@@ -379,6 +379,14 @@ impl Daemon {
         self.drain_queue();
     }
 
+    /// Frees the slot of challenge `id` unless its game already runs (an
+    /// earlier try of the accept went through).
+    fn forget_unstarted(&mut self, id: &str) {
+        if self.games.get(id).is_some_and(|entry| entry.task.is_none()) {
+            self.games.remove(id);
+        }
+    }
+
     /// An accept or decline came back.
     pub(super) fn on_answered(&mut self, Answered { mut answer, result }: Answered) {
         self.incoming.in_flight = self.incoming.in_flight.saturating_sub(1);
@@ -404,7 +412,7 @@ impl Daemon {
                 resets_in_s = self.quota.resets_in(now),
                 "daily bot-game quota reached: bot challenges declined until it resets"
             );
-            self.games.remove(&answer.id);
+            self.forget_unstarted(&answer.id);
             self.decline_later_instead(answer.id);
             return;
         }
@@ -413,13 +421,7 @@ impl Daemon {
             // `BotLimit.OpponentLimit`): the accept is refused but the
             // challenge stays open on Lichess. Declined, and the slot freed.
             tracing::info!(challenge = %answer.id, "the challenger cannot play more bot games today: {e}");
-            if self
-                .games
-                .get(&answer.id)
-                .is_some_and(|entry| entry.task.is_none())
-            {
-                self.games.remove(&answer.id);
-            }
+            self.forget_unstarted(&answer.id);
             self.decline_later_instead(answer.id);
             return;
         }
