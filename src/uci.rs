@@ -152,6 +152,8 @@ pub fn format_event(e: &Event, chess960: bool) -> String {
             },
             None => "bestmove 0000".to_string(),
         },
+        // The GUI still gets its one `bestmove` a `go`.
+        Event::Failed { error, .. } => format!("info string {error}\nbestmove 0000"),
     }
 }
 

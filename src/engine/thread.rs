@@ -27,6 +27,7 @@ use super::tablebase::Tablebases;
 use super::timeman::TimeManager;
 use super::tt::TranspositionTable;
 use crate::chess::{Move, Position};
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -111,8 +112,12 @@ pub struct BestMove {
 pub enum Event {
     /// Progress of a search (one per completed iteration and PV line).
     Info { id: SearchId, info: SearchInfo },
-    /// A search is over. Exactly one per `go`.
+    /// A search is over. Exactly one of this or `Failed` per `go`.
     BestMove { id: SearchId, best: BestMove },
+    /// A search ended without an answer: a bug in the search (it
+    /// panicked; `error` is the panic's message). The engine goes on with
+    /// fresh searchers and the same table.
+    Failed { id: SearchId, error: String },
 }
 
 struct Flags {
@@ -339,6 +344,28 @@ fn spawn_thread(
         .spawn(move || engine_loop(options, rx, events))
 }
 
+/// Sets a stop flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The `Failed` event of search `id`, whose thread panicked with `payload`.
+fn failure(id: SearchId, payload: Box<dyn std::any::Any + Send>) -> Event {
+    let error = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    Event::Failed {
+        id,
+        error: format!("the search panicked: {error}"),
+    }
+}
+
 fn engine_loop(
     mut options: EngineOptions,
     rx: mpsc::Receiver<Command>,
@@ -379,46 +406,64 @@ fn engine_loop(
                     searchmoves: req.limits.searchmoves.clone(),
                     ..Limits::default()
                 };
-                let result = std::thread::scope(|scope| {
-                    let tt = &tt;
-                    for (i, h) in helpers.iter_mut().enumerate() {
-                        let (req, helper_limits, helper_stop, never) =
-                            (&req, &helper_limits, &helper_stop, &never);
-                        let spawned = std::thread::Builder::new()
-                            .name(format!("kaissa-helper-{}", i + 1))
-                            .stack_size(64 << 20)
-                            .spawn_scoped(scope, move || {
-                                let ctrl = SearchControl {
-                                    helper: i + 1,
-                                    ..SearchControl::new(helper_stop, never)
-                                };
-                                h.search(
-                                    &req.position,
-                                    &req.history,
-                                    helper_limits,
-                                    1,
-                                    tt,
-                                    &ctrl,
-                                    &mut |_| {},
-                                );
-                            });
-                        // A helper that cannot start is one thread fewer.
-                        drop(spawned);
+                // A panic in the search (a bug) must not take the engine
+                // with it: it ends this search as `Failed`.
+                let searched = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    std::thread::scope(|scope| {
+                        let tt = &tt;
+                        for (i, h) in helpers.iter_mut().enumerate() {
+                            let (req, helper_limits, helper_stop, never) =
+                                (&req, &helper_limits, &helper_stop, &never);
+                            let spawned = std::thread::Builder::new()
+                                .name(format!("kaissa-helper-{}", i + 1))
+                                .stack_size(64 << 20)
+                                .spawn_scoped(scope, move || {
+                                    let ctrl = SearchControl {
+                                        helper: i + 1,
+                                        ..SearchControl::new(helper_stop, never)
+                                    };
+                                    h.search(
+                                        &req.position,
+                                        &req.history,
+                                        helper_limits,
+                                        1,
+                                        tt,
+                                        &ctrl,
+                                        &mut |_| {},
+                                    );
+                                });
+                            // A helper that cannot start is one thread fewer.
+                            drop(spawned);
+                        }
+                        // Stops the helpers however the main search ends, so
+                        // that the scope can join them after a panic too.
+                        let _stop = StopOnDrop(&helper_stop);
+                        #[cfg(test)]
+                        if req.limits.depth == Some(tests::PANIC_DEPTH) {
+                            panic!("injected by a test");
+                        }
+                        searcher.search(
+                            &req.position,
+                            &req.history,
+                            &req.limits,
+                            options.multipv,
+                            tt,
+                            &ctrl,
+                            &mut |info| {
+                                let _ = events.send(Event::Info { id, info });
+                            },
+                        )
+                    })
+                }));
+                let result = match searched {
+                    Ok(result) => result,
+                    Err(payload) => {
+                        searcher = Searcher::new();
+                        helpers.clear();
+                        let _ = events.send(failure(id, payload));
+                        continue;
                     }
-                    let result = searcher.search(
-                        &req.position,
-                        &req.history,
-                        &req.limits,
-                        options.multipv,
-                        tt,
-                        &ctrl,
-                        &mut |info| {
-                            let _ = events.send(Event::Info { id, info });
-                        },
-                    );
-                    helper_stop.store(true, Ordering::SeqCst);
-                    result
-                });
+                };
                 // UCI: in infinite or ponder mode the answer waits for
                 // `stop` (or `ponderhit`), even if the search ended early.
                 while !flags.stop.load(Ordering::SeqCst)
@@ -465,6 +510,54 @@ fn engine_loop(
                 let _ = reply.send(r);
             }
             Command::Quit => break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::Position;
+
+    /// A `go` to this depth panics in the search (test builds only).
+    pub(super) const PANIC_DEPTH: u32 = 999;
+
+    fn answer(rx: &mut UnboundedReceiver<Event>, want: SearchId) -> Event {
+        loop {
+            match rx.blocking_recv().expect("the engine thread is alive") {
+                Event::Info { .. } => {}
+                e @ (Event::BestMove { id, .. } | Event::Failed { id, .. }) if id == want => {
+                    return e;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_panicking_search_fails_and_the_engine_goes_on() {
+        let (mut engine, mut rx) = Engine::spawn(EngineOptions {
+            threads: 2,
+            ..EngineOptions::default()
+        });
+        let pos = Position::startpos();
+        let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(4)));
+        assert!(matches!(answer(&mut rx, id), Event::BestMove { .. }));
+        // The helper thread is searching too when the main search panics:
+        // it is stopped and joined, and the search answers `Failed`.
+        let id = engine.go(GoRequest::new(
+            pos.clone(),
+            vec![],
+            Limits::depth(PANIC_DEPTH),
+        ));
+        match answer(&mut rx, id) {
+            Event::Failed { error, .. } => assert!(error.contains("injected by a test"), "{error}"),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(5)));
+        match answer(&mut rx, id) {
+            Event::BestMove { best, .. } => assert!(pos.is_legal(best.mv.expect("a move"))),
+            other => panic!("expected a move, got {other:?}"),
         }
     }
 }

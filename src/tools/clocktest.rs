@@ -226,6 +226,7 @@ fn wait_best(p: &mut Player, want: SearchId) -> Option<BestMove> {
     loop {
         match p.events.blocking_recv()? {
             Event::BestMove { id, best } if id == want => return Some(best),
+            Event::Failed { id, .. } if id == want => return None,
             _ => {}
         }
     }

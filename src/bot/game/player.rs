@@ -81,7 +81,7 @@ pub(super) enum Answer {
     /// A search is over (exactly one a search, stopped or not).
     BestMove { id: SearchRef, best: Best },
     /// A search ended without a move (an external engine's process died,
-    /// hung, or said `bestmove (none)`).
+    /// hung, or said `bestmove (none)`; the built-in search panicked).
     Failed { id: SearchRef, error: String },
 }
 
@@ -102,6 +102,10 @@ impl Answers {
                             mv: best.mv,
                             ponder: best.ponder,
                         },
+                    },
+                    engine::Event::Failed { id, error } => Answer::Failed {
+                        id: SearchRef::BuiltIn(id),
+                        error,
                     },
                 };
                 return Some(answer);
