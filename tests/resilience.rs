@@ -758,7 +758,23 @@ async fn a_malformed_game_full_is_read_again() {
     check_finished(&bot, &game).await;
     assert!(game.stream_connections >= 2, "{game:?}");
     let log = bot.stop().await;
-    assert!(log.contains("gameFull unreadable"), "{log}");
+    assert!(log.contains("gameFull or gameState unreadable"), "{log}");
+}
+
+/// A `gameState` that did not parse was skipped; when it carried the
+/// opponent's move, nothing more came (Lichess waits for ours) and the
+/// bot's clock ran out. The stream is read again instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_game_state_is_read_again() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    fake.malformed_turn_states(2);
+    let id = challenge(&fake, 20);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert!(game.stream_connections >= 3, "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("gameFull or gameState unreadable"), "{log}");
 }
 
 /// `Instant + Duration` overflowed on a huge `Retry-After`: a panic. The

@@ -66,6 +66,9 @@ pub enum SkippedLine {
         len: usize,
         /// The start of the line (lossy UTF-8), for the log.
         snippet: String,
+        /// The line's `type`, when it is a JSON object that has one: what
+        /// was lost (a `gameState` may have carried a move).
+        kind: Option<String>,
     },
     /// Longer than the bound; discarded unread.
     Oversized {
@@ -81,6 +84,7 @@ impl fmt::Display for SkippedLine {
                 error,
                 len,
                 snippet,
+                ..
             } => write!(f, "malformed line ({len} bytes): {error}: {snippet:?}"),
             SkippedLine::Oversized { len } => write!(f, "oversized line ({len} bytes) discarded"),
         }
@@ -249,10 +253,21 @@ impl<S, T: DeserializeOwned> NdjsonStream<S, T> {
                     error: error.to_string(),
                     len: line.len(),
                     snippet: String::from_utf8_lossy(&trimmed[..end]).into_owned(),
+                    kind: line_type(trimmed),
                 })
             }
         }
     }
+}
+
+/// The `type` field of a JSON object line, if it has a string one.
+fn line_type(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(rename = "type")]
+        kind: String,
+    }
+    serde_json::from_slice::<Typed>(line).ok().map(|t| t.kind)
 }
 
 impl<S, B, E, T> Stream for NdjsonStream<S, T>
@@ -394,9 +409,26 @@ mod tests {
         assert_eq!(snippet, "{not json");
         assert!(matches!(
             got[2],
-            StreamEvent::Skipped(SkippedLine::Malformed { .. })
+            StreamEvent::Skipped(SkippedLine::Malformed { kind: None, .. })
         ));
         assert_eq!(got[3], item(3));
+    }
+
+    #[tokio::test]
+    async fn a_malformed_line_says_its_type() {
+        // Lichess puts `type` first, a serializer may not: it is found
+        // wherever it stands, beyond the snippet too.
+        let pad = "x".repeat(200);
+        let line = format!("{{\"n\":\"{pad}\",\"type\":\"gameState\"}}\n");
+        let got = collect(&[line.as_bytes(), b"\"text\"\n{\"type\":3}\n"], 1000).await;
+        let kinds: Vec<_> = got
+            .iter()
+            .map(|e| match e {
+                StreamEvent::Skipped(SkippedLine::Malformed { kind, .. }) => kind.clone(),
+                other => panic!("expected malformed, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, [Some("gameState".to_owned()), None, None]);
     }
 
     #[tokio::test]

@@ -76,9 +76,12 @@ impl Drop for Reader {
     }
 }
 
-/// Whether a skipped line was (probably) a `gameFull`.
-fn was_game_full(why: &SkippedLine) -> bool {
-    matches!(why, SkippedLine::Malformed { snippet, .. } if snippet.contains("gameFull"))
+/// Whether a skipped line was a `gameFull` or a `gameState`: a line that
+/// may have carried a move, which Lichess will not send again (after the
+/// opponent's move, nothing comes until ours). Reopening the stream
+/// brings a `gameFull` with every move.
+fn lost_a_move(why: &SkippedLine) -> bool {
+    matches!(why, SkippedLine::Malformed { kind: Some(kind), .. } if kind == "gameFull" || kind == "gameState")
 }
 
 async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<Notify>) {
@@ -120,8 +123,8 @@ async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<No
                     Some(Ok(StreamEvent::KeepAlive)) => {}
                     Some(Ok(StreamEvent::Skipped(why))) => {
                         tracing::warn!("game stream: line skipped: {why}");
-                        if first || was_game_full(&why) {
-                            tracing::warn!("gameFull unreadable: reopening the game stream");
+                        if first || lost_a_move(&why) {
+                            tracing::warn!("gameFull or gameState unreadable: reopening the game stream");
                             break false;
                         }
                     }

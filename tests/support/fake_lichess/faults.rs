@@ -65,6 +65,8 @@ pub(super) struct Faults {
     pub(super) fail_429_matching: Option<Matching429>,
     /// This many game-stream opens send a `gameFull` that does not parse.
     pub(super) malformed_game_full: u32,
+    /// This many `gameState` lines that give the bot the move do not parse.
+    pub(super) malformed_turn_state: u32,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -195,6 +197,13 @@ impl FakeLichess {
     pub fn malformed_game_full(&self, n: u32) {
         self.app
             .with(|world, _| world.faults.malformed_game_full = n)
+    }
+
+    /// The next `n` `gameState` lines that give the bot the move carry a
+    /// clock that does not parse (sent to every subscriber as usual).
+    pub fn malformed_turn_states(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.malformed_turn_state = n)
     }
 
     /// Sends the `challenge` event of challenge `id` again, as Lichess

@@ -311,6 +311,15 @@ impl World {
             expiration["millisToMove"] = json!(first_move_ms);
         }
         game.subscribers.retain(|c| !c.closed());
+        if game.started()
+            && game.ply() > 0
+            && game.pos.turn() == game.bot_color
+            && !game.subscribers.is_empty()
+            && self.faults.malformed_turn_state > 0
+        {
+            self.faults.malformed_turn_state -= 1;
+            state["wtime"] = json!("soon");
+        }
         for conn in &game.subscribers {
             conn.send(&state);
         }
