@@ -40,4 +40,4 @@ pub mod weights;
 pub use limits::{Limits, ThreadShare};
 pub use score::Score;
 pub use search::{SearchInfo, SearchResult};
-pub use thread::{BestMove, Engine, EngineOptions, Event, GoRequest, SearchId};
+pub use thread::{BestMove, Engine, EngineOptions, Event, GoRequest, SearchId, panic_message};

@@ -353,16 +353,20 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// The `Failed` event of search `id`, whose thread panicked with `payload`.
-fn failure(id: SearchId, payload: Box<dyn std::any::Any + Send>) -> Event {
-    let error = payload
+/// The message of a caught panic's `payload`.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned());
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// The `Failed` event of search `id`, whose thread panicked with `payload`.
+fn failure(id: SearchId, payload: Box<dyn std::any::Any + Send>) -> Event {
     Event::Failed {
         id,
-        error: format!("the search panicked: {error}"),
+        error: format!("the search panicked: {}", panic_message(&*payload)),
     }
 }
 

@@ -64,12 +64,14 @@ use crate::lichess::model::{
     Speed, VariantKey,
 };
 use clock::Lag;
+use futures::FutureExt;
 use lookup::{Asking, MoveSources};
 use mover::{Refused, Search};
 use player::{Answers, Player};
 use reader::{Line, Reader};
 use rules::Judged;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -241,19 +243,39 @@ pub fn spawn<M: From<(String, Notice)> + Send + 'static>(
     let span = tracing::info_span!("game", id = %id);
     let task = tokio::spawn(
         async move {
-            let exit = match Game::new(ctx.clone(), &info, notices.clone()).await {
-                Ok((game, answers)) => game.run(rx, answers).await,
-                Err(e) => {
-                    tracing::error!("cannot start the engine: {e}; game not played");
-                    give_up(&ctx, &info).await;
-                    Exit::Ended
+            let exit = guarded(async {
+                match Game::new(ctx.clone(), &info, notices.clone()).await {
+                    Ok((game, answers)) => game.run(rx, answers).await,
+                    Err(e) => {
+                        tracing::error!("cannot start the engine: {e}; game not played");
+                        give_up(&ctx, &info).await;
+                        Exit::Ended
+                    }
                 }
-            };
+            })
+            .await;
             notices(id, Notice::Done(exit));
         }
         .instrument(span),
     );
     GameHandle { commands: tx, task }
+}
+
+/// Runs a game task's body; a panic in it (a bug) ends the task as
+/// `Exit::Ended` with an error line instead of silently. The daemon then
+/// frees the game's slot, and its check of the games in progress starts
+/// a new task for the game if it is still going on.
+async fn guarded(body: impl Future<Output = Exit>) -> Exit {
+    match AssertUnwindSafe(body).catch_unwind().await {
+        Ok(exit) => exit,
+        Err(payload) => {
+            let message = engine::panic_message(&*payload);
+            tracing::error!(
+                "the game task panicked (a bug; the next check of the games in progress takes the game up again): {message}"
+            );
+            Exit::Ended
+        }
+    }
 }
 
 /// Spawns a task of the game task (a post, a save, a source's answer)
@@ -1237,5 +1259,21 @@ impl Game {
             self.spawn_action(|client, id| async move { client.resign(&id).await });
         }
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_game_task_still_ends() {
+        assert_eq!(guarded(async { Exit::Parked }).await, Exit::Parked);
+        let exit = guarded(async {
+            tokio::task::yield_now().await;
+            panic!("a bug")
+        })
+        .await;
+        assert_eq!(exit, Exit::Ended);
     }
 }
