@@ -252,7 +252,9 @@ pub struct Online {
     pub chessdb_health: Arc<Health>,
 }
 
-/// Whether `url` is on one of Lichess's hosts (or `lichess_host`).
+/// Whether `url` is on `lichess_host` (the configured server) or one of
+/// Lichess's hosts, over https or on this machine: never the token in
+/// clear text over a network.
 fn is_lichess(url: &str, lichess_host: &str) -> bool {
     let Ok(url) = reqwest::Url::parse(url) else {
         return false;
@@ -260,10 +262,17 @@ fn is_lichess(url: &str, lichess_host: &str) -> bool {
     let Some(host) = url.host_str() else {
         return false;
     };
-    host == lichess_host
-        || ["lichess.org", "lichess.ovh"]
-            .iter()
-            .any(|d| host == *d || host.ends_with(&format!(".{d}")))
+    let private = url.scheme() == "https"
+        || host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    private
+        && (host == lichess_host
+            || ["lichess.org", "lichess.ovh"]
+                .iter()
+                .any(|d| host == *d || host.ends_with(&format!(".{d}"))))
 }
 
 impl Online {
@@ -575,11 +584,23 @@ mod tests {
             ("https://tablebase.lichess.ovh/standard", true),
             ("https://lichess.org/api/cloud-eval", true),
             ("http://127.0.0.1:9000/lichess", true),
+            ("http://[::1]:9000/lichess", false),
             ("https://www.chessdb.cn/cdb.php", false),
             ("https://evil-lichess.org/x", false),
             ("https://lichess.org.evil.com/x", false),
+            ("http://explorer.lichess.ovh/masters", false),
+            ("http://lichess.org/api/cloud-eval", false),
         ] {
             assert_eq!(is_lichess(url, "127.0.0.1"), ok, "{url}");
         }
+        // The configured server's own host, but in clear text.
+        assert!(!is_lichess(
+            "http://lichess.org/api/cloud-eval",
+            "lichess.org"
+        ));
+        assert!(is_lichess(
+            "https://lichess.org/api/cloud-eval",
+            "lichess.org"
+        ));
     }
 }

@@ -99,8 +99,14 @@ impl Client {
         let timeout = self.attempt_timeout(&call);
         let response = self.send(&call).await?;
         // Drain the body so the connection can be reused; its content does
-        // not matter once the status is 2xx.
-        let _ = tokio::time::timeout(timeout, read_body(response)).await;
+        // not matter once the status is 2xx. A move's caller does not wait
+        // for it: its game may have the next position to search already.
+        let drain = tokio::time::timeout(timeout, read_body(response));
+        if matches!(call.lane, Lane::Move { .. }) {
+            tokio::spawn(drain);
+        } else {
+            let _ = drain.await;
+        }
         Ok(())
     }
 
@@ -288,7 +294,8 @@ impl Client {
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.trim().parse::<u64>().ok())
             .map(|secs| Duration::from_secs(secs.min(MAX_PAUSE.as_secs())));
-        let body = tokio::time::timeout(self.inner.options.request_timeout, read_body(response))
+        // Within the call's own bound: a move post's is its deadline.
+        let body = tokio::time::timeout(self.attempt_timeout(call), read_body(response))
             .await
             .ok()
             .and_then(Result::ok)
