@@ -18,12 +18,23 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Starts the daemon against `fake` with its control socket in its
 /// directory; the socket's path.
 async fn start(fake: &FakeLichess) -> (Bot, PathBuf) {
+    start_with(fake, 2, 3600, 2).await
+}
+
+/// [`start`] with `bot.concurrency`, `matchmaking.idle_secs` and
+/// `matchmaking.challenge_timeout_secs`.
+async fn start_with(
+    fake: &FakeLichess,
+    concurrency: usize,
+    idle_secs: u64,
+    timeout_secs: u64,
+) -> (Bot, PathBuf) {
     let mut bot = Bot::configured(fake, |dir| {
         format!(
             "[lichess]\nurl = \"{}\"\n[engine]\nhash_mb = 8\nmax_depth = 4\n\
-             state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\nconcurrency = 2\n\
-             control_socket = \"{}\"\n[matchmaking]\nenabled = true\nidle_secs = 3600\n\
-             challenge_timeout_secs = 2\n",
+             state_dir = \"{}\"\n[bot]\nabort_time_secs = 60\nconcurrency = {concurrency}\n\
+             control_socket = \"{}\"\n[matchmaking]\nenabled = true\nidle_secs = {idle_secs}\n\
+             challenge_timeout_secs = {timeout_secs}\n",
             fake.url(),
             dir.join("state").display(),
             dir.join("control.sock").display()
@@ -196,6 +207,46 @@ async fn the_operator_runs_the_daemon_from_kaissa_ctl() {
     let log = bot.stop().await;
     assert!(log.contains("control socket open"), "{log}");
     assert!(log.contains("rule=\"block list\""), "{log}");
+}
+
+/// The operator's challenge held the only slot while matchmaking, idle,
+/// created a challenge, found no slot for it and cancelled it, over and
+/// over. And a matchmaking challenge pending when matchmaking was turned
+/// off never timed out: it held its slot for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmaking_waits_for_a_free_slot_and_its_challenge_times_out_when_off() {
+    use support::fake_lichess::{Answer, OnlineBot};
+    let fake = FakeLichess::start().await;
+    let (bot, socket) = start_with(&fake, 1, 1, 4).await;
+    let (ok, text) = ctl(&socket, "challenge Somebody 1+0");
+    assert!(ok, "{text}");
+    fake.set_online_bots(vec![OnlineBot::new("Silent", 2000, Answer::Ignore)]);
+    let to_silent = |challenges: Vec<_>| -> Vec<_> {
+        challenges
+            .into_iter()
+            .filter(|c: &support::fake_lichess::ChallengeRecord| {
+                c.direction == "out"
+                    && c.dest
+                        .as_deref()
+                        .is_some_and(|d| d.eq_ignore_ascii_case("silent"))
+            })
+            .collect()
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent = to_silent(fake.view(|v| v.challenges()));
+    assert!(sent.is_empty(), "{sent:?}\n{}", bot.log());
+    // The operator's challenge times out; matchmaking's turn comes.
+    let ours = fake
+        .wait_for("matchmaking's challenge", WAIT, |v| {
+            to_silent(v.challenges()).first().map(|c| c.id.clone())
+        })
+        .await
+        .unwrap();
+    assert!(ctl(&socket, "matchmaking off").0);
+    wait_status(&fake, &ours, "canceled").await;
+    let sent = to_silent(fake.view(|v| v.challenges()));
+    assert_eq!(sent.len(), 1, "{sent:?}\n{}", bot.log());
+    bot.stop().await;
 }
 
 /// `kaissa ctl challenge USER ... pairs=1`: a pair of games against one

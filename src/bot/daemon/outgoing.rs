@@ -54,10 +54,9 @@ impl Daemon {
     /// Matchmaking's turn: cancel a challenge of ours that waited too long,
     /// or look for an opponent when idle.
     pub(super) fn matchmaking(&mut self) {
-        if !self.matchmaker.enabled() && !self.matchmaker.has_planned() {
-            return;
-        }
         let now = unix_now();
+        // Before anything else: a challenge sent before matchmaking was
+        // turned off (or the last of a plan) still times out.
         if let Some(pending) = self.matchmaker.timed_out().cloned() {
             tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: no answer in time; cancelling our challenge");
             self.games.remove(&pending.id);
@@ -66,10 +65,14 @@ impl Daemon {
             spawn_cancel(&self.client, pending.id);
             self.idle_since = Instant::now();
         }
+        if !self.matchmaker.enabled() && !self.matchmaker.has_planned() {
+            return;
+        }
         let busy = !self.games.is_empty()
             || !self.queue.is_empty()
             || self.parking.waiting.values().any(|p| p.due)
-            || self.matchmaker.busy();
+            || self.matchmaker.busy()
+            || self.no_free_slot();
         if busy || self.phase != Phase::Running {
             self.idle_since = Instant::now();
             return;
@@ -117,8 +120,9 @@ impl Daemon {
         match found {
             Ok((bots, account)) => {
                 super::set_ratings(&account);
-                let busy = !self.games.is_empty() || !self.queue.is_empty();
+                let busy = !self.games.is_empty() || !self.queue.is_empty() || self.no_free_slot();
                 if busy || self.phase != Phase::Running || self.quota.reached(now) {
+                    self.idle_since = Instant::now();
                     self.matchmaker.failed();
                     return;
                 }
@@ -174,16 +178,22 @@ impl Daemon {
             spawn_cancel(&self.client, id);
             return;
         }
+        if self.games.contains_key(&id) {
+            // Accepted, and its game started, before we heard it was
+            // created: never cancelled (Lichess would abort the game).
+            tracing::info!(challenge = %id, opponent = %opponent, "matchmaking: challenge sent and already accepted");
+            let task = tokio::spawn(async move { drop(keep_alive) });
+            self.matchmaker
+                .created(id.clone(), opponent, task.abort_handle());
+            self.matchmaker.settled(&id, Outcome::Accepted, unix_now());
+            return;
+        }
         // Our challenge holds a slot until it is answered; an
         // incoming challenge that needs it cancels ours.
-        let slot = if self.games.contains_key(&id) {
-            None
-        } else {
-            self.slots.try_reserve()
-        };
-        let Some(slot) = slot else {
+        let Some(slot) = self.slots.try_reserve() else {
             tracing::info!(challenge = %id, "matchmaking: no slot left for our challenge; cancelling it");
             self.matchmaker.failed();
+            self.idle_since = Instant::now();
             spawn_cancel(&self.client, id);
             return;
         };
@@ -199,6 +209,13 @@ impl Daemon {
             tracing::debug!(challenge = %challenge, done = done.as_deref().unwrap_or("-"), "our challenge's stream ended");
         });
         self.matchmaker.created(id, opponent, task.abort_handle());
+    }
+
+    /// Whether every slot challenges may take is in use (an arena's game
+    /// or a `kaissa ctl` challenge may hold one that `games` does not
+    /// list): a challenge of ours would be cancelled as soon as created.
+    fn no_free_slot(&self) -> bool {
+        self.slots.in_use() >= self.slots.capacity()
     }
 
     pub(super) fn on_challenge_not_created(&mut self, opponent: &str, e: &ClientError, now: u64) {
