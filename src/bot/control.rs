@@ -514,6 +514,17 @@ pub fn listen<M: From<Order> + Send + 'static>(
     Ok(())
 }
 
+/// A command line as it may be logged: an arena's password hidden.
+fn redacted(line: &str) -> String {
+    line.split_whitespace()
+        .map(|word| match word.strip_prefix("password=") {
+            Some(_) => "password=(hidden)",
+            None => word,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 async fn serve<M: From<Order>>(stream: UnixStream, orders: mpsc::UnboundedSender<M>) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
@@ -521,7 +532,7 @@ async fn serve<M: From<Order>>(stream: UnixStream, orders: mpsc::UnboundedSender
     let reply = match tokio::time::timeout(TIMEOUT, reader.read_line(&mut line)).await {
         Ok(Ok(_)) => match parse(&line) {
             Ok(request) => {
-                tracing::info!(command = %line.trim(), "control socket");
+                tracing::info!(command = %redacted(line.trim()), "control socket");
                 let (tx, rx) = oneshot::channel();
                 if orders.send(M::from(Order { request, reply: tx })).is_err() {
                     Reply::error("the daemon is stopping")
@@ -680,6 +691,16 @@ mod tests {
             assert_eq!(daemon.command, client.command, "{words}");
             assert!(parse(&line).is_ok(), "{words}");
         }
+    }
+
+    #[test]
+    fn an_arena_password_is_never_logged() {
+        let line = "tournament join hL7vMrFQ team=coders password=s3cret join-team";
+        assert_eq!(
+            redacted(line),
+            "tournament join hL7vMrFQ team=coders password=(hidden) join-team"
+        );
+        assert_eq!(redacted("  status --json "), "status --json");
     }
 
     #[test]
