@@ -5,7 +5,7 @@
 # Fairy-Stockfish), and headless Chromium's screenshots of the page at a
 # desktop's and a phone's width. For the closing notes; CI does not run
 # it. What the page costs the games is measured by the load benchmark
-# with KAISSA_WEB_POLL=1 (README, "Sizing"). Needs chromium (Debian:
+# with KAISSA_E2E_WEB_POLL=1 (README, "Sizing"). Needs chromium (Debian:
 # apt-get install chromium) and the Fairy-Stockfish of tests/data/engines
 # (or KAISSA_FAIRY_STOCKFISH).
 #   scripts/web-screenshot.sh [OUT_DIR]     (default /tmp/kaissa-web)

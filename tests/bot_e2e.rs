@@ -1059,9 +1059,9 @@ async fn measure_load() {
     };
     let fake = FakeLichess::start().await;
     let games = clocks.len() + parked;
-    // KAISSA_WEB_POLL=1: the web server on, its status page's JSON and
+    // KAISSA_E2E_WEB_POLL=1: the web server on, its status page's JSON and
     // the metrics asked for every 2 s throughout (what an open page costs).
-    let web_port = std::env::var("KAISSA_WEB_POLL").is_ok().then(|| {
+    let web_port = std::env::var("KAISSA_E2E_WEB_POLL").is_ok().then(|| {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     });

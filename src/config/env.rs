@@ -9,13 +9,15 @@ use super::error::ConfigError;
 pub const ENV_PREFIX: &str = "KAISSA";
 
 /// The sections, to catch `KAISSA_BOT_CONCURRENCY` (one underscore).
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 10] = [
     "lichess",
     "engine",
+    "engines",
     "challenge",
     "bot",
     "matchmaking",
     "chat",
+    "web",
     "sources",
     "tournaments",
 ];

@@ -94,6 +94,12 @@ fn single_underscore_env_is_an_error() {
         env(&[("KAISSA_BOT_CONCURRENCY", "3")]),
     ));
     assert!(text.contains("KAISSA_BOT__CONCURRENCY"), "{text}");
+    // Every section: the web server's too.
+    let text = error_text(Config::load_with_env(
+        None,
+        env(&[("KAISSA_WEB_ENABLED", "true")]),
+    ));
+    assert!(text.contains("KAISSA_WEB__ENABLED"), "{text}");
 }
 
 #[test]
