@@ -61,7 +61,8 @@ async fn challenges_are_accepted_or_declined_with_the_right_reason() {
     let c = fake.send_challenge(
         ChallengeSpec::default().variant(FakeVariant::Chess960 { position: Some(0) }),
     );
-    assert_eq!(outcome(&fake, &c).await, declined("variant"));
+    // A variant where standard would do: "not accepting variant challenges".
+    assert_eq!(outcome(&fake, &c).await, declined("standard"));
     let c = fake.send_challenge(ChallengeSpec::default().clock(15, 0));
     assert_eq!(outcome(&fake, &c).await, declined("tooFast"));
     let c = fake.send_challenge(ChallengeSpec::default().clock(1500, 0));
@@ -244,8 +245,9 @@ async fn the_other_decline_reasons() {
     assert_eq!(outcome(&fake, &c).await, declined("generic"));
     let c = fake.send_challenge(ChallengeSpec::default().challenger(Opponent::human("Bob")));
     assert_eq!(outcome(&fake, &c).await, declined("onlyBot"));
+    // Standard, which is not accepted: "not willing to play this variant".
     let c = fake.send_challenge(ChallengeSpec::default().challenger(Opponent::bot("Robo")));
-    assert_eq!(outcome(&fake, &c).await, declined("standard"));
+    assert_eq!(outcome(&fake, &c).await, declined("variant"));
     let c = fake.send_challenge(
         ChallengeSpec::default()
             .challenger(Opponent::bot("Robo"))

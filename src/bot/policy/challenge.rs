@@ -80,11 +80,16 @@ fn check(
     }
     let variant = challenge.variant.key;
     if !accepts_variant(policy, variant) {
-        return Err(if variant == VariantKey::Standard {
-            Standard
-        } else {
-            Variant
-        });
+        // Lichess shows `standard` as "I'm not accepting variant
+        // challenges right now" (a standard game would do), `variant` as
+        // "I'm not willing to play this variant right now".
+        return Err(
+            if variant != VariantKey::Standard && accepts_variant(policy, VariantKey::Standard) {
+                Standard
+            } else {
+                Variant
+            },
+        );
     }
     check_time(challenge, policy)?;
     if !accepts_mode(policy, challenge.rated) {
@@ -479,7 +484,7 @@ mod tests {
         let bot_960 = challenge(serde_json::json!({
             "challenger": bot(), "variant": {"key": "chess960"},
         }));
-        assert_eq!(d(&bot_960, &p), Decision::Decline(Variant));
+        assert_eq!(d(&bot_960, &p), Decision::Decline(Standard));
         let weak_bot = challenge(serde_json::json!({
             "challenger": {"id": "tiny", "name": "Tiny", "title": "BOT", "rating": 1200},
         }));
@@ -626,12 +631,18 @@ mod tests {
     fn variant_and_standard() {
         let mut p = policy();
         p.variants = vec![PlayableVariant::Standard];
+        // A variant, where standard would do: "not accepting variant
+        // challenges".
         let c = challenge(serde_json::json!({"variant": {"key": "chess960"}}));
-        assert_eq!(d(&c, &p), Decision::Decline(Variant));
+        assert_eq!(d(&c, &p), Decision::Decline(Standard));
         let c = challenge(serde_json::json!({"variant": {"key": "atomic"}}));
-        assert_eq!(d(&c, &policy()), Decision::Decline(Variant));
+        assert_eq!(d(&c, &policy()), Decision::Decline(Standard));
+        // Standard, or a variant, where standard would not do either: "not
+        // willing to play this variant".
         p.variants = vec![PlayableVariant::Chess960];
-        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Standard));
+        assert_eq!(d(&std_challenge(), &p), Decision::Decline(Variant));
+        let c = challenge(serde_json::json!({"variant": {"key": "atomic"}}));
+        assert_eq!(d(&c, &p), Decision::Decline(Variant));
     }
 
     #[test]
