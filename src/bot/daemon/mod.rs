@@ -490,6 +490,7 @@ impl Daemon {
                             (&e, self.client.rate_limited_for(Endpoint::Events), &mut conn)
                         {
                             *at = (*at).max(Instant::now() + pause);
+                            self.service.paused_until(*at);
                         }
                     }
                     Step::Next(next) => {

@@ -31,9 +31,23 @@ pub(super) struct Service {
 #[derive(Debug, Default, Clone, Copy)]
 struct Health {
     stream_open: Option<Instant>,
+    /// Lichess asked us (a 429) not to reopen the event stream before
+    /// this: down on its word, not stuck.
+    paused_until: Option<Instant>,
     /// The event stream is connected now (it opened and has not ended).
     connected: bool,
     loop_turned: Option<Instant>,
+}
+
+impl Health {
+    /// Whether the event stream was open within [`UNHEALTHY_AFTER`], or
+    /// a rate-limit pause ended within it.
+    fn stream_healthy(&self) -> bool {
+        [self.stream_open, self.paused_until]
+            .into_iter()
+            .flatten()
+            .any(|at| at.elapsed() < UNHEALTHY_AFTER)
+    }
 }
 
 impl Service {
@@ -68,6 +82,14 @@ impl Service {
             }
             self.spawn_watchdog();
         }
+    }
+
+    /// The event stream may not be reopened before `until` (Lichess's
+    /// 429): the watchdog's patience counts from then, so that systemd
+    /// does not restart a daemon that waits as asked (the restart would
+    /// kill the games and knock at once).
+    pub(super) fn paused_until(&self, until: Instant) {
+        self.health().paused_until = Some(until);
     }
 
     /// The event stream ended (the daemon reconnects).
@@ -130,8 +152,7 @@ impl Service {
             loop {
                 ticks.tick().await;
                 let h = *health.lock().unwrap_or_else(|p| p.into_inner());
-                if h.stream_open
-                    .is_some_and(|at| at.elapsed() < UNHEALTHY_AFTER)
+                if h.stream_healthy()
                     && h.loop_turned
                         .is_some_and(|at| at.elapsed() < LOOP_STUCK_AFTER)
                     && let Err(e) = notifier.watchdog()
@@ -140,5 +161,28 @@ impl Service {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_limit_pause_keeps_the_watchdog_patient() {
+        let now = Instant::now();
+        let mut h = Health::default();
+        assert!(!h.stream_healthy());
+        // Lichess asked for 15 minutes: patient until 5 more after them.
+        h.paused_until = Some(now + Duration::from_secs(900));
+        assert!(h.stream_healthy());
+        // (A clock younger than that cannot show a pause long over.)
+        if let Some(long_ago) = now.checked_sub(UNHEALTHY_AFTER + Duration::from_secs(60)) {
+            h.paused_until = Some(long_ago);
+            h.stream_open = Some(long_ago);
+            assert!(!h.stream_healthy());
+        }
+        h.stream_open = Some(now);
+        assert!(h.stream_healthy());
     }
 }
