@@ -249,6 +249,50 @@ async fn matchmaking_waits_for_a_free_slot_and_its_challenge_times_out_when_off(
     bot.stop().await;
 }
 
+/// The operator's challenge held its slot in a task of its own, not for
+/// its game: once accepted, the game ran on no slot, and at concurrency 1
+/// the bot accepted a second game beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_game_keeps_the_challenges_slot() {
+    use support::fake_lichess::{Answer, OnlineBot};
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Keen", 2000, Answer::Accept)]);
+    let (bot, socket) = start_with(&fake, 1, 3600, 30).await;
+    let (ok, text) = ctl(&socket, "challenge Keen 1+1");
+    assert!(ok, "{text}");
+    let game = fake
+        .wait_for("the operator's game", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out" && c.status == "accepted")
+                .and_then(|c| c.game_id)
+        })
+        .await
+        .unwrap();
+    // The opponent stops moving: the game stays on.
+    fake.set_autoplay(&game, None).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!fake.game(&game).unwrap().is_over());
+    let other = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::human("Carol"))
+            .autoplay(None),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = fake.challenge(&other).map(|c| c.status);
+    assert_eq!(status.as_deref(), Some("created"), "queued: {}", bot.log());
+    // Its turn comes when the operator's game ends.
+    fake.opponent_resigns(&game).unwrap();
+    fake.wait_game_over(&game, WAIT).await.unwrap();
+    wait_status(&fake, &other, "accepted").await;
+    fake.wait_until("Carol's game", WAIT, |v| v.game(&other).is_some())
+        .await
+        .unwrap();
+    fake.opponent_resigns(&other).unwrap();
+    fake.wait_game_over(&other, WAIT).await.unwrap();
+    bot.stop().await;
+}
+
 /// `kaissa ctl challenge USER ... pairs=1`: a pair of games against one
 /// bot, White first, then Black once the first is over, same clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -155,7 +155,8 @@ pub struct GameEntry {
     opponent: Option<String>,
     /// The opponent is a bot (for the slots kept for humans, the quota).
     bot: bool,
-    /// Our own challenge (matchmaking), not answered yet.
+    /// Our own challenge (matchmaking's or the operator's), not
+    /// answered yet.
     outgoing: bool,
     /// A correspondence game whose turn came while its task was parking:
     /// take it up again at once.
@@ -252,6 +253,8 @@ enum Inbox {
     Tournament(arena_requests::Answered),
     /// An accept or decline sent.
     Answered(Answered),
+    /// A `kaissa ctl challenge` created or settled.
+    Operator(operator::OperatorEvent),
 }
 
 impl From<(String, Notice)> for Inbox {
@@ -553,6 +556,7 @@ impl Daemon {
             Inbox::Control(order) => self.on_control(order),
             Inbox::Tournament(answer) => self.on_tournament_answer(answer),
             Inbox::Answered(answered) => self.on_answered(answered),
+            Inbox::Operator(event) => self.on_operator_event(event),
         }
     }
 

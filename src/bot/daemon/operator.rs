@@ -3,11 +3,12 @@
 //! the status, a challenge, matchmaking on and off, blocking a user,
 //! aborting or resigning a game, joining and leaving an arena.
 
-use super::Daemon;
+use super::{Daemon, GameEntry, Inbox};
 use crate::bot::control::{ChallengeOrder, Order, Reply, Request};
 use crate::bot::policy::arenas::Stage;
 use crate::bot::policy::blocklists::BlockLists;
 use crate::bot::policy::budget;
+use crate::bot::policy::challenge::SlotGuard;
 use crate::bot::store::state::{self, unix_now};
 use crate::config::Config;
 use crate::lichess::client::CreateChallenge;
@@ -59,6 +60,20 @@ impl Blocks {
             state::save(file, &self.ctl);
         }
     }
+}
+
+/// What became of a `kaissa ctl challenge`.
+#[derive(Debug)]
+pub(super) enum OperatorEvent {
+    /// Challenge `id` to `opponent` was created; it holds `slot` until it
+    /// is settled or its game starts.
+    Created {
+        id: String,
+        opponent: String,
+        slot: SlotGuard,
+    },
+    /// It was answered, ended, or withdrawn after the timeout.
+    Settled { id: String },
 }
 
 impl Daemon {
@@ -213,26 +228,33 @@ impl Daemon {
         self.budget.spend(now, budget::HUMAN_COST);
         let client = self.client.clone();
         let user = order.user.clone();
+        let inbox = self.inbox_tx.clone();
         tokio::spawn(async move {
-            // The slot is the challenge's until it is settled (an accepted
-            // one's game then takes its own).
-            let _slot = slot;
             match client.create_challenge_kept(&user, &challenge).await {
                 Ok((created, keep_alive)) => {
                     tracing::info!(challenge = %created.id, opponent = %user, "challenge sent by the control socket");
+                    // The slot goes to the daemon's entry for the challenge,
+                    // which its game takes over.
+                    let id = created.id.clone();
+                    let _ = inbox.send(Inbox::Operator(OperatorEvent::Created {
+                        id: id.clone(),
+                        opponent: user,
+                        slot,
+                    }));
                     // Held open until answered, Lichess ends it, or the
                     // timeout: then withdrawn.
                     match tokio::time::timeout(timeout, keep_alive.done()).await {
                         Ok(done) => {
-                            tracing::info!(challenge = %created.id, done = done.as_deref().unwrap_or("-"), "operator's challenge settled")
+                            tracing::info!(challenge = %id, done = done.as_deref().unwrap_or("-"), "operator's challenge settled")
                         }
                         Err(_) => {
-                            tracing::info!(challenge = %created.id, timeout_s = timeout.as_secs(), "operator's challenge not answered: withdrawn");
-                            if let Err(e) = client.cancel_challenge(&created.id).await {
-                                tracing::warn!(challenge = %created.id, "cancelling it failed: {e}");
+                            tracing::info!(challenge = %id, timeout_s = timeout.as_secs(), "operator's challenge not answered: withdrawn");
+                            if let Err(e) = client.cancel_challenge(&id).await {
+                                tracing::warn!(challenge = %id, "cancelling it failed: {e}");
                             }
                         }
                     }
+                    let _ = inbox.send(Inbox::Operator(OperatorEvent::Settled { id }));
                 }
                 Err(e) => {
                     tracing::warn!(opponent = %user, "challenge asked by the control socket failed: {e}")
@@ -240,6 +262,33 @@ impl Daemon {
             }
         });
         Reply::ok(format!("challenging {}", order.user))
+    }
+
+    /// The operator's challenge was created, or settled.
+    pub(super) fn on_operator_event(&mut self, event: OperatorEvent) {
+        match event {
+            OperatorEvent::Created { id, opponent, slot } => match self.games.get_mut(&id) {
+                // Accepted, and its game started, before this: the game
+                // runs on the challenge's slot if it found none free.
+                Some(entry) => {
+                    if entry.slot.is_none() {
+                        entry.slot = Some(slot);
+                    }
+                }
+                None => {
+                    let mut entry = GameEntry::new(Some(slot));
+                    entry.opponent = Some(opponent.to_lowercase());
+                    entry.outgoing = true;
+                    self.games.insert(id, entry);
+                }
+            },
+            OperatorEvent::Settled { id } => {
+                if self.games.get(&id).is_some_and(|e| e.task.is_none()) {
+                    self.games.remove(&id);
+                    self.drain_queue();
+                }
+            }
+        }
     }
 
     /// The daemon as `kaissa ctl status --json` shows it; the text
