@@ -83,7 +83,13 @@ impl Daemon {
         if self.quota.reached(now) || paused {
             return;
         }
-        let wait = self.budget.wait(now, budget::BOT_COST);
+        // A planned game's opponent may be a human: a human's price.
+        let cost = if self.matchmaker.has_planned() {
+            budget::HUMAN_COST
+        } else {
+            budget::BOT_COST
+        };
+        let wait = self.budget.wait(now, cost);
         if wait > 0 {
             if !std::mem::replace(&mut self.budget_said, true) {
                 tracing::info!(
@@ -97,7 +103,7 @@ impl Daemon {
         }
         self.budget_said = false;
         if let Some((opponent, offer)) = self.matchmaker.next_planned() {
-            self.budget.spend(now, budget::BOT_COST);
+            self.budget.spend(now, cost);
             spawn_create(&self.client, opponent, offer, &self.inbox_tx);
             return;
         }
@@ -192,7 +198,7 @@ impl Daemon {
         // incoming challenge that needs it cancels ours.
         let Some(slot) = self.slots.try_reserve() else {
             tracing::info!(challenge = %id, "matchmaking: no slot left for our challenge; cancelling it");
-            self.matchmaker.failed();
+            self.matchmaker.not_sent();
             self.idle_since = Instant::now();
             spawn_cancel(&self.client, id);
             return;
@@ -200,7 +206,9 @@ impl Daemon {
         tracing::info!(challenge = %id, opponent = %opponent, "matchmaking: challenge sent; waiting for an answer");
         let mut entry = GameEntry::new(Some(slot));
         entry.opponent = Some(opponent.to_lowercase());
-        entry.bot = true;
+        // Matchmaking challenges bots; a planned game's opponent is known
+        // once its game reads the players.
+        entry.bot = !self.matchmaker.creating_planned();
         entry.outgoing = true;
         self.games.insert(id.clone(), entry);
         let challenge = id.clone();
@@ -231,7 +239,7 @@ impl Daemon {
             self.decline_queued(|c| c.challenger.is_bot(), "daily bot quota");
         } else if e.status() == Some(429) || e.is_transient() {
             tracing::warn!("matchmaking: challenge not sent: {e}");
-            self.matchmaker.failed();
+            self.matchmaker.not_sent();
         } else if let Some(limit) = e.refused_by_limit() {
             // The opponent's own limit (its bot games for the day): it is
             // skipped for as long as Lichess says.

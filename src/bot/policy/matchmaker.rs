@@ -362,6 +362,8 @@ pub struct Matchmaker {
     /// Games planned (pairs: matchmaking's return games, `kaissa ctl
     /// challenge ... pairs=N`), challenged in turn when the bot is free.
     planned: VecDeque<(String, CreateChallenge)>,
+    /// The planned game being challenged for, until it is created.
+    creating_planned: Option<(String, CreateChallenge)>,
     pub cooldowns: Cooldowns,
     pub played: Played,
     /// `challenge.block_list` and `challenge.allow_list`.
@@ -396,6 +398,7 @@ impl Matchmaker {
             perf: "blitz",
             offer: None,
             planned: VecDeque::new(),
+            creating_planned: None,
         }
     }
 
@@ -478,7 +481,24 @@ impl Matchmaker {
         tracing::info!(opponent = %opponent, time = ?offer.time, variant = offer.variant.as_str(), color = ?offer.color, left = self.planned.len(), "matchmaking: challenging for a planned game of a pair");
         self.offer = Some(offer.clone());
         self.stage = Stage::Creating;
+        self.creating_planned = Some((opponent.clone(), offer.clone()));
         Some((opponent, offer))
+    }
+
+    /// Whether the challenge being created is a planned game (its
+    /// opponent may be a human: `kaissa ctl challenge ... pairs=N`).
+    pub fn creating_planned(&self) -> bool {
+        self.creating_planned.is_some()
+    }
+
+    /// The challenge could not be created for a passing reason (a 429, a
+    /// network error) or was withdrawn unanswered for want of a slot: a
+    /// planned game goes back to the front of the plan.
+    pub fn not_sent(&mut self) {
+        if let Some(game) = self.creating_planned.take() {
+            self.planned.push_front(game);
+        }
+        self.stage = Stage::Idle;
     }
 
     /// Drops the games planned against `opponent` (it declined one).
@@ -581,12 +601,14 @@ impl Matchmaker {
 
     /// A request failed: back to idle.
     pub fn failed(&mut self) {
+        self.creating_planned = None;
         self.stage = Stage::Idle;
     }
 
     /// Our challenge was created; the task of `keep_alive` holds it open
     /// until it is answered, and is aborted when it is settled here.
     pub fn created(&mut self, id: String, opponent: String, keep_alive: AbortHandle) {
+        self.creating_planned = None;
         let Some(offer) = self.offer.clone() else {
             return;
         };
@@ -604,6 +626,7 @@ impl Matchmaker {
     /// like a decline, or for `secs` when Lichess says how long (the
     /// opponent's daily cap).
     pub fn refused(&mut self, opponent: &str, reason: &str, secs: Option<u64>, now: u64) {
+        self.creating_planned = None;
         self.stage = Stage::Idle;
         let secs = secs.unwrap_or(self.config.decline_cooldown_secs);
         tracing::info!(opponent = %opponent, reason, skip_s = secs, "matchmaking: skipping this bot for a while");
@@ -1012,5 +1035,24 @@ mod tests {
             0.0,
         );
         assert_eq!(picked.map(|b| b.id.as_str()), Some("picky"));
+    }
+
+    #[test]
+    fn a_planned_game_not_sent_stays_planned() {
+        let config = MatchmakingConfig::default();
+        let mut m = Matchmaker::new(config.clone(), vec![], vec![], None);
+        let (offer, _) = offer(&config, 0).unwrap();
+        m.plan("keen", offer, 1);
+        let (who, first) = m.next_planned().unwrap();
+        assert_eq!((who.as_str(), first.color), ("keen", ChallengeColor::White));
+        assert!(m.creating_planned());
+        // A 429: the same game is next again.
+        m.not_sent();
+        let (who, again) = m.next_planned().unwrap();
+        assert_eq!((who.as_str(), again.color), ("keen", ChallengeColor::White));
+        // A refusal for good drops it (and the rest against that user).
+        m.refused("keen", "refused", None, 0);
+        assert!(!m.creating_planned());
+        assert!(!m.has_planned());
     }
 }
