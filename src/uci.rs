@@ -217,10 +217,8 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
             selection: Selection::Weighted,
         },
     };
-    for line in input.lines() {
-        let Ok(line) = line else {
-            break;
-        };
+    let mut input = input;
+    while let Ok(Some(line)) = read_command(&mut input) {
         if !s.command(line.trim()) {
             break;
         }
@@ -230,6 +228,37 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
     s.engine.stop();
     drop(s);
     let _ = printer.join();
+}
+
+/// A command line is cut to this many bytes (a `position ... moves` line
+/// of a 5,000-ply game is 25 KB).
+const MAX_COMMAND: usize = 1 << 20;
+
+/// The next command line, cut to [`MAX_COMMAND`] bytes (the rest is read
+/// and dropped), invalid UTF-8 replaced rather than ending the session;
+/// `None` at end of input.
+fn read_command<R: BufRead>(r: &mut R) -> std::io::Result<Option<String>> {
+    let mut line = Vec::new();
+    let mut any = false;
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(any.then(|| String::from_utf8_lossy(&line).into_owned()));
+        }
+        any = true;
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let end = newline.unwrap_or(chunk.len());
+        let room = MAX_COMMAND.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..end.min(room)]);
+        r.consume(newline.map_or(end, |i| i + 1));
+        if newline.is_some() {
+            return Ok(Some(String::from_utf8_lossy(&line).into_owned()));
+        }
+    }
 }
 
 impl Session {

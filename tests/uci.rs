@@ -60,6 +60,12 @@ fn handshake_search_and_bad_input() {
     e.until("info string error");
     e.send("isready");
     e.until("readyok");
+    // A line that is not UTF-8 (a GUI's Latin-1 path) is an error, not
+    // the end of the session; so is a line of megabytes.
+    e.send_bytes(b"setoption name SyzygyPath value /home/jos\xe9/tb\n");
+    e.send_bytes(&[b'x'; 3 << 20]);
+    e.send_bytes(b"\nisready\n");
+    e.until("readyok");
 
     // An illegal move keeps the position reached before it.
     e.send("position startpos moves e2e4 e2e4");
