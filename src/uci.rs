@@ -230,6 +230,22 @@ pub fn run<R: BufRead>(input: R, output: Box<dyn Write + Send>) {
     let _ = printer.join();
 }
 
+/// The parameters of `go`.
+const GO_PARAMETERS: [&str; 12] = [
+    "infinite",
+    "ponder",
+    "wtime",
+    "btime",
+    "winc",
+    "binc",
+    "movetime",
+    "depth",
+    "nodes",
+    "mate",
+    "movestogo",
+    "searchmoves",
+];
+
 /// A command line is cut to this many bytes (a `position ... moves` line
 /// of a 5,000-ply game is 25 KB).
 const MAX_COMMAND: usize = 1 << 20;
@@ -415,6 +431,9 @@ impl Session {
             let key = args[i];
             i += 1;
             let value = args.get(i).copied();
+            // A bad value is skipped, unless it is the next parameter
+            // (`go wtime infinite`: the search is still infinite).
+            let skip = usize::from(value.is_some_and(|v| !GO_PARAMETERS.contains(&v)));
             let ms = |v: Option<&str>| -> Option<Duration> {
                 v.and_then(|s| s.parse::<i64>().ok())
                     .map(|n| Duration::from_millis(n.max(0) as u64))
@@ -434,7 +453,7 @@ impl Session {
                         "binc" => limits.binc = d,
                         _ => limits.movetime = d,
                     }
-                    i += 1;
+                    i += skip;
                 }
                 "depth" | "nodes" | "mate" | "movestogo" => {
                     let n = num(value);
@@ -445,7 +464,7 @@ impl Session {
                         "mate" => limits.mate = n.map(|n| n.min(1000) as u32),
                         _ => limits.movestogo = n.map(|n| n.min(1000) as u32),
                     }
-                    i += 1;
+                    i += skip;
                 }
                 "searchmoves" => {
                     while let Some(tok) = args.get(i) {

@@ -54,6 +54,10 @@ fn handshake_search_and_bad_input() {
     e.until("info string error");
     e.send("stop");
     e.until("bestmove");
+    // A missing value does not eat the next parameter: depth 1 holds.
+    e.send("go nodes depth 1");
+    e.until("info string error");
+    e.until("bestmove");
     e.send("setoption name Hash value lots");
     e.until("info string error");
     e.send("position fen not/a/fen w - - 0 1");
