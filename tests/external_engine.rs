@@ -468,6 +468,27 @@ async fn a_hung_engine_is_killed_and_restarted() {
     assert!(!alive(second));
 }
 
+/// UCI separates tokens by any whitespace: a tab after `bestmove` was
+/// not taken for one, and the search waited for an answer it had had.
+#[tokio::test]
+async fn a_bestmove_after_a_tab_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(
+        dir.path(),
+        "",
+        r#"printf 'bestmove\te2e4\tponder\te7e5\n'"#,
+        ":",
+        "exit 0",
+    );
+    let (engine, mut rx) = ExternalEngine::start(spec, None, false, "tab")
+        .await
+        .unwrap();
+    let id = engine.go(Go::default());
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert_eq!(best(&end), "e2e4");
+    engine.quit().await;
+}
+
 #[tokio::test]
 async fn a_crashed_engine_is_restarted() {
     let dir = tempfile::tempdir().unwrap();

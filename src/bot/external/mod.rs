@@ -1031,7 +1031,8 @@ impl Driver {
             if let Some(info) = parse_info(rest) {
                 self.emit(Event::Info { id, info });
             }
-        } else if line == "bestmove" || line.starts_with("bestmove ") {
+        } else if line.split_whitespace().next() == Some("bestmove") {
+            // (UCI separates tokens by any whitespace: `bestmove\te2e4`.)
             self.stopped = search.kill_at.is_some();
             self.search = None;
             let event = parse_bestmove(&self.spec.name, id, &line["bestmove".len()..]);
