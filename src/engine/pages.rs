@@ -39,23 +39,30 @@ const PAGE: usize = 4096;
 impl<T: Zeroable> Pages<T> {
     /// `len` zeroed elements. Aborts on allocation failure, as `Vec` does.
     pub fn zeroed(len: usize) -> Pages<T> {
+        Self::try_zeroed(len).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(Self::bytes_for(len).max(1), PAGE)
+                    .unwrap_or(std::alloc::Layout::new::<T>()),
+            )
+        })
+    }
+
+    /// `len` zeroed elements, or `None` when the system cannot give the
+    /// memory (or its size overflows).
+    pub fn try_zeroed(len: usize) -> Option<Pages<T>> {
         const { assert!(std::mem::align_of::<T>() <= PAGE) };
-        let bytes = Self::bytes_for(len);
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
         if bytes == 0 {
-            return Pages {
+            return Some(Pages {
                 ptr: NonNull::dangling(),
                 len,
-            };
+            });
         }
-        let ptr = sys::map(bytes).unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(bytes, PAGE).unwrap(),
-            )
-        });
-        Pages {
+        let ptr = sys::map(bytes)?;
+        Some(Pages {
             ptr: ptr.cast(),
             len,
-        }
+        })
     }
 
     /// Zeroes every element; mapped pages go back to the kernel until

@@ -126,10 +126,20 @@ impl TranspositionTable {
     }
 
     /// Reallocates to about `mb` mebibytes; the contents are lost.
+    /// A size the system cannot give is halved until it can (`Hash`
+    /// beyond the machine's memory): the engine plays on, with what it got
+    /// ([`size_mb`](Self::size_mb)).
     pub fn resize(&mut self, mb: usize) {
         // The old table goes first: two never live at once.
         self.buckets = Pages::default();
-        self.buckets = Pages::zeroed(Self::buckets_for(mb));
+        let mut want = mb.max(1);
+        self.buckets = loop {
+            match Pages::try_zeroed(Self::buckets_for(want)) {
+                Some(pages) => break pages,
+                None if want > 1 => want /= 2,
+                None => break Pages::zeroed(Self::buckets_for(1)),
+            }
+        };
         self.generation = 0;
     }
 
@@ -332,6 +342,16 @@ mod tests {
     use super::*;
     use crate::chess::Position;
     use crate::engine::score::{MATE, mate_in, mated_in};
+
+    #[test]
+    fn a_table_beyond_the_machine_is_as_big_as_it_can_be() {
+        // An exbibyte: no machine maps it; the engine must not abort.
+        let huge = 1 << 40;
+        let mut tt = TranspositionTable::new(huge);
+        assert!((1..huge).contains(&tt.size_mb()), "{}", tt.size_mb());
+        tt.resize(2);
+        assert_eq!(tt.size_mb(), 2);
+    }
 
     #[test]
     fn store_probe_round_trip() {
