@@ -262,12 +262,7 @@ fn is_lichess(url: &str, lichess_host: &str) -> bool {
     let Some(host) = url.host_str() else {
         return false;
     };
-    let private = url.scheme() == "https"
-        || host == "localhost"
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let private = url.scheme() == "https" || super::client::is_loopback(&url);
     private
         && (host == lichess_host
             || ["lichess.org", "lichess.ovh"]

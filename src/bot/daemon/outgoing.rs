@@ -188,9 +188,8 @@ impl Daemon {
             // Accepted, and its game started, before we heard it was
             // created: never cancelled (Lichess would abort the game).
             tracing::info!(challenge = %id, opponent = %opponent, "matchmaking: challenge sent and already accepted");
-            let task = tokio::spawn(async move { drop(keep_alive) });
-            self.matchmaker
-                .created(id.clone(), opponent, task.abort_handle());
+            drop(keep_alive);
+            self.matchmaker.created(id.clone(), opponent, None);
             self.matchmaker.settled(&id, Outcome::Accepted, unix_now());
             return;
         }
@@ -216,7 +215,8 @@ impl Daemon {
             let done = keep_alive.done().await;
             tracing::debug!(challenge = %challenge, done = done.as_deref().unwrap_or("-"), "our challenge's stream ended");
         });
-        self.matchmaker.created(id, opponent, task.abort_handle());
+        self.matchmaker
+            .created(id, opponent, Some(task.abort_handle()));
     }
 
     /// Whether every slot challenges may take is in use (an arena's game

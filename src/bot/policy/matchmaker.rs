@@ -606,8 +606,9 @@ impl Matchmaker {
     }
 
     /// Our challenge was created; the task of `keep_alive` holds it open
-    /// until it is answered, and is aborted when it is settled here.
-    pub fn created(&mut self, id: String, opponent: String, keep_alive: AbortHandle) {
+    /// until it is answered, and is aborted when it is settled here (none:
+    /// it was answered before we heard it was created).
+    pub fn created(&mut self, id: String, opponent: String, keep_alive: Option<AbortHandle>) {
         self.creating_planned = None;
         let Some(offer) = self.offer.clone() else {
             return;
@@ -618,7 +619,7 @@ impl Matchmaker {
             opponent,
             since: Instant::now(),
             offer,
-            keep_alive: Some(keep_alive),
+            keep_alive,
         });
     }
 

@@ -265,7 +265,7 @@ fn check_uci(uci: &str) -> Result<(), Error> {
 }
 
 /// Whether the URL's host is this machine (`localhost`, 127.0.0.0/8, ::1).
-fn is_loopback(url: &reqwest::Url) -> bool {
+pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
     let Some(host) = url.host_str() else {
         return false;
     };
