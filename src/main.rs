@@ -77,7 +77,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kaissa::logging::init();
             run_upgrade(config.as_deref(), yes_i_understand)
         }
-        Command::Ctl { socket, command } => run_ctl(&socket, &command.line()),
+        Command::Ctl {
+            socket,
+            mut command,
+        } => {
+            if let Err(e) = command.read_password(std::io::stdin().lock()) {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+            run_ctl(&socket, &command.line())
+        }
         Command::Run { config } => {
             kaissa::logging::init();
             run_daemon(config.as_deref())

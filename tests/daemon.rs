@@ -359,3 +359,22 @@ async fn an_accept_that_failed_on_our_side_but_not_on_the_server_is_played_withi
         .unwrap()
         .unwrap();
 }
+
+/// `password=-` reads the arena's password from standard input: an empty
+/// input is refused before anything is sent (exit status 2), naming the
+/// term, not a socket error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kaissa_ctl_reads_a_password_from_standard_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kaissa"))
+        .args(["ctl", "--socket"])
+        .arg(dir.path().join("control.sock"))
+        .args(["tournament", "join", "hL7vMrFQ", "password=-"])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(WAIT, out).await.unwrap().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(stderr.contains("password=-"), "stderr: {stderr}");
+}

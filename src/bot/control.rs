@@ -88,8 +88,9 @@ pub enum TournamentCommand {
     Join {
         #[arg(value_parser = tournament_id)]
         id: String,
-        /// team=TEAM (a team battle's team), password=PASSWORD, join-team
-        /// (join TEAM first)
+        /// team=TEAM (a team battle's team), password=PASSWORD (or
+        /// password=-: read from standard input, out of the process
+        /// list), join-team (join TEAM first)
         #[arg(value_parser = join_term, value_name = "TERM")]
         terms: Vec<JoinTerm>,
     },
@@ -203,6 +204,37 @@ fn join_term(word: &str) -> Result<JoinTerm, String> {
 }
 
 impl CtlCommand {
+    /// Reads a password given as `password=-` from `input`'s first line,
+    /// so that it never shows in the process list or the shell's history.
+    /// A password the daemon could not read back as one word (empty, or
+    /// with a space) is refused here, before anything is sent.
+    pub fn read_password(&mut self, input: impl std::io::BufRead) -> Result<(), String> {
+        let CtlCommand::Tournament(TournamentCommand::Join { terms, .. }) = self else {
+            return Ok(());
+        };
+        let Some(slot) = terms.iter_mut().find_map(|term| match term {
+            JoinTerm::Password(password) if password == "-" => Some(password),
+            _ => None,
+        }) else {
+            return Ok(());
+        };
+        use std::io::BufRead;
+        let mut line = String::new();
+        input
+            .take(4096)
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+        let password = line.trim_end_matches(['\n', '\r']);
+        if password.is_empty() {
+            return Err("password=-: standard input gave no password".to_owned());
+        }
+        if password.chars().any(char::is_whitespace) {
+            return Err("password=-: a password with a space cannot be sent".to_owned());
+        }
+        *slot = password.to_owned();
+        Ok(())
+    }
+
     /// The command as one line of words, as the daemon parses it.
     pub fn line(&self) -> String {
         let words: Vec<String> = match self {
@@ -691,6 +723,35 @@ mod tests {
             assert_eq!(daemon.command, client.command, "{words}");
             assert!(parse(&line).is_ok(), "{words}");
         }
+    }
+
+    #[test]
+    fn a_password_comes_from_standard_input() {
+        let join = |words: &str| -> CtlCommand {
+            CtlLine::try_parse_from(words.split_whitespace())
+                .unwrap()
+                .command
+        };
+        let mut command = join("tournament join hL7vMrFQ password=- team=coders");
+        command.read_password(&b"s3cret\n"[..]).unwrap();
+        assert_eq!(
+            command.line(),
+            "tournament join hL7vMrFQ password=s3cret team=coders"
+        );
+        let mut windows = join("tournament join hL7vMrFQ password=-");
+        windows.read_password(&b"s3cret\r\nnext line"[..]).unwrap();
+        assert_eq!(windows.line(), "tournament join hL7vMrFQ password=s3cret");
+        for bad in [&b""[..], b"\n", b"two words\n"] {
+            let mut command = join("tournament join hL7vMrFQ password=-");
+            let error = command.read_password(bad).unwrap_err();
+            assert!(
+                !error.contains("two"),
+                "the password is not echoed: {error}"
+            );
+        }
+        let mut plain = join("tournament join hL7vMrFQ password=typed");
+        plain.read_password(&b"ignored\n"[..]).unwrap();
+        assert_eq!(plain.line(), "tournament join hL7vMrFQ password=typed");
     }
 
     #[test]
