@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kaissa::bot::external::{
     EngineSpec, Event, ExternalEngine, ExternalError, Go, Info, MAX_RESTARTS, STOP_DEADLINE, Score,
-    SearchId, probe,
+    SearchId, probe, stop_grace,
 };
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
@@ -413,10 +413,12 @@ while IFS= read -r line; do
     go*) {on_go} ;;
     stop) {on_stop} ;;
     quit) {on_quit} ;;
+    *) echo "$line" >> '{input}' ;;
   esac
 done
 "#,
-        count = count.display()
+        count = count.display(),
+        input = dir.join("input").display(),
     );
     std::fs::write(&script, body).unwrap();
     spec("scripted", "/bin/sh", &[script.to_str().unwrap()])
@@ -446,8 +448,11 @@ async fn a_hung_engine_is_killed_and_restarted() {
     let (_, end) = outcome(&mut rx, id, Duration::from_secs(5)).await;
     let took = started.elapsed();
     assert!(failure(&end).contains("stop"), "{end:?}");
+    // Killed a grace after the deadline: a quarter of it, at least 100 ms.
+    let grace = stop_grace(ms(300));
+    assert_eq!(grace, Duration::from_millis(100));
     assert!(
-        took >= STOP_DEADLINE && took < Duration::from_secs(4),
+        took >= Duration::from_millis(300) + grace && took < Duration::from_secs(2),
         "{took:?}"
     );
     assert!(!alive(pid), "the hung process is killed and reaped");
@@ -700,4 +705,154 @@ async fn handshake_failures() {
         "{err:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(12));
+}
+
+/// The grace after `stop` fits in the deadline's clock: a quarter of the
+/// deadline, between 100 ms and two seconds.
+#[test]
+fn the_stop_grace_scales_with_the_deadline() {
+    assert_eq!(stop_grace(None), STOP_DEADLINE);
+    assert_eq!(stop_grace(ms(60_000)), STOP_DEADLINE);
+    assert_eq!(stop_grace(ms(4_000)), Duration::from_secs(1));
+    assert_eq!(stop_grace(ms(100)), Duration::from_millis(100));
+}
+
+/// A restart is the search's time: the deadline counts from `go`, the
+/// clocks the engine is told are as much shorter, and a restart that
+/// outlasts the deadline fails the search then, not when it is done.
+#[tokio::test]
+async fn a_restart_counts_against_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let told = dir.path().join("told");
+    let die = dir.path().join("die");
+    // The first process dies on `go`, and so does any while `die` exists;
+    // the second takes 600 ms to answer `uci` and writes the `go` it was
+    // sent; the third takes 2 s.
+    let spec = scripted(
+        dir.path(),
+        r#"if [ "$n" -eq 2 ]; then sleep 0.6; fi; if [ "$n" -eq 3 ]; then sleep 2; fi"#,
+        &format!(
+            r#"if [ "$n" -eq 1 ] || [ -f '{die}' ]; then rm -f '{die}'; exit 3; fi
+               echo "$line" >> '{told}'; echo "bestmove e2e4""#,
+            die = die.display(),
+            told = told.display()
+        ),
+        ":",
+        "exit 0",
+    );
+    let (engine, mut rx) = ExternalEngine::start(spec, None, false, "restart")
+        .await
+        .unwrap();
+    let id = engine.go(Go::default());
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert!(failure(&end).contains("exited"), "{end:?}");
+
+    let started = Instant::now();
+    let id = engine.go(Go {
+        wtime: ms(10_000),
+        btime: ms(10_000),
+        deadline: ms(5_000),
+        ..Go::default()
+    });
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert_eq!(best(&end), "e2e4");
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    let line = std::fs::read_to_string(&told).unwrap();
+    let wtime: u64 = line
+        .split_whitespace()
+        .skip_while(|w| *w != "wtime")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        wtime <= 9_400,
+        "White, to move, is told its clock less the restart: {line}"
+    );
+    assert!(line.contains("btime 10000"), "{line}");
+
+    // Dead again; the next restart is slower than the deadline.
+    std::fs::write(&die, "").unwrap();
+    let id = engine.go(Go::default());
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert!(failure(&end).contains("exited"), "{end:?}");
+    let started = Instant::now();
+    let id = engine.go(Go {
+        wtime: ms(1_000),
+        deadline: ms(300),
+        ..Go::default()
+    });
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    let took = started.elapsed();
+    assert!(failure(&end).contains("deadline"), "{end:?}");
+    assert!(
+        took < Duration::from_millis(550),
+        "failed at its deadline: {took:?}"
+    );
+    engine.quit().await;
+}
+
+/// A game set up from a position the Chess960 way writes castling as
+/// king-takes-rook: the engine, started for chess, is switched to
+/// Chess960 before it reads such a move.
+#[tokio::test]
+async fn a_chess960_search_switches_the_engine_to_chess960() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(
+        dir.path(),
+        r#"echo "option name UCI_Chess960 type check default false""#,
+        r#"echo "bestmove d1c1""#,
+        ":",
+        "exit 0",
+    );
+    let (engine, mut rx) = ExternalEngine::start(spec, None, false, "960")
+        .await
+        .unwrap();
+    let input = dir.path().join("input");
+    let id = engine.go(Go::default());
+    outcome(&mut rx, id, Duration::from_secs(3)).await;
+    let before = std::fs::read_to_string(&input).unwrap();
+    assert!(
+        before.contains("setoption name UCI_Chess960 value false"),
+        "{before}"
+    );
+    assert!(!before.contains("value true"), "{before}");
+    let id = engine.go(Go {
+        fen: Some("1r1k3r/8/8/8/8/8/8/1R1K3R w HBhb - 0 1".into()),
+        moves: vec!["d1h1".into()],
+        chess960: true,
+        ..Go::default()
+    });
+    outcome(&mut rx, id, Duration::from_secs(3)).await;
+    let after = std::fs::read_to_string(&input).unwrap();
+    let switched = after.find("setoption name UCI_Chess960 value true");
+    let position = after.rfind("position fen");
+    assert!(
+        switched.is_some() && switched < position,
+        "switched before the position: {after}"
+    );
+    engine.quit().await;
+}
+
+/// An engine that writes thousands of `info` lines a second sends a few
+/// events, and the last line before `bestmove` is among them.
+#[tokio::test]
+async fn a_flood_of_info_lines_is_thinned() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(
+        dir.path(),
+        "",
+        r#"i=0; while [ $i -lt 3000 ]; do echo "info depth 1 nodes $i pv e2e4"; i=$((i+1)); done
+           echo "info depth 9 score cp 20 nodes 99999 pv d2d4"; echo "bestmove d2d4""#,
+        ":",
+        "exit 0",
+    );
+    let (engine, mut rx) = ExternalEngine::start(spec, None, false, "flood")
+        .await
+        .unwrap();
+    let id = engine.go(Go::default());
+    let (infos, end) = outcome(&mut rx, id, Duration::from_secs(10)).await;
+    assert_eq!(best(&end), "d2d4");
+    assert!(infos.len() < 300, "{} info events", infos.len());
+    assert_eq!(infos.last().map(|i| i.depth), Some(9), "{infos:?}");
+    engine.quit().await;
 }

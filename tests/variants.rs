@@ -342,6 +342,66 @@ async fn a_crazyhouse_book_plays_the_engines_first_moves_where_its_filters_admit
     assert!(log.contains("book=d"), "the book is named: {log}");
 }
 
+/// An engine that hangs on two searches in a row, at a clock of a few
+/// seconds: each hung search is stopped and killed within five eighths of
+/// our clock, and with no time for another search the first move of the
+/// engine's line (or any legal move) is played; the restarted engine
+/// plays on and the game is not lost on time. (With the old stop grace of
+/// two seconds and a search again after the kill, the second hang flags.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_hangs_at_a_short_clock_does_not_lose_on_time() {
+    let Some(engine) = support::engines::fairy_stockfish() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("hangs.sh");
+    // Passes every line to Fairy-Stockfish but the 3rd and 4th `go` of
+    // the game (counted across restarts): those are never answered.
+    std::fs::write(
+        &wrapper,
+        format!(
+            r#"fifo="{dir}/fifo.$$"; mkfifo "$fifo"
+"{engine}" < "$fifo" &
+exec 3> "$fifo"
+while IFS= read -r line; do
+  case "$line" in
+    go*) g=0; [ -f "{dir}/gos" ] && read -r g < "{dir}/gos"; g=$((g+1)); echo "$g" > "{dir}/gos"
+         if [ "$g" -eq 3 ] || [ "$g" -eq 4 ]; then continue; fi ;;
+  esac
+  printf '%s\n' "$line" >&3
+done
+"#,
+            dir = dir.path().display(),
+            engine = engine.display()
+        ),
+    )
+    .unwrap();
+    let fake = FakeLichess::start().await;
+    let mut bot = start(
+        &fake,
+        Path::new("/bin/sh"),
+        &format!("args = [\"{}\"]", wrapper.display()),
+    )
+    .await;
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant_key("crazyhouse")
+            .clock(3, 2)
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    pgn_written(&bot, &id).await;
+    check_finished(&game, &bot, "Crazyhouse");
+    let log = bot.log();
+    assert!(
+        log.contains("no answer from the engine in time"),
+        "the hung searches ended in a fallback move: {log}"
+    );
+    assert!(game.moves.len() > 10, "the game went on: {game:?}");
+    bot.kill().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_engine_killed_mid_game_is_restarted_and_the_game_finished() {
     let Some(engine) = support::engines::fairy_stockfish() else {

@@ -87,6 +87,16 @@ impl Record {
         }
     }
 
+    /// Whether castling moves are written the Chess960 way (king takes
+    /// rook): a Chess960 game, or one set up from a position the Chess960
+    /// way.
+    pub(crate) fn chess960(&self) -> bool {
+        match self {
+            Record::Native(r) => r.chess960(),
+            Record::Variant(_) => false,
+        }
+    }
+
     /// The moves so far, in UCI as Lichess sends them.
     pub(super) fn uci_moves(&self) -> Vec<String> {
         match self {

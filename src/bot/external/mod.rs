@@ -60,6 +60,17 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an engine has to answer `stop` with `bestmove` before it is
 /// killed.
 pub const STOP_DEADLINE: Duration = Duration::from_secs(2);
+/// A search that starts this long after it was asked for (a restart, a
+/// wait for the previous search) tells the engine clocks made as much
+/// shorter; below it, the clocks go as the game gave them.
+const STALE_CLOCKS: Duration = Duration::from_millis(50);
+/// The shortest time between two `info` events of a search.
+const INFO_INTERVAL: Duration = Duration::from_millis(100);
+/// The least time an engine is told it has.
+const MIN_TOLD_TIME: Duration = Duration::from_millis(20);
+/// The least time a search with a deadline gets to answer `stop`: a
+/// healthy engine answers within milliseconds.
+pub const MIN_STOP_GRACE: Duration = Duration::from_millis(100);
 /// How long an engine has to exit after `quit` before it is killed.
 pub const QUIT_GRACE: Duration = Duration::from_secs(1);
 /// Restarts of a dead or hung engine in one game; then its searches fail.
@@ -224,11 +235,29 @@ pub struct Go {
     /// `go searchmoves`: only these moves (UCI) are searched; empty: all.
     pub searchmoves: Vec<String>,
     /// The hard limit of this search, grace included: at this time after
-    /// the `go` (after the `ponderhit` for a ponder search) the driver
-    /// sends `stop` itself, and kills the engine if no `bestmove` follows
-    /// within [`STOP_DEADLINE`]. `None`: only [`ExternalEngine::stop`]
-    /// ends a search the engine does not end.
+    /// [`ExternalEngine::go`] was called (after the `ponderhit` for a
+    /// ponder search), whatever came between (a restart, the previous
+    /// search's `stop`), the driver sends `stop` itself, and kills the
+    /// engine if no `bestmove` follows within [`stop_grace`] of it.
+    /// `None`: only [`ExternalEngine::stop`] ends a search the engine
+    /// does not end.
     pub deadline: Option<Duration>,
+    /// Whether castling moves are written the Chess960 way (king takes
+    /// rook): `UCI_Chess960` is switched on before the search if the
+    /// engine was started without it (a game from a position set up the
+    /// Chess960 way).
+    pub chess960: bool,
+}
+
+/// How long after `stop` a search with `deadline` may take to answer it
+/// before the engine is killed: a quarter of the deadline, between
+/// [`MIN_STOP_GRACE`] and [`STOP_DEADLINE`], so that a hung engine's
+/// deadline and grace fit in the clock it was given (a game gives half of
+/// ours: a hung engine costs at most five eighths of it).
+pub fn stop_grace(deadline: Option<Duration>) -> Duration {
+    deadline.map_or(STOP_DEADLINE, |d| {
+        (d / 4).clamp(MIN_STOP_GRACE, STOP_DEADLINE)
+    })
 }
 
 /// A score from the engine's point of view (the side to move).
@@ -287,7 +316,8 @@ pub struct ExternalEngine {
 
 #[derive(Debug)]
 enum Command {
-    Go(SearchId, Box<Go>),
+    /// A search, and when it was asked for (its deadline counts from then).
+    Go(SearchId, Box<Go>, Instant),
     PonderHit,
     Stop,
     Quit,
@@ -328,6 +358,8 @@ impl ExternalEngine {
             pending: None,
             stopped: false,
             events,
+            info_sent: None,
+            held_info: None,
             restarts: restarts.clone(),
             pid: pid.clone(),
         };
@@ -353,7 +385,7 @@ impl ExternalEngine {
     /// own id, and the caller ignores it).
     pub fn go(&self, go: Go) -> SearchId {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.send(Command::Go(id, Box::new(go)));
+        self.send(Command::Go(id, Box::new(go), Instant::now()));
         id
     }
 
@@ -364,7 +396,7 @@ impl ExternalEngine {
     }
 
     /// Stops the running search (and drops a `go` still waiting for it);
-    /// the engine must answer `bestmove` within [`STOP_DEADLINE`], else the
+    /// the engine must answer `bestmove` within [`stop_grace`], else the
     /// process is killed, the search reported `Failed`, and a fresh
     /// process is started (handshake, options, variant, `ucinewgame`)
     /// before the next `go`.
@@ -406,6 +438,17 @@ impl ExternalEngine {
     }
 }
 
+/// Whether the side to move after `go`'s moves is White: the FEN's
+/// second field (every variant's FEN has it), then a side a move.
+fn white_to_move(go: &Go) -> bool {
+    let white_first = go
+        .fen
+        .as_deref()
+        .and_then(|fen| fen.split_whitespace().nth(1))
+        .is_none_or(|side| side != "b");
+    white_first == go.moves.len().is_multiple_of(2)
+}
+
 /// Refuses a spec whose strings would break the line protocol.
 fn check_spec(spec: &EngineSpec) -> Result<(), ExternalError> {
     let bad = |s: &str| s.contains(['\n', '\r']);
@@ -431,6 +474,7 @@ async fn open(
     let mut proc = Proc::spawn(spec, game)?;
     let ready = async {
         let id = proc.handshake(spec).await?;
+        proc.chess960 = id.chess960;
         let variant = match variant {
             None => None,
             Some(v) => Some(id.variant(v).map(str::to_string).ok_or_else(|| {
@@ -463,6 +507,8 @@ struct Proc {
     /// Stdout, line by line, from the reader task; closed at end of file.
     lines: mpsc::Receiver<String>,
     pid: Option<u32>,
+    /// Whether it listed `UCI_Chess960` (known after the handshake).
+    chess960: bool,
 }
 
 impl Proc {
@@ -535,6 +581,7 @@ impl Proc {
             stdin,
             lines,
             pid,
+            chess960: false,
         })
     }
 
@@ -786,14 +833,19 @@ struct Driver {
     /// `go`.
     proc: Option<Proc>,
     search: Option<Search>,
-    /// A `go` waiting for the running search to answer `stop`.
-    pending: Option<(SearchId, Box<Go>)>,
+    /// A `go` waiting for the running search to answer `stop`, and when it
+    /// was asked for.
+    pending: Option<(SearchId, Box<Go>, Instant)>,
     /// The last search ended after a `stop`: the engine may still answer
     /// that `stop` with a stray `bestmove` (some do, even when idle), so
     /// the next search first waits for `readyok` and drops what came
     /// before it.
     stopped: bool,
     events: mpsc::UnboundedSender<Event>,
+    /// When the last `info` was reported, and the latest one held back
+    /// since (see [`Driver::emit`]).
+    info_sent: Option<Instant>,
+    held_info: Option<(SearchId, Info)>,
     restarts: Arc<AtomicU32>,
     pid: Arc<AtomicU32>,
 }
@@ -818,7 +870,7 @@ impl Driver {
             let wake = self.search.as_ref().and_then(Search::wake);
             tokio::select! {
                 command = commands.recv() => match command {
-                    Some(Command::Go(id, go)) => self.go(id, go).await,
+                    Some(Command::Go(id, go, issued)) => self.go(id, go, issued).await,
                     Some(Command::PonderHit) => self.ponderhit().await,
                     Some(Command::Stop) => self.stop().await,
                     Some(Command::Quit) | None => break,
@@ -832,26 +884,51 @@ impl Driver {
             // A go that waited for the previous search starts when that
             // one has ended, however it ended.
             while self.search.is_none() {
-                let Some((id, go)) = self.pending.take() else {
+                let Some((id, go, issued)) = self.pending.take() else {
                     break;
                 };
-                self.begin(id, *go).await;
+                self.begin(id, *go, issued).await;
             }
         }
         self.shutdown().await;
     }
 
-    fn emit(&self, event: Event) {
-        if let Event::Failed { id, error } = &event {
-            tracing::warn!(engine = %self.spec.name, game = %self.game, search = id, "search failed: {error}");
-        }
+    /// Reports an event. `info` lines go at most one an
+    /// [`INFO_INTERVAL`]: the game keeps only the last, and an engine
+    /// that writes thousands a second (or a game busy posting) must not
+    /// fill the unbounded channel. The last one held back goes before the
+    /// search's end.
+    fn emit(&mut self, event: Event) {
         // The receiver is gone only when the game no longer listens.
-        let _ = self.events.send(event);
+        match event {
+            Event::Info { id, info } => {
+                let now = Instant::now();
+                if self.info_sent.is_some_and(|at| now - at < INFO_INTERVAL) {
+                    self.held_info = Some((id, info));
+                } else {
+                    self.info_sent = Some(now);
+                    self.held_info = None;
+                    let _ = self.events.send(Event::Info { id, info });
+                }
+            }
+            Event::BestMove { id, .. } | Event::Failed { id, .. } => {
+                if let Event::Failed { id, error } = &event {
+                    tracing::warn!(engine = %self.spec.name, game = %self.game, search = id, "search failed: {error}");
+                }
+                if let Some((held, info)) = self.held_info.take()
+                    && held == id
+                {
+                    let _ = self.events.send(Event::Info { id, info });
+                }
+                self.info_sent = None;
+                let _ = self.events.send(event);
+            }
+        }
     }
 
-    async fn go(&mut self, id: SearchId, go: Box<Go>) {
+    async fn go(&mut self, id: SearchId, go: Box<Go>, issued: Instant) {
         if self.search.is_some() {
-            if let Some((old, _)) = self.pending.replace((id, go)) {
+            if let Some((old, _, _)) = self.pending.replace((id, go, issued)) {
                 self.emit(Event::Failed {
                     id: old,
                     error: "replaced by a newer search before it started".to_string(),
@@ -859,13 +936,16 @@ impl Driver {
             }
             self.request_stop().await;
         } else {
-            self.begin(id, *go).await;
+            self.begin(id, *go, issued).await;
         }
     }
 
     /// Sends the position and `go`, restarting the process first if it
-    /// died.
-    async fn begin(&mut self, id: SearchId, go: Go) {
+    /// died. The deadline counts from `issued`: the time a restart or a
+    /// wait took is the search's, the clocks the engine is told are made
+    /// as much shorter, and a search whose deadline passed before it could
+    /// start fails then.
+    async fn begin(&mut self, id: SearchId, mut go: Go, issued: Instant) {
         if let Err(e) = check_go(&go) {
             self.emit(Event::Failed {
                 id,
@@ -883,18 +963,51 @@ impl Driver {
             });
             return;
         }
-        if self.stopped {
-            self.stopped = false;
-            self.sync().await;
-        }
-        if self.proc.is_none()
-            && let Err(e) = self.restart().await
-        {
+        // A ponder search's deadline counts from the hit.
+        let hard = go.deadline.filter(|_| !go.ponder).map(|d| issued + d);
+        let ready = async {
+            if self.stopped {
+                self.stopped = false;
+                self.sync().await;
+            }
+            if self.proc.is_none() {
+                self.restart().await?;
+            }
+            if go.chess960 && !self.chess960 {
+                self.switch_to_chess960().await?;
+            }
+            Ok::<(), ExternalError>(())
+        };
+        let ready = match hard {
+            Some(at) => timeout_at(at, ready).await.unwrap_or_else(|_| {
+                Err(ExternalError::Timeout {
+                    engine: self.spec.name.clone(),
+                    what: "the search's deadline, before it could start",
+                    after: go.deadline.unwrap_or_default(),
+                })
+            }),
+            None => ready.await,
+        };
+        if let Err(e) = ready {
+            if matches!(e, ExternalError::Timeout { .. }) {
+                // Cut off in the middle of a restart or a sync: what the
+                // process says next cannot be trusted.
+                self.lose_process(&e.to_string()).await;
+            }
             self.emit(Event::Failed {
                 id,
                 error: e.to_string(),
             });
             return;
+        }
+        let waited = issued.elapsed();
+        if !go.ponder && waited >= STALE_CLOCKS {
+            let ours = if white_to_move(&go) {
+                &mut go.wtime
+            } else {
+                &mut go.btime
+            };
+            *ours = ours.map(|t| t.saturating_sub(waited).max(MIN_TOLD_TIME));
         }
         let Some(p) = self.proc.as_mut() else {
             // Not reached: restart() leaves a process or an error.
@@ -908,16 +1021,11 @@ impl Driver {
             Ok(()) => p.send(&go_command(&go), "sending a search").await,
             Err(e) => Err(e),
         };
-        let now = Instant::now();
         self.search = Some(Search {
             id,
             ponder: go.ponder,
             deadline: go.deadline,
-            stop_at: if go.ponder {
-                None
-            } else {
-                go.deadline.map(|d| now + d)
-            },
+            stop_at: hard,
             kill_at: None,
         });
         if let Err(e) = sent {
@@ -948,6 +1056,26 @@ impl Driver {
         self.pid.store(proc.pid.unwrap_or(0), Ordering::Relaxed);
         self.proc = Some(proc);
         Ok(())
+    }
+
+    /// `UCI_Chess960` on, for the rest of the game (a restarted process
+    /// gets it too); an engine without the option is warned of once.
+    async fn switch_to_chess960(&mut self) -> Result<(), ExternalError> {
+        self.chess960 = true;
+        let Some(p) = self.proc.as_mut() else {
+            return Ok(());
+        };
+        if !p.chess960 {
+            tracing::warn!(engine = %self.spec.name, game = %self.game,
+                "the engine has no option UCI_Chess960: its castling moves may be wrong in this game set up the Chess960 way");
+            return Ok(());
+        }
+        const DURING: &str = "switching to Chess960";
+        p.send("setoption name UCI_Chess960 value true", DURING)
+            .await?;
+        p.send("isready", DURING).await?;
+        p.expect("readyok", READY_TIMEOUT, |l| l == "readyok", |_| ())
+            .await
     }
 
     /// `isready` -> `readyok`, dropping the lines before it; an engine
@@ -987,7 +1115,7 @@ impl Driver {
     }
 
     async fn stop(&mut self) {
-        if let Some((id, _)) = self.pending.take() {
+        if let Some((id, _, _)) = self.pending.take() {
             self.emit(Event::Failed {
                 id,
                 error: "stopped before it started".to_string(),
@@ -997,7 +1125,7 @@ impl Driver {
     }
 
     /// `stop` to the running search, once; the engine is killed if no
-    /// `bestmove` follows within [`STOP_DEADLINE`].
+    /// `bestmove` follows within [`stop_grace`].
     async fn request_stop(&mut self) {
         let Some(search) = self.search.as_mut() else {
             return;
@@ -1006,7 +1134,7 @@ impl Driver {
             return;
         }
         search.stop_at = None;
-        search.kill_at = Some(Instant::now() + STOP_DEADLINE);
+        search.kill_at = Some(Instant::now() + stop_grace(search.deadline));
         self.send("stop").await;
     }
 
@@ -1066,7 +1194,8 @@ impl Driver {
         };
         let now = Instant::now();
         if search.kill_at.is_some_and(|t| t <= now) {
-            self.lose_process(&format!("no bestmove within {STOP_DEADLINE:?} of `stop`"))
+            let grace = stop_grace(search.deadline);
+            self.lose_process(&format!("no bestmove within {grace:?} of `stop`"))
                 .await;
         } else if search.stop_at.is_some_and(|t| t <= now) {
             tracing::warn!(engine = %self.spec.name, game = %self.game,
@@ -1098,7 +1227,7 @@ impl Driver {
 
     async fn shutdown(&mut self) {
         for id in [
-            self.pending.take().map(|(id, _)| id),
+            self.pending.take().map(|(id, _, _)| id),
             self.search.take().map(|s| s.id),
         ]
         .into_iter()

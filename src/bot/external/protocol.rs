@@ -44,7 +44,15 @@ fn finish_line(line: &[u8]) -> String {
     s
 }
 
-/// Reads the `id` and `option` lines of the answer to `uci`.
+/// The most options kept from the answer to `uci` (Stockfish lists about
+/// 20, Fairy-Stockfish 30), and the most `var` values of one (Fairy-
+/// Stockfish's `UCI_Variant` lists about 90): an engine that writes more
+/// is not let grow the daemon's memory, on every probe, without bound.
+pub(super) const MAX_OPTIONS: usize = 1024;
+pub(super) const MAX_VARS: usize = 1024;
+
+/// Reads the `id` and `option` lines of the answer to `uci`; options past
+/// [`MAX_OPTIONS`] are dropped.
 pub(super) fn parse_uci_line(line: &str, id: &mut EngineId) {
     let mut tokens = line.split_whitespace();
     match tokens.next() {
@@ -62,7 +70,9 @@ pub(super) fn parse_uci_line(line: &str, id: &mut EngineId) {
             } else if name.eq_ignore_ascii_case("UCI_Chess960") {
                 id.chess960 = true;
             }
-            id.options.push(name);
+            if id.options.len() < MAX_OPTIONS {
+                id.options.push(name);
+            }
         }
         _ => {}
     }
@@ -91,6 +101,7 @@ fn parse_option<'a>(mut tokens: impl Iterator<Item = &'a str>) -> Option<(String
             "var" | "default" | "min" | "max" | "type" => {
                 if let Some(v) = current.take()
                     && !v.is_empty()
+                    && vars.len() < MAX_VARS
                 {
                     vars.push(v.join(" "));
                 }
@@ -107,6 +118,7 @@ fn parse_option<'a>(mut tokens: impl Iterator<Item = &'a str>) -> Option<(String
     }
     if let Some(v) = current
         && !v.is_empty()
+        && vars.len() < MAX_VARS
     {
         vars.push(v.join(" "));
     }
@@ -398,6 +410,29 @@ mod tests {
         let chess_only = EngineId::default();
         assert_eq!(chess_only.variant("chess"), Some("chess"));
         assert_eq!(chess_only.variant("crazyhouse"), None);
+    }
+
+    /// An engine that lists options without end grows nothing past the
+    /// caps, and the options it needs are still read.
+    #[test]
+    fn a_flood_of_options_is_capped() {
+        let mut id = EngineId::default();
+        let vars: String = (0..5000).map(|i| format!(" var v{i}")).collect();
+        parse_uci_line(
+            &format!("option name UCI_Variant type combo default chess{vars}"),
+            &mut id,
+        );
+        for i in 0..5000 {
+            parse_uci_line(
+                &format!("option name O{i} type check default false"),
+                &mut id,
+            );
+        }
+        parse_uci_line("option name UCI_Chess960 type check default false", &mut id);
+        assert_eq!(id.variants.len(), MAX_VARS);
+        assert_eq!(id.variants[0], "v0");
+        assert_eq!(id.options.len(), MAX_OPTIONS);
+        assert!(id.chess960, "a known option past the cap is still seen");
     }
 
     #[test]

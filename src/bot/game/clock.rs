@@ -186,12 +186,18 @@ pub(super) fn told_for_ponder(limits: &Limits, us: chess::Color, clocks_run: boo
         chess::Color::White => (ours, limits.btime),
         chess::Color::Black => (limits.wtime, ours),
     };
+    // Without a clock, the fixed move time (correspondence) bounds the
+    // search from the hit: nothing else would end `go ponder`.
+    let deadline = match ours {
+        Some(t) => Some((t / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
+        None => limits.movetime.map(|m| m + EXTERNAL_GRACE),
+    };
     Told {
         wtime,
         btime,
         winc: limits.winc,
         binc: limits.binc,
-        deadline: ours.map(|t| (t / EXTERNAL_DEADLINE_SHARE).max(EXTERNAL_MIN_TIME)),
+        deadline,
     }
 }
 
@@ -342,5 +348,21 @@ mod tests {
         assert_eq!(told.deadline, Some(ms(4_400)));
         let before_clocks = told_for_ponder(&limits, chess::Color::Black, false);
         assert_eq!(before_clocks.btime, Some(ms(7_800)));
+    }
+
+    /// Without a clock (correspondence), a ponder hit starts a search the
+    /// fixed move time bounds: `go ponder` tells the engine no time.
+    #[test]
+    fn a_ponder_search_without_a_clock_has_a_deadline() {
+        let limits = Limits {
+            movetime: Some(Duration::from_secs(20)),
+            ..Limits::default()
+        };
+        let told = told_for_ponder(&limits, chess::Color::White, true);
+        assert_eq!((told.wtime, told.btime), (None, None));
+        assert_eq!(
+            told.deadline,
+            Some(Duration::from_secs(20) + EXTERNAL_GRACE)
+        );
     }
 }

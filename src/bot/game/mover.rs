@@ -35,6 +35,9 @@ use tokio::time::Instant;
 /// Searches that may fail for one move (an external engine's process died
 /// or hung and is restarted) before we play any legal move instead.
 pub(super) const MAX_ENGINE_FAILURES: u32 = 3;
+/// Another search after a failed one needs twice that one's time and
+/// this much more left on our clock; else the fallback move is played.
+const RETRY_RESERVE: Duration = Duration::from_secs(1);
 /// The longest a move post is retried.
 const MAX_MOVE_DEADLINE: Duration = Duration::from_secs(10);
 /// The shortest: even with almost no time left, try for this long.
@@ -350,10 +353,18 @@ impl Game {
     }
 
     /// The engine gave no usable move: search again (the driver restarts
-    /// a dead process), or after too many failures play any legal move.
+    /// a dead process) while the clock can pay for a search as long as
+    /// this one (a hung engine may hang again); after too many failures,
+    /// or without the time, play the first move of the line the engine
+    /// reported, else any legal move.
     async fn engine_failed(&mut self, thinking: Thinking, done: Instant) -> Flow {
         self.search.failures += 1;
-        if self.search.failures < MAX_ENGINE_FAILURES {
+        let spent = done.saturating_duration_since(thinking.started);
+        let left = thinking
+            .clock
+            .map(|c| c.saturating_sub(done.saturating_duration_since(thinking.arrived)));
+        let affordable = left.is_none_or(|left| left >= spent * 2 + RETRY_RESERVE);
+        if self.search.failures < MAX_ENGINE_FAILURES && affordable {
             drop(thinking);
             self.moved_at_ply = None;
             return Flow::Think;
@@ -361,10 +372,25 @@ impl Game {
         let Some(record) = self.record.as_ref() else {
             return Flow::Continue;
         };
-        let Some(chosen) = record.any_legal().and_then(|m| chosen(record, &m)) else {
+        let reported = thinking
+            .said
+            .as_ref()
+            .and_then(|s| s.first_move(record))
+            .filter(|m| {
+                !self
+                    .refused
+                    .texts_at(record.ply(), record.key())
+                    .contains(m)
+            })
+            .and_then(|m| chosen(record, &m));
+        let from_line = reported.is_some();
+        let Some(chosen) = reported.or_else(|| record.any_legal().and_then(|m| chosen(record, &m)))
+        else {
             return Flow::Continue;
         };
-        tracing::error!(engine = %self.engine_name(), failures = self.search.failures, mv = %chosen.uci, "no answer from the engine: playing a legal move");
+        tracing::error!(engine = %self.engine_name(), failures = self.search.failures, clock_left = ?left,
+            mv = %chosen.uci, from_line, "no answer from the engine in time: playing {}",
+            if from_line { "the first move of its last line" } else { "a legal move" });
         self.search.failures = 0;
         self.play(thinking, chosen, None, done).await
     }

@@ -246,6 +246,18 @@ impl Said {
             Said::External(info) => super::mover::Report::of_external(info, record),
         }
     }
+
+    /// The first move of the line it reported, as text (UCI, in the
+    /// game's castling notation); the caller checks it is legal.
+    pub(super) fn first_move(&self, record: &Record) -> Option<String> {
+        match self {
+            Said::BuiltIn(info) => {
+                let chess960 = record.native().is_some_and(|r| r.chess960());
+                info.pv.first().map(|m| m.to_uci(chess960))
+            }
+            Said::External(info) => info.pv.first().cloned(),
+        }
+    }
 }
 
 /// The built-in engine's request for `order`: the position after the
@@ -293,5 +305,6 @@ fn external_go(
         nodes: limits.nodes,
         ponder,
         deadline: told.deadline,
+        chess960: record.chess960(),
     }
 }
