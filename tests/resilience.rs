@@ -1025,3 +1025,29 @@ fn rss_kib(pid: u32) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// A proxy's 4xx to reopening the game stream (a 408, three times) is
+/// tried again: the game used to be given up at the first one, its PGN
+/// written mid-game, and the bullet game lost on time until the next
+/// playing check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_odd_4xx_to_reopening_the_game_stream_is_tried_again() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "[bot]\nplaying_check_secs = 3600\n").await;
+    let id = bullet(&fake);
+    wait_moves(&fake, &id, 6).await;
+    let streams = game_streams(&fake, &id);
+    fake.fail_matching_with_status(&format!("/api/bot/game/stream/{id}"), 3, 408);
+    fake.cut_game_stream(&id).unwrap();
+    fake.wait_until("the game stream reopened", WAIT, |v| {
+        v.game(&id)
+            .is_some_and(|g| g.stream_connections > streams || g.is_over())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        requests_containing(&fake, "/api/bot/game/stream/", Some(408)),
+        3
+    );
+    finish_then_stop(&fake, bot, &id).await;
+}

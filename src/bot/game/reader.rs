@@ -84,14 +84,29 @@ fn lost_a_move(why: &SkippedLine) -> bool {
     matches!(why, SkippedLine::Malformed { kind: Some(kind), .. } if kind == "gameFull" || kind == "gameState")
 }
 
+/// Whether Lichess refuses the game's stream for good: not ours, not
+/// there (401, 403, 404, 410). Another 4xx (a proxy's 408 or 400, say) is
+/// tried again, up to [`MAX_ODD_REFUSALS`] in a row: giving the game up
+/// mid-game loses it on time.
+fn refused_for_good(status: u16) -> bool {
+    matches!(status, 401 | 403 | 404 | 410)
+}
+
+/// Other 4xx answers in a row after which the game is given up.
+const MAX_ODD_REFUSALS: u32 = 5;
+
 async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<Notify>) {
     let mut backoff = Backoff::new(RECONNECT_MIN, RECONNECT_MAX, HEALTHY_AFTER);
+    let mut odd_refusals = 0;
     loop {
         let mut stream = match client.stream_game(&id).await {
             Ok(stream) => stream,
             Err(e)
-                if e.status()
-                    .is_some_and(|s| (400..500).contains(&s) && s != 429) =>
+                if e.status().is_some_and(|s| {
+                    let odd = (400..500).contains(&s) && s != 429 && !refused_for_good(s);
+                    odd_refusals = if odd { odd_refusals + 1 } else { 0 };
+                    refused_for_good(s) || odd_refusals >= MAX_ODD_REFUSALS
+                }) =>
             {
                 tracing::warn!("game stream refused: {e}");
                 let _ = tx.send(Line::Refused).await;
@@ -108,6 +123,7 @@ async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<No
             }
         };
         backoff.up();
+        odd_refusals = 0;
         // A resync asked before this open is answered by this open.
         let _ = tokio::time::timeout(Duration::ZERO, resync.notified()).await;
         let mut first = true;

@@ -63,6 +63,9 @@ pub(super) struct Faults {
     pub(super) refuse_move: Option<(String, u32)>,
     /// Answer 429 to some requests whose path contains a text.
     pub(super) fail_429_matching: Option<Matching429>,
+    /// Answer a status (a proxy's 408, say) to the next requests whose
+    /// path contains a text: the text, how many more, the status.
+    pub(super) fail_status_matching: Option<(String, u32, StatusCode)>,
     /// This many game-stream opens send a `gameFull` that does not parse.
     pub(super) malformed_game_full: u32,
     /// This many `gameState` lines that give the bot the move do not parse.
@@ -111,6 +114,13 @@ pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: N
                     .insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             return Some(response);
+        }
+        if let Some((part, n, status)) = &mut faults.fail_status_matching
+            && *n > 0
+            && path.contains(part.as_str())
+        {
+            *n -= 1;
+            return Some((*status, status.canonical_reason().unwrap_or("")).into_response());
         }
         if !authorized {
             return Some(error(StatusCode::UNAUTHORIZED, "No such token"));
@@ -190,6 +200,15 @@ impl FakeLichess {
                 ratelimit_secs: Some(seconds),
             })
         })
+    }
+
+    /// The next `n` requests whose path contains `part` get `status`
+    /// with its reason as a plain-text body, as a proxy in front of
+    /// Lichess answers (a 408, a 400 of its own).
+    pub fn fail_matching_with_status(&self, part: &str, n: u32, status: u16) {
+        let status = StatusCode::from_u16(status).expect("an HTTP status");
+        self.app
+            .with(|world, _| world.faults.fail_status_matching = Some((part.to_owned(), n, status)))
     }
 
     /// The next `n` game-stream opens send a `gameFull` line that does
