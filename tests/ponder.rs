@@ -1,8 +1,9 @@
 //! Pondering through the `Engine` handle: a hit, a miss and a stop while
 //! pondering each end with one legal `BestMove` for the right search, and
 //! the clock of a ponder search only starts at the hit. (The clock
-//! arithmetic itself is unit-tested in `timeman`; these tests only use
-//! orderings, never durations, in their assertions.)
+//! arithmetic itself is unit-tested in `timeman`; these tests use
+//! orderings in their assertions, and one a bound of seconds on a search
+//! that should end at once.)
 
 use kaissa::chess::Position;
 use kaissa::engine::{BestMove, Engine, EngineOptions, Event, GoRequest, Limits, SearchId};
@@ -134,4 +135,36 @@ fn stop_while_pondering_answers_at_once() {
     // Dropping the handle while pondering joins the thread.
     engine.go_ponder(GoRequest::new(ponder_pos, vec![], clock()));
     drop(engine);
+}
+
+/// A ponder search hit before the engine thread picked it up (it was
+/// saving its table, say) is on our clock since the hit, not since the
+/// pick-up: a hit half a minute old on a two-minute clock leaves nothing
+/// of this move's budget, and the search answers at once instead of
+/// thinking for seconds.
+#[test]
+fn a_hit_before_the_search_starts_counts_from_the_hit() {
+    use kaissa::engine::search::{SearchControl, Searcher};
+    use kaissa::engine::tt::TranspositionTable;
+    use std::sync::OnceLock;
+    use std::sync::atomic::AtomicBool;
+    let limits = Limits {
+        wtime: Some(Duration::from_secs(120)),
+        btime: Some(Duration::from_secs(120)),
+        ..clock()
+    };
+    let (stop, pondering) = (AtomicBool::new(false), AtomicBool::new(false));
+    let hit = OnceLock::new();
+    let started = std::time::Instant::now();
+    hit.set(started - Duration::from_secs(30)).unwrap();
+    let ctrl = SearchControl {
+        ponderhit_at: Some(&hit),
+        ..SearchControl::new(&stop, &pondering)
+    };
+    let tt = TranspositionTable::new(16);
+    let pos = Position::startpos();
+    let result = Searcher::new().search(&pos, &[], &limits, 1, &tt, &ctrl, &mut |_| {});
+    let took = started.elapsed();
+    assert!(pos.is_legal(result.best.expect("a move")));
+    assert!(took < Duration::from_millis(500), "answered after {took:?}");
 }

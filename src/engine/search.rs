@@ -324,7 +324,13 @@ impl Searcher {
         report: &mut dyn FnMut(SearchInfo),
     ) -> SearchResult {
         let now = Instant::now();
-        self.start = ctrl.clock_start.map_or(now, |at| at.min(now));
+        // A ponder search hit before it started (the engine thread was
+        // saving the table, say) is on our clock since the hit.
+        let hit = ctrl
+            .ponderhit_at
+            .and_then(|o| o.get().copied())
+            .filter(|_| !ctrl.pondering.load(Ordering::SeqCst));
+        self.start = ctrl.clock_start.or(hit).map_or(now, |at| at.min(now));
         self.nodes = 0;
         self.tb_hits = 0;
         self.seldepth = 0;

@@ -236,8 +236,14 @@ impl Engine {
     /// The opponent played the expected move: the ponder search goes on
     /// as a normal search under the clock.
     pub fn ponderhit(&mut self) {
+        self.ponderhit_at(Instant::now());
+    }
+
+    /// As [`EngineHandle::ponderhit`], the opponent's move having arrived
+    /// at `at` (our clock has run since; never later than now).
+    pub fn ponderhit_at(&mut self, at: Instant) {
         if let Some(f) = &self.current {
-            let _ = f.ponderhit_at.set(Instant::now());
+            let _ = f.ponderhit_at.set(at.min(Instant::now()));
             f.pondering.store(false, Ordering::SeqCst);
             self.wake();
         }

@@ -318,7 +318,8 @@ pub struct ExternalEngine {
 enum Command {
     /// A search, and when it was asked for (its deadline counts from then).
     Go(SearchId, Box<Go>, Instant),
-    PonderHit,
+    /// The ponder search is ours, since the move that arrived then.
+    PonderHit(Instant),
     Stop,
     Quit,
 }
@@ -392,7 +393,13 @@ impl ExternalEngine {
     /// The opponent played the move we ponder on: the ponder search goes
     /// on as a normal one (and its [`Go::deadline`] starts now).
     pub fn ponderhit(&self) {
-        self.send(Command::PonderHit);
+        self.ponderhit_at(Instant::now());
+    }
+
+    /// As [`ExternalEngine::ponderhit`], the opponent's move having
+    /// arrived at `at`: the deadline counts from then.
+    pub fn ponderhit_at(&self, at: Instant) {
+        self.send(Command::PonderHit(at.min(Instant::now())));
     }
 
     /// Stops the running search (and drops a `go` still waiting for it);
@@ -871,7 +878,7 @@ impl Driver {
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(Command::Go(id, go, issued)) => self.go(id, go, issued).await,
-                    Some(Command::PonderHit) => self.ponderhit().await,
+                    Some(Command::PonderHit(at)) => self.ponderhit(at).await,
                     Some(Command::Stop) => self.stop().await,
                     Some(Command::Quit) | None => break,
                 },
@@ -1102,14 +1109,14 @@ impl Driver {
         }
     }
 
-    async fn ponderhit(&mut self) {
+    async fn ponderhit(&mut self, at: Instant) {
         let Some(search) = self.search.as_mut().filter(|s| s.ponder) else {
             tracing::debug!(engine = %self.spec.name, game = %self.game, "ponderhit without a ponder search: ignored");
             return;
         };
         search.ponder = false;
         if search.kill_at.is_none() {
-            search.stop_at = search.deadline.map(|d| Instant::now() + d);
+            search.stop_at = search.deadline.map(|d| at + d);
         }
         self.send("ponderhit").await;
     }

@@ -697,9 +697,9 @@ impl Game {
         let permit = p.permit;
         permit.ponder_hit();
         let (_, clock) = self.limits(state, us, false);
-        // An external engine's deadline, set at `go ponder`, counts from
-        // now.
-        self.player.ponderhit();
+        // The engine's clock (an external engine's deadline) counts from
+        // the reply's arrival.
+        self.player.ponderhit(arrived);
         self.search.ponder_hits += 1;
         tracing::debug!(ply, expected = %p.expected, "ponder hit");
         let now = Instant::now();

@@ -199,12 +199,13 @@ impl Player {
         }
     }
 
-    /// The opponent played the expected reply: the ponder search becomes
-    /// the search for our move (the engine counts our clock from now).
-    pub(super) fn ponderhit(&mut self) {
+    /// The opponent played the expected reply, which arrived at
+    /// `arrived`: the ponder search becomes the search for our move, on
+    /// our clock since then (not since the game got round to it).
+    pub(super) fn ponderhit(&mut self, arrived: Instant) {
         match self {
-            Player::BuiltIn(engine) => engine.ponderhit(),
-            Player::External(engine) => engine.ponderhit(),
+            Player::BuiltIn(engine) => engine.ponderhit_at(arrived.into_std()),
+            Player::External(engine) => engine.ponderhit_at(arrived),
         }
     }
 
