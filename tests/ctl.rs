@@ -342,3 +342,75 @@ async fn the_operator_asks_for_a_pair_of_games() {
     assert_eq!(out, 2, "one pair, no more");
     bot.stop().await;
 }
+
+/// The requests the bot made about challenge `id` (accept, decline,
+/// cancel).
+fn answers_to(fake: &FakeLichess, id: &str) -> Vec<String> {
+    let prefix = format!("/api/challenge/{id}/");
+    fake.requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with(&prefix))
+        .map(|r| format!("{} {} {}", r.method, r.path, r.status))
+        .collect()
+}
+
+/// Lichess echoes our own challenge on the event stream, with no
+/// `direction` (lila's EventStream). It was taken for a challenge to us:
+/// accepted (a 404, which freed the slot it held) or queued. Now the
+/// challenger tells it is ours: it is not answered, it keeps its slot,
+/// and its game is played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_own_challenge_echoed_on_the_event_stream_keeps_its_slot() {
+    let fake = FakeLichess::start().await;
+    let (bot, socket) = start_with(&fake, 2, 3600, 60).await;
+    let (ok, text) = ctl(&socket, "challenge Somebody 1+1");
+    assert!(ok, "{text}");
+    let sent = fake
+        .wait_for("the operator's challenge", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out")
+                .map(|c| c.id)
+        })
+        .await
+        .unwrap();
+    // The stream keeps its order: once a challenge sent after the echo is
+    // answered, the echo was read.
+    let later = fake.send_challenge(
+        ChallengeSpec::default()
+            .bot_compatible(false)
+            .autoplay(None),
+    );
+    wait_status(&fake, &later, "declined").await;
+    assert_eq!(
+        answers_to(&fake, &sent),
+        Vec::<String>::new(),
+        "{}",
+        bot.log()
+    );
+    assert_eq!(fake.challenge(&sent).unwrap().status, "created");
+    let (ok, text) = ctl(&socket, "status --json");
+    assert!(ok, "{text}");
+    let status: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(status["slots_in_use"], 1, "{status}");
+    assert_eq!(status["queue"], serde_json::json!([]), "{status}");
+
+    // Accepted: its game is played.
+    let game = fake.accept_bot_challenge(&sent).unwrap();
+    fake.wait_until("a few moves", WAIT, |v| {
+        v.game(&game).is_some_and(|g| g.moves.len() >= 4)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", bot.log()));
+    fake.opponent_resigns(&game).unwrap();
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    assert_eq!(over.status, "resign");
+    assert!(over.illegal_moves.is_empty(), "{over:?}");
+    assert_eq!(
+        answers_to(&fake, &sent),
+        Vec::<String>::new(),
+        "{}",
+        bot.log()
+    );
+    bot.stop().await;
+}

@@ -151,7 +151,7 @@ async fn every_event_type_parses() {
     assert_eq!(challenge.variant.key, VariantKey::Standard);
     assert_eq!(challenge.speed, kaissa::lichess::Speed::Blitz);
     assert!(challenge.rated);
-    assert_eq!(challenge.direction, Some(Direction::In));
+    assert_eq!(challenge.direction, None, "the event stream gives none");
     assert_eq!(challenge.color, Some(ChallengeColor::White));
     assert_eq!(
         challenge.time_control,
@@ -206,7 +206,8 @@ async fn every_event_type_parses() {
     };
     assert_eq!(challenge.id, corr);
 
-    // Our own challenge comes back as direction "out", then declined.
+    // Our own challenge comes back, without a direction (lila's
+    // EventStream), then declined.
     let created = client
         .create_challenge(
             "SomeBot",
@@ -228,7 +229,9 @@ async fn every_event_type_parses() {
         panic!("expected our challenge");
     };
     assert_eq!(challenge.id, created.id);
-    assert_eq!(challenge.direction, Some(Direction::Out));
+    assert_eq!(challenge.direction, None);
+    assert_eq!(challenge.challenger.id, fake.bot_id());
+    assert!(challenge.is_from(&fake.bot_id().to_uppercase()));
     let form = fake.challenge(&created.id).unwrap().form;
     assert_eq!(form.get("clock.limit").map(String::as_str), Some("60"));
     assert_eq!(form.get("clock.increment").map(String::as_str), Some("1"));

@@ -646,6 +646,61 @@ async fn an_incoming_challenge_takes_the_slot_of_our_pending_one() {
     bot.stop().await;
 }
 
+/// Matchmaking's challenge comes back on the event stream, with no
+/// `direction` (lila's EventStream): the challenger is this bot, so it is
+/// ours. It was taken for a challenge to us, which found its own slot
+/// taken and cancelled it to make room; now it is left alone, pending,
+/// and its game is played once accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matchmakings_challenge_echoed_on_the_event_stream_is_left_alone() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Sleepy", 2000, Answer::Ignore)]);
+    let bot = start(
+        &fake,
+        "[matchmaking]\nenabled = true\nidle_secs = 1\ntime_controls = [\"1+1\"]\n\
+         challenge_timeout_secs = 60",
+    )
+    .await;
+    let ours = fake
+        .wait_for("our challenge", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out")
+                .map(|c| c.id)
+        })
+        .await
+        .unwrap();
+    // Once a challenge the stream sent after the echo is answered, the
+    // echo was read.
+    let later = fake.send_challenge(from(Opponent::human("Hugo")).bot_compatible(false));
+    wait_status(&fake, &later, "declined").await;
+    let prefix = format!("/api/challenge/{ours}/");
+    let answers = |fake: &FakeLichess| -> Vec<RequestRecord> {
+        fake.requests()
+            .into_iter()
+            .filter(|r| r.path.starts_with(&prefix))
+            .collect()
+    };
+    assert!(
+        answers(&fake).is_empty(),
+        "{:?}\n{}",
+        answers(&fake),
+        last_log()
+    );
+    assert_eq!(fake.challenge(&ours).unwrap().status, "created");
+    let game = fake.accept_bot_challenge(&ours).unwrap();
+    play_then_resign(&fake, &game, 4).await;
+    let over = fake.wait_game_over(&game, WAIT).await.unwrap();
+    assert!(over.illegal_moves.is_empty(), "{over:?}");
+    assert!(
+        answers(&fake).is_empty(),
+        "{:?}\n{}",
+        answers(&fake),
+        last_log()
+    );
+    bot.stop().await;
+}
+
 fn correspondence(days: u32) -> ChallengeSpec {
     ChallengeSpec::default()
         .time(FakeTime::Correspondence { days })

@@ -407,6 +407,8 @@ pub struct Challenge {
     pub final_color: Option<Color>,
     #[serde(default)]
     pub perf: Option<ChallengePerf>,
+    /// Only in the answers about one challenge (its creation, `GET
+    /// /api/challenge`), never on the event stream.
     #[serde(default)]
     pub direction: Option<Direction>,
     /// The starting FEN of a `fromPosition` (or Chess960) challenge.
@@ -421,6 +423,16 @@ pub struct Challenge {
     /// `challengeDeclined`.
     #[serde(default)]
     pub decline_reason_key: Option<String>,
+}
+
+impl Challenge {
+    /// Whether user `user_id` (in any case) sent this challenge. The
+    /// event stream gives our own challenges too, without a `direction`
+    /// (lila's EventStream sends every challenge we send or receive as
+    /// `challengeJsonView(none)`): the challenger tells whose it is.
+    pub fn is_from(&self, user_id: &str) -> bool {
+        self.challenger.id.eq_ignore_ascii_case(user_id)
+    }
 }
 
 fn unknown_speed() -> Speed {
@@ -495,7 +507,8 @@ pub struct GameInfo {
 /// One line of `/api/stream/event`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// A challenge to us (or from us: see [`Challenge::direction`]).
+    /// A challenge to us, or one of ours: the stream echoes those too,
+    /// without a `direction` (see [`Challenge::is_from`]).
     Challenge {
         challenge: Challenge,
         compat: Option<Compat>,

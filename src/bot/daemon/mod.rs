@@ -713,7 +713,12 @@ impl Daemon {
     fn handle(&mut self, event: Event) {
         match event {
             Event::Challenge { challenge, compat } => {
-                if challenge.direction == Some(Direction::Out) {
+                // Lichess echoes our own challenges (matchmaking's, the
+                // operator's) on the stream, with no direction: never
+                // answered, they keep the slot they hold.
+                let ours = challenge.direction == Some(Direction::Out)
+                    || self.me.as_ref().is_some_and(|me| challenge.is_from(&me.id));
+                if ours {
                     tracing::debug!(challenge = %challenge.id, "our own challenge");
                     return;
                 }

@@ -554,6 +554,16 @@ pub(super) async fn challenge_action(
                 challenge.status = "canceled";
                 ok()
             }
+            // lila's `apiCancel` of a challenge to us declines it.
+            "cancel" => {
+                challenge.status = "declined";
+                challenge.decline_reason = Some("generic".to_owned());
+                ok()
+            }
+            // lila's `apiAccept` and `apiDecline` look for a challenge
+            // to us (`isForMe`, `activeByIdFor`), then a rematch offer:
+            // our own challenge is neither, a 404.
+            "accept" | "decline" => not_found(),
             _ => error(StatusCode::BAD_REQUEST, "Not allowed."),
         }
     })
@@ -663,9 +673,14 @@ pub(super) async fn create_challenge(
             form: form.clone(),
             game_id: None,
         };
-        let json = world.challenge_json(&state);
-        world.send_event(&json!({"type": "challenge", "challenge": json,
+        // The event stream echoes our own challenge too (lila's
+        // EventStream: `isMyChallenge`), without a direction; the answer
+        // here has `direction: out`.
+        let event = world.challenge_json(&state);
+        world.send_event(&json!({"type": "challenge", "challenge": event,
                                  "compat": compat_json(speed_of(time))}));
+        let mut json = event;
+        json["direction"] = json!("out");
 
         world.challenges.insert(id.clone(), state);
         world.challenge_order.push(id.clone());

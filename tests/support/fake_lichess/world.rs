@@ -103,6 +103,10 @@ impl World {
         }
     }
 
+    /// A challenge as the event stream writes it: lila's EventStream
+    /// writes `challengeJsonView(none)`, no `direction`, for the
+    /// challenges to the bot and for the bot's own alike (the answer to
+    /// creating one adds `direction: out`).
     pub(super) fn challenge_json(&self, c: &ChallengeState) -> Value {
         let challenger_json = |o: &Opponent| {
             json!({"id": o.id, "name": o.name, "title": o.title, "rating": o.rating,
@@ -149,7 +153,6 @@ impl World {
                                           Side::Random => "random" },
             "finalColor": color_name(c.challenger_color),
             "perf": {"icon": "", "name": perf_name(speed, &key)},
-            "direction": c.direction,
         });
         if let Some(fen) = fen {
             json["initialFen"] = json!(fen);
