@@ -264,6 +264,39 @@ async fn the_other_decline_reasons() {
         .unwrap();
 }
 
+/// A challenge from a player without an account (`challenger: null`):
+/// its line no longer parsed, so it was skipped and never answered. It is
+/// declined (`generic`), and the next challenge is played as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anonymous_challenge_is_declined() {
+    let fake = FakeLichess::start().await;
+    let mut config = fast_config();
+    config.bot.concurrency = 1;
+    let (tx, rx) = tokio::sync::watch::channel(kaissa::bot::daemon::Stop::No);
+    let daemon = tokio::spawn(Daemon::new(client(&fake), config).run(rx));
+    fake.wait_event_stream(WAIT).await.unwrap();
+
+    let anonymous = fake.send_challenge(
+        ChallengeSpec::default()
+            .challenger(Opponent::anonymous())
+            .autoplay(None),
+    );
+    assert_eq!(
+        outcome(&fake, &anonymous).await,
+        ("declined".to_owned(), Some("generic".to_owned()))
+    );
+    // The same challenge from Alice: accepted, on the only slot.
+    let alice = fake.send_challenge(ChallengeSpec::default().autoplay(None));
+    assert_eq!(outcome(&fake, &alice).await.0, "accepted");
+
+    tx.send(kaissa::bot::daemon::Stop::Resign).unwrap();
+    tokio::time::timeout(WAIT, daemon)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_accepted_challenge_whose_game_never_starts_gives_its_slot_back() {
     let fake = FakeLichess::start().await;

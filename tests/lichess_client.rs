@@ -145,9 +145,9 @@ async fn every_event_type_parses() {
         panic!("expected a challenge");
     };
     assert_eq!(challenge.id, standard);
-    assert_eq!(challenge.challenger.id, "magnus");
-    assert_eq!(challenge.challenger.rating, Some(2700));
-    assert!(!challenge.challenger.is_bot());
+    assert_eq!(challenge.challenger.as_ref().unwrap().id, "magnus");
+    assert_eq!(challenge.challenger.as_ref().unwrap().rating, Some(2700));
+    assert!(!challenge.from_bot());
     assert_eq!(challenge.variant.key, VariantKey::Standard);
     assert_eq!(challenge.speed, kaissa::lichess::Speed::Blitz);
     assert!(challenge.rated);
@@ -173,7 +173,7 @@ async fn every_event_type_parses() {
         panic!("expected a challenge");
     };
     assert_eq!(challenge.variant.key, VariantKey::Chess960);
-    assert!(challenge.challenger.is_bot());
+    assert!(challenge.from_bot());
     assert_eq!(
         challenge.initial_fen.as_deref(),
         Some(chess960_fen(0).as_str())
@@ -230,7 +230,7 @@ async fn every_event_type_parses() {
     };
     assert_eq!(challenge.id, created.id);
     assert_eq!(challenge.direction, None);
-    assert_eq!(challenge.challenger.id, fake.bot_id());
+    assert_eq!(challenge.challenger.as_ref().unwrap().id, fake.bot_id());
     assert!(challenge.is_from(&fake.bot_id().to_uppercase()));
     let form = fake.challenge(&created.id).unwrap().form;
     assert_eq!(form.get("clock.limit").map(String::as_str), Some("60"));

@@ -31,6 +31,7 @@
 //! | `event/challenge-correspondence.json` | schema `ChallengeJson` (`daysPerTurn`) |
 //! | `event/challenge-fromPosition.json` | schema `ChallengeJson` (`initialFen`); perf icon from lila's `iconOf` |
 //! | `event/challenge-chess960.json` | schema `ChallengeJson` (`initialFen`, `compat.board: false`) |
+//! | `event/challenge-anonymous.json` | schema `ChallengeJson` with `challenger: null`: lila's challenge `JsonView` writes `"challenger" -> c.challengerUser`, none for a player without an account |
 //! | `event/challenge-rematch.json` | schema `ChallengeJson` (`rematchOf`), as lila's `EventStream` sends rematches |
 //! | `event/challengeCanceled.json` | spec example `stream-challengeCanceled` |
 //! | `event/challengeDeclined.json` | spec example `stream-challengeDeclined` (`generic`) |
@@ -292,11 +293,11 @@ fn event_challenge_unlimited() {
     assert_eq!(c.id, "jWAgu6ga");
     assert_eq!(c.url.as_deref(), Some("https://lichess.org/jWAgu6ga"));
     assert_eq!(c.status, Some(ChallengeStatus::Created));
-    assert_eq!(c.challenger.id, "adriana");
-    assert_eq!(c.challenger.name, "Adriana");
-    assert_eq!(c.challenger.rating, Some(734));
-    assert_eq!(c.challenger.title, None);
-    assert!(!c.challenger.is_bot());
+    assert_eq!(c.challenger.as_ref().unwrap().id, "adriana");
+    assert_eq!(c.challenger.as_ref().unwrap().name, "Adriana");
+    assert_eq!(c.challenger.as_ref().unwrap().rating, Some(734));
+    assert_eq!(c.challenger.as_ref().unwrap().title, None);
+    assert!(!c.from_bot());
     let dest = c.dest_user.as_ref().expect("destUser");
     assert_eq!(dest.id, "gabriela");
     assert!(dest.provisional);
@@ -338,9 +339,9 @@ fn event_challenge_with_a_clock() {
     );
     assert_eq!(c.speed, Speed::Rapid);
     assert!(c.rated);
-    assert!(c.challenger.is_bot());
-    assert!(c.challenger.provisional);
-    assert_eq!(c.challenger.lag, Some(4));
+    assert!(c.from_bot());
+    assert!(c.challenger.as_ref().unwrap().provisional);
+    assert_eq!(c.challenger.as_ref().unwrap().lag, Some(4));
     assert_eq!(c.dest_user.as_ref().unwrap().title, Some(Title::Gm));
     assert_eq!(c.direction, None, "the event stream gives no direction");
     assert_eq!(
@@ -374,7 +375,7 @@ fn event_challenge_from_position() {
         c.initial_fen.as_deref(),
         Some("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
     );
-    assert_eq!(c.challenger.title, Some(Title::Wnm));
+    assert_eq!(c.challenger.as_ref().unwrap().title, Some(Title::Wnm));
     assert_eq!(
         c.time_control,
         TimeControl::Clock {
@@ -406,8 +407,35 @@ fn event_challenge_chess960() {
 fn event_challenge_rematch() {
     let (c, _) = challenge_event("event/challenge-rematch.json");
     assert_eq!(c.rematch_of.as_deref(), Some("0FgNPGRz"));
-    assert_eq!(c.challenger.id, "aaron");
+    assert_eq!(c.challenger.as_ref().unwrap().id, "aaron");
     assert_eq!(c.dest_user.unwrap().id, "kaissa");
+}
+
+/// An anonymous challenger: the line is read (not skipped), and the
+/// policy declines it.
+#[test]
+fn event_challenge_anonymous() {
+    use kaissa::bot::policy::challenge::{Decision, decide};
+    let (c, compat) = challenge_event("event/challenge-anonymous.json");
+    assert_eq!(c.id, "Qx3mLp7T");
+    assert_eq!(c.challenger, None);
+    assert_eq!(c.challenger_id(), None);
+    assert!(!c.from_bot());
+    assert_eq!(c.dest_user.as_ref().unwrap().id, "kaissa");
+    assert_eq!(c.speed, Speed::Blitz);
+    let policy = kaissa::config::ChallengeConfig::default();
+    assert_eq!(
+        decide(&c, compat.as_ref(), &policy),
+        Decision::Decline(DeclineReason::Generic)
+    );
+    // The same from a player with an account is accepted.
+    let mut from_someone = c.clone();
+    from_someone.challenger =
+        serde_json::from_value(serde_json::json!({"id": "ann", "name": "Ann"})).unwrap();
+    assert_eq!(
+        decide(&from_someone, compat.as_ref(), &policy),
+        Decision::Accept
+    );
 }
 
 #[test]
@@ -417,7 +445,10 @@ fn event_challenge_canceled() {
     };
     assert_eq!(challenge.id, "BO2kXa9v");
     assert_eq!(challenge.status, Some(ChallengeStatus::Canceled));
-    assert_eq!(challenge.challenger.title, Some(Title::Wnm));
+    assert_eq!(
+        challenge.challenger.as_ref().unwrap().title,
+        Some(Title::Wnm)
+    );
     assert_eq!(challenge.dest_user.unwrap().id, "diego");
 }
 
@@ -444,7 +475,7 @@ fn event_challenge_declined_too_fast() {
     else {
         panic!("not a challengeDeclined")
     };
-    assert!(challenge.challenger.is_bot(), "our own challenge");
+    assert!(challenge.from_bot(), "our own challenge");
     assert_eq!(challenge.decline_reason_key.as_deref(), Some("toofast"));
     assert_eq!(
         DeclineReason::from_key(challenge.decline_reason_key.as_deref().unwrap()),
@@ -1440,11 +1471,14 @@ fn required_keys(kind: &str, value: &Value) -> Vec<(String, String)> {
     };
     let challenge = |need: &mut dyn FnMut(&Value, &str, &[&str]), c: &Value, path: &str| {
         need(c, path, CHALLENGE);
-        need(
-            &c["challenger"],
-            &format!("{path}.challenger"),
-            CHALLENGE_USER,
-        );
+        // null for an anonymous challenger (lila's `challengerUser`).
+        if !c["challenger"].is_null() {
+            need(
+                &c["challenger"],
+                &format!("{path}.challenger"),
+                CHALLENGE_USER,
+            );
+        }
         if c["destUser"].is_object() {
             need(&c["destUser"], &format!("{path}.destUser"), CHALLENGE_USER);
         }

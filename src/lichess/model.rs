@@ -390,7 +390,10 @@ pub struct Challenge {
     pub url: Option<String>,
     #[serde(default)]
     pub status: Option<ChallengeStatus>,
-    pub challenger: ChallengeUser,
+    /// `null` for an anonymous challenger (lila's JsonView writes
+    /// `challengerUser`, none for a player without an account).
+    #[serde(default)]
+    pub challenger: Option<ChallengeUser>,
     #[serde(default)]
     pub dest_user: Option<ChallengeUser>,
     #[serde(default)]
@@ -431,7 +434,29 @@ impl Challenge {
     /// (lila's EventStream sends every challenge we send or receive as
     /// `challengeJsonView(none)`): the challenger tells whose it is.
     pub fn is_from(&self, user_id: &str) -> bool {
-        self.challenger.id.eq_ignore_ascii_case(user_id)
+        self.challenger_id()
+            .is_some_and(|id| id.eq_ignore_ascii_case(user_id))
+    }
+
+    /// The challenger's user id; `None` for an anonymous challenger.
+    pub fn challenger_id(&self) -> Option<&str> {
+        self.challenger.as_ref().map(|user| user.id.as_str())
+    }
+
+    /// The challenger, for the log: its id, or `anonymous`.
+    pub fn challenger_label(&self) -> &str {
+        self.challenger_id().unwrap_or("anonymous")
+    }
+
+    /// Whether a bot account challenges (an anonymous challenger is not
+    /// one).
+    pub fn from_bot(&self) -> bool {
+        self.challenger.as_ref().is_some_and(ChallengeUser::is_bot)
+    }
+
+    /// The challenger's rating, if it has an account and a rating.
+    pub fn challenger_rating(&self) -> Option<u32> {
+        self.challenger.as_ref().and_then(|user| user.rating)
     }
 }
 
@@ -1155,8 +1180,9 @@ mod tests {
         let Event::Challenge { challenge, compat } = e else {
             panic!("not a challenge")
         };
-        assert_eq!(challenge.challenger.rating, None);
-        assert_eq!(challenge.challenger.title, None);
+        let challenger = challenge.challenger.as_ref().expect("a challenger");
+        assert_eq!(challenger.rating, None);
+        assert_eq!(challenger.title, None);
         assert_eq!(challenge.dest_user, None);
         assert_eq!(challenge.variant.key, VariantKey::Chess960);
         assert_eq!(
@@ -1181,7 +1207,7 @@ mod tests {
         let Event::ChallengeDeclined { challenge } = e else {
             panic!("not a challengeDeclined")
         };
-        assert!(challenge.challenger.is_bot());
+        assert!(challenge.from_bot());
         assert_eq!(challenge.decline_reason_key.as_deref(), Some("toofast"));
         assert_eq!(challenge.time_control, TimeControl::Unlimited);
     }
@@ -1195,10 +1221,31 @@ mod tests {
         let Event::Challenge { challenge, .. } = e else {
             panic!("not a challenge")
         };
-        assert_eq!(challenge.challenger.title, Some(Title::Other));
+        assert_eq!(
+            challenge.challenger.and_then(|user| user.title),
+            Some(Title::Other)
+        );
         assert_eq!(challenge.variant.key, VariantKey::Unknown);
         assert_eq!(challenge.speed, Speed::Unknown);
         assert_eq!(challenge.time_control, TimeControl::Unknown);
+    }
+
+    #[test]
+    fn an_anonymous_challenger_is_null() {
+        let e = event(
+            r#"{"type":"challenge","challenge":{"id":"a","challenger":null,
+            "destUser":{"id":"kaissa","name":"Kaissa","title":"BOT"},"variant":{"key":"standard"},
+            "speed":"blitz","timeControl":{"type":"clock","limit":180,"increment":2}}}"#,
+        );
+        let Event::Challenge { challenge, .. } = e else {
+            panic!("not a challenge")
+        };
+        assert_eq!(challenge.challenger, None);
+        assert_eq!(challenge.challenger_id(), None);
+        assert_eq!(challenge.challenger_label(), "anonymous");
+        assert!(!challenge.from_bot());
+        assert!(!challenge.is_from("anonymous"));
+        assert_eq!(challenge.challenger_rating(), None);
     }
 
     #[test]

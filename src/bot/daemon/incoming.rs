@@ -100,7 +100,9 @@ impl Daemon {
         } else {
             match decide(challenge, compat, policy) {
                 Decision::Decline(reason) => (reason, "policy"),
-                Decision::Accept if self.blocked(&challenge.challenger.id) => {
+                Decision::Accept
+                    if challenge.challenger_id().is_some_and(|id| self.blocked(id)) =>
+                {
                     (DeclineReason::Generic, "block list")
                 }
                 Decision::Accept
@@ -140,9 +142,9 @@ impl Daemon {
                                 self.queue_len.store(self.queue.len(), Ordering::Relaxed);
                                 tracing::info!(
                                     challenge = %challenge.id,
-                                    challenger = %challenge.challenger.id,
-                                    bot = challenge.challenger.is_bot(),
-                                    rating = challenge.challenger.rating,
+                                    challenger = challenge.challenger_label(),
+                                    bot = challenge.from_bot(),
+                                    rating = challenge.challenger_rating(),
                                     position,
                                     waiting = self.queue.len(),
                                     "queued: every slot is taken"
@@ -163,18 +165,20 @@ impl Daemon {
     /// Where the slots stand for `challenge`: slots in use, those bots
     /// hold, and the games and queued challenges of its challenger.
     pub(super) fn load_for(&self, challenge: &Challenge) -> Load {
-        let who = challenge.challenger.id.to_lowercase();
+        // An anonymous challenger (declined before this) has no games.
+        let who = challenge.challenger_id().unwrap_or_default().to_lowercase();
+        let known = !who.is_empty();
         // Games that still hold a slot: a finished game whose task writes
         // its PGN does not count (a rematch is not refused).
         let games = self
             .games
             .values()
-            .filter(|e| e.slot.is_some() && e.opponent.as_deref() == Some(who.as_str()))
+            .filter(|e| known && e.slot.is_some() && e.opponent.as_deref() == Some(who.as_str()))
             .count();
         let queued = self
             .queue
             .iter()
-            .filter(|c| c.id != challenge.id && c.challenger.id.eq_ignore_ascii_case(&who))
+            .filter(|c| known && c.id != challenge.id && c.is_from(&who))
             .count();
         let now = unix_now();
         Load {
@@ -216,8 +220,8 @@ impl Daemon {
         };
         tracing::info!(
             challenge = %challenge.id,
-            challenger = %challenge.challenger.id,
-            bot = challenge.challenger.is_bot(),
+            challenger = challenge.challenger_label(),
+            bot = challenge.from_bot(),
             variant = challenge.variant.key.as_str(),
             speed = challenge.speed.as_str(),
             rated = challenge.rated,
@@ -235,8 +239,8 @@ impl Daemon {
         }
         let mut entry = GameEntry::new(Some(slot));
         entry.accepted_at = Some(Instant::now());
-        entry.opponent = Some(challenge.challenger.id.to_lowercase());
-        entry.bot = challenge.challenger.is_bot();
+        entry.opponent = challenge.challenger_id().map(str::to_lowercase);
+        entry.bot = challenge.from_bot();
         self.games.entry(challenge.id.clone()).or_insert(entry);
         self.incoming.answers.push_back(Answer {
             id: challenge.id.clone(),
@@ -249,7 +253,7 @@ impl Daemon {
     pub(super) fn decline(&mut self, challenge: &Challenge, reason: DeclineReason, rule: &str) {
         tracing::info!(
             challenge = %challenge.id,
-            challenger = %challenge.challenger.id,
+            challenger = challenge.challenger_label(),
             variant = challenge.variant.key.as_str(),
             speed = challenge.speed.as_str(),
             rated = challenge.rated,
@@ -281,7 +285,7 @@ impl Daemon {
             return;
         }
         if self.quota.reached(unix_now()) {
-            self.decline_queued(|c| c.challenger.is_bot(), "daily bot quota");
+            self.decline_queued(Challenge::from_bot, "daily bot quota");
         }
         let due: Vec<String> = self
             .parking
@@ -318,11 +322,12 @@ impl Daemon {
             };
             let cap = policy.max_games_per_opponent as usize;
             let next = self.queue.take_next(|c| {
-                let playing = per_opponent
-                    .get(&c.challenger.id.to_lowercase())
+                let playing = c
+                    .challenger_id()
+                    .and_then(|id| per_opponent.get(&id.to_lowercase()))
                     .copied()
                     .unwrap_or(0);
-                playing < cap && may_take_slot(c.challenger.is_bot(), policy, load)
+                playing < cap && may_take_slot(c.from_bot(), policy, load)
             });
             let Some(challenge) = next else {
                 break;
@@ -330,7 +335,7 @@ impl Daemon {
             self.queue_len.store(self.queue.len(), Ordering::Relaxed);
             tracing::info!(
                 challenge = %challenge.id,
-                challenger = %challenge.challenger.id,
+                challenger = challenge.challenger_label(),
                 waiting = self.queue.len(),
                 "a slot is free: taking the next queued challenge"
             );
@@ -462,7 +467,7 @@ fn kind_of(challenge: &Challenge) -> GameKind {
     GameKind {
         variant: challenge.variant.key,
         speed: challenge.speed,
-        against_bot: challenge.challenger.is_bot(),
+        against_bot: challenge.from_bot(),
         rated: challenge.rated,
     }
 }

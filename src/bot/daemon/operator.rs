@@ -101,10 +101,7 @@ impl Daemon {
                 self.blocks.ctl.insert(user.to_lowercase());
                 self.blocked_changed();
                 // Their waiting challenges go too.
-                self.decline_queued(
-                    |c| c.challenger.id.eq_ignore_ascii_case(&user),
-                    "blocked by ctl",
-                );
+                self.decline_queued(|c| c.is_from(&user), "blocked by ctl");
                 Reply::ok(format!("{user} blocked"))
             }
             Request::Unblock(user) => {
@@ -314,7 +311,7 @@ impl Daemon {
         let queue: Vec<serde_json::Value> = self
             .queue
             .iter()
-            .map(|c| json!({"id": c.id, "challenger": c.challenger.id, "rating": c.challenger.rating}))
+            .map(|c| json!({"id": c.id, "challenger": c.challenger_label(), "rating": c.challenger_rating()}))
             .collect();
         let matchmaking = json!({
             "enabled": self.matchmaker.enabled(),

@@ -236,7 +236,7 @@ impl Daemon {
                 "matchmaking: daily bot-game quota reached; stopped until it resets"
             );
             self.matchmaker.failed();
-            self.decline_queued(|c| c.challenger.is_bot(), "daily bot quota");
+            self.decline_queued(Challenge::from_bot, "daily bot quota");
         } else if e.status() == Some(429) || e.is_transient() {
             tracing::warn!("matchmaking: challenge not sent: {e}");
             self.matchmaker.not_sent();

@@ -22,7 +22,9 @@ pub enum Decision {
 ///
 /// 0. a game the Bot API cannot play (the event's `compat.bot` is false,
 ///    as for an ultraBullet clock): `tooFast` for a clock, else `generic`;
-/// 1. challenger blocked, or not on a non-empty allow list: `generic`;
+/// 1. an anonymous challenger (`challenger: null`, no account to judge
+///    or to block), a challenger blocked, or one not on a non-empty allow
+///    list: `generic`;
 /// 2. a bot when `accept_bots = false`: `noBot`; a human when
 ///    `only_bots`: `onlyBot`;
 /// 3. variant not accepted: `standard` if the challenge is standard (the
@@ -68,7 +70,9 @@ fn check(
             _ => Generic,
         });
     }
-    let user = &challenge.challenger;
+    let Some(user) = &challenge.challenger else {
+        return Err(Generic);
+    };
     if is_blocked(policy, &user.id) || !is_allowed(policy, &user.id) {
         return Err(Generic);
     }
@@ -111,9 +115,10 @@ fn check(
     Ok(())
 }
 
-/// Whether a human or a bot challenges.
+/// Whether a human or a bot challenges (an anonymous challenger is a
+/// human).
 pub fn challenger_kind(challenge: &Challenge) -> Challenger {
-    if challenge.challenger.is_bot() {
+    if challenge.from_bot() {
         Challenger::Bot
     } else {
         Challenger::Human
@@ -165,7 +170,7 @@ pub enum Fair {
 /// a free slot, which a bot may take only beyond the
 /// `reserved_for_humans` ones, else it waits.
 pub fn fair(challenge: &Challenge, policy: &ChallengeConfig, load: Load) -> Fair {
-    let bot = challenge.challenger.is_bot();
+    let bot = challenge.from_bot();
     if load.with_challenger >= policy.max_games_per_opponent as usize {
         return Fair::Decline(DeclineReason::Later, "per-opponent cap");
     }
@@ -739,6 +744,18 @@ mod tests {
         let unrated =
             challenge(serde_json::json!({"challenger": {"id": "alice", "name": "Alice"}}));
         assert_eq!(d(&unrated, &p), Decision::Accept);
+    }
+
+    #[test]
+    fn an_anonymous_challenger_is_declined_generic() {
+        // The same challenge as the plain one accepted, from nobody.
+        let anonymous = challenge(serde_json::json!({"challenger": null}));
+        let mut p = policy();
+        assert_eq!(d(&std_challenge(), &p), Decision::Accept);
+        assert_eq!(d(&anonymous, &p), Decision::Decline(Generic));
+        p.only_bots = true;
+        assert_eq!(d(&anonymous, &p), Decision::Decline(Generic));
+        assert_eq!(challenger_kind(&anonymous), Challenger::Human);
     }
 
     #[test]

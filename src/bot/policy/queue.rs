@@ -125,7 +125,7 @@ impl ChallengeQueue {
             let w = &self.waiting[i];
             let rating = match self.order {
                 QueueOrder::Arrival => 0,
-                QueueOrder::Rating => w.challenge.challenger.rating.unwrap_or(0),
+                QueueOrder::Rating => w.challenge.challenger_rating().unwrap_or(0),
             };
             (self.group(&w.challenge), std::cmp::Reverse(rating), w.seq)
         });
@@ -135,11 +135,15 @@ impl ChallengeQueue {
     /// The rank of the first group of `first` the challenger is in
     /// (`first.len()`: none).
     fn group(&self, challenge: &Challenge) -> usize {
-        let user = &challenge.challenger;
+        let titled = challenge
+            .challenger
+            .as_ref()
+            .is_some_and(|user| user.title.is_some());
+        let bot = challenge.from_bot();
         let is = |group: QueueGroup| match group {
-            QueueGroup::Titled => user.title.is_some() && !user.is_bot(),
-            QueueGroup::Humans => !user.is_bot(),
-            QueueGroup::Bots => user.is_bot(),
+            QueueGroup::Titled => titled && !bot,
+            QueueGroup::Humans => !bot,
+            QueueGroup::Bots => bot,
         };
         self.first
             .iter()

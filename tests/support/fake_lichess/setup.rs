@@ -230,6 +230,18 @@ impl Opponent {
         }
     }
 
+    /// A player without an account (no id): its challenge shows
+    /// `challenger: null`, as lila's challenge JsonView writes it.
+    pub fn anonymous() -> Opponent {
+        Opponent {
+            id: String::new(),
+            name: "Anonymous".to_owned(),
+            title: None,
+            rating: None,
+            provisional: false,
+        }
+    }
+
     /// A bot named `name`, rated 2000.
     pub fn bot(name: &str) -> Opponent {
         Opponent {

@@ -109,6 +109,10 @@ impl World {
     /// creating one adds `direction: out`).
     pub(super) fn challenge_json(&self, c: &ChallengeState) -> Value {
         let challenger_json = |o: &Opponent| {
+            if o.id.is_empty() {
+                // Anonymous: lila writes `challengerUser`, none.
+                return Value::Null;
+            }
             json!({"id": o.id, "name": o.name, "title": o.title, "rating": o.rating,
                    "provisional": o.provisional, "online": true, "lag": 4})
         };
