@@ -624,7 +624,7 @@ async fn castling_arrives_in_either_form() {
 
 /// lila takes a claim only on the opponent's turn: an opponent who leaves
 /// on ours is claimed against once our move is in, never before (a claim
-/// on our own turn is refused).
+/// on our own turn does nothing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_waits_for_the_opponents_turn() {
     let fake = FakeLichess::start_with(FakeConfig {
@@ -645,7 +645,42 @@ async fn a_claim_waits_for_the_opponents_turn() {
         ("timeout", Some(Color::White), 3),
         "{log}"
     );
-    assert_eq!(game.refused_claims, 0, "{log}");
+    assert_eq!((game.refused_claims, game.ignored_claims), (0, 0), "{log}");
+}
+
+/// lila answers a claim it cannot take now (`mightClaimWin` false: our
+/// own turn) with 200 and does nothing. The opponent's move crossed our
+/// claim, so it came on our turn: the bot took the 200 for done and never
+/// claimed again (no new `opponentGone` comes), and the game hung until
+/// the opponent's flag fell. It claims again once its move is in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_lichess_answered_without_effect_is_made_again() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        claim_win_secs: 0,
+        ..FakeConfig::default()
+    })
+    .await;
+    let bot = start(&fake, "[engine]\nponder = false").await;
+    let id = bot_white_by_hand(&fake, ChallengeSpec::default().clock(60, 0)).await;
+    fake.opponent_move(&id, "e7e5").unwrap();
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    fake.move_crosses_claim(1);
+    fake.opponent_gone(&id, true).unwrap();
+    let game = fake
+        .wait_game_over(&id, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bot.log()));
+    let log = bot.stop().await;
+    assert_eq!(
+        (game.status.as_str(), game.winner, game.moves.len()),
+        ("timeout", Some(Color::White), 5),
+        "{log}"
+    );
+    assert_eq!((game.ignored_claims, game.refused_claims), (1, 0), "{log}");
 }
 
 /// When the opponent leaves and we cannot win on material, the bot
@@ -659,7 +694,9 @@ async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logg
     })
     .await;
     let bot = start(&fake, "").await;
-    // A lone white king (the bot) against king and rook.
+    // A lone white king (the bot) against king and rook. The opponent
+    // moves once (lila takes no claim before both sides moved), then
+    // leaves.
     let id = bot_white_by_hand(
         &fake,
         ChallengeSpec::default()
@@ -669,6 +706,12 @@ async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logg
             }),
     )
     .await;
+    fake.opponent_move(&id, "a2a3").unwrap();
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
     fake.opponent_gone(&id, true).unwrap();
     let game = fake.wait_game_over(&id, WAIT).await.unwrap();
     assert_eq!(

@@ -85,7 +85,9 @@ use tracing::Instrument;
 /// After Lichess says the game finished, wait this long for the stream's
 /// last `gameState` (the final move for the PGN) before wrapping up.
 const FINISH_GRACE: Duration = Duration::from_secs(2);
-/// A claim of victory refused (too early) is tried again after this.
+/// A claim is made again after this while the game goes on: refused
+/// (too early), or answered 200 without effect (lila does nothing where
+/// it cannot take the claim now, say on our own turn).
 const CLAIM_RETRY: Duration = Duration::from_secs(1);
 const MAX_CLAIMS: u32 = 10;
 /// A claim due on our turn looks again this often (until our move is in).
@@ -1202,6 +1204,9 @@ impl Game {
     /// not give the win.
     async fn on_claim_timer(&mut self) -> Flow {
         self.claims.at = None;
+        if !self.status.is_ongoing() {
+            return Flow::Continue;
+        }
         // Lichess takes a claim only on the opponent's turn (lila's
         // `mightClaimWin`: `!isMyTurn`); on ours we move first, and the
         // claim follows once the move is in.
@@ -1223,11 +1228,17 @@ impl Game {
             tracing::info!("claiming a draw: the opponent left and we cannot win on material");
             self.ctx.client.claim_draw(&self.id).await
         };
+        // A 200 is no proof: lila's BotPlayer answers it and does nothing
+        // where the claim cannot be made now (`mightClaimWin`, `drawable`:
+        // the opponent's move crossed ours and it was our turn there), and
+        // sends no new `opponentGone`. So the claim stands until the game
+        // ends or the opponent is back (which disarm it), up to
+        // MAX_CLAIMS.
         if let Err(e) = claim {
             tracing::warn!("claim failed: {e}");
-            if self.claims.sent < MAX_CLAIMS {
-                self.claims.at = Some(Instant::now() + CLAIM_RETRY);
-            }
+        }
+        if self.claims.sent < MAX_CLAIMS {
+            self.claims.at = Some(Instant::now() + CLAIM_RETRY);
         }
         Flow::Continue
     }

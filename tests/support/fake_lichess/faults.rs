@@ -70,6 +70,10 @@ pub(super) struct Faults {
     pub(super) malformed_game_full: u32,
     /// This many `gameState` lines that give the bot the move do not parse.
     pub(super) malformed_turn_state: u32,
+    /// This many claims made on the opponent's turn cross the opponent's
+    /// move: the move is played first, so the claim comes on the bot's
+    /// own turn.
+    pub(super) move_crosses_claim: u32,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -338,6 +342,15 @@ impl FakeLichess {
     /// played), as when the bot's view of the game is stale.
     pub fn reject_moves_not_your_turn(&self, n: u32) {
         self.app.with(|world, _| world.faults.reject_moves = n)
+    }
+
+    /// The next `n` claims the bot makes on the opponent's turn cross the
+    /// opponent's move (a legal move is played just before the claim is
+    /// judged): they come on the bot's own turn, where lila answers 200
+    /// and does nothing.
+    pub fn move_crosses_claim(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.move_crosses_claim = n)
     }
 
     /// The next `n` challenges the bot creates are refused with Lichess's

@@ -65,8 +65,11 @@ pub(super) struct Game {
     pub(super) chat: Vec<ChatRecord>,
     pub(super) illegal: Vec<IllegalMove>,
     pub(super) draw_answers: Vec<bool>,
-    /// Claims refused (too early, or on the bot's own turn).
+    /// Claims refused (400: the opponent not gone long enough).
     pub(super) refused_claims: u32,
+    /// Claims answered 200 that did nothing (lila's: on the bot's own
+    /// turn, or before both sides moved).
+    pub(super) ignored_claims: u32,
     pub(super) takeback_answers: Vec<bool>,
     pub(super) bot_draw_offers: usize,
     pub(super) stream_connections: usize,
@@ -144,6 +147,7 @@ impl Game {
             chat: self.chat.clone(),
             draw_answers: self.draw_answers.clone(),
             refused_claims: self.refused_claims,
+            ignored_claims: self.ignored_claims,
             takeback_answers: self.takeback_answers.clone(),
             bot_draw_offers: self.bot_draw_offers,
             stream_connections: self.stream_connections,

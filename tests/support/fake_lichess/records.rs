@@ -66,8 +66,11 @@ pub struct GameRecord {
     pub chat: Vec<ChatRecord>,
     /// The bot's answers to draw offers (`true`: accepted).
     pub draw_answers: Vec<bool>,
-    /// Claims refused (too early, or on the bot's own turn).
+    /// Claims refused (400: the opponent not gone long enough).
     pub refused_claims: u32,
+    /// Claims answered 200 that did nothing (on the bot's own turn, or
+    /// before both sides moved: lila's `mightClaimWin` / `drawable`).
+    pub ignored_claims: u32,
     /// The bot's answers to takeback proposals.
     pub takeback_answers: Vec<bool>,
     /// Draw offers the bot made (with a move or `draw/yes`).

@@ -450,26 +450,63 @@ pub(super) async fn claim(
 ) -> Response {
     app.with(|world, app| {
         let claim_after = Duration::from_secs(world.cfg.claim_win_secs.into());
+        let Some(game) = world.games.get(&id) else {
+            return not_found();
+        };
+        let bot = game.bot_color;
+        if world.faults.move_crosses_claim > 0 && game.started() && game.pos.turn() != bot {
+            // The opponent's move, on its way when the bot claimed, is in
+            // first.
+            world.faults.move_crosses_claim -= 1;
+            if let Some(m) = game.pos.legal_moves().first().copied() {
+                world.play(app, &id, m);
+            }
+        }
         let Some(game) = world.games.get_mut(&id) else {
             return not_found();
         };
-        let claimable = game.started()
+        let victory = what == "claim-victory";
+        // lila's BotPlayer: `claimVictory` is `pov.mightClaimWin.so(...)`
+        // (the game resignable, so both sides moved, with a clock, and not
+        // the claimer's turn), `claimDraw` is `pov.game.drawable.so(...)`
+        // (playable, both sides moved): where that is false, 200 and
+        // nothing done.
+        let both_moved = game.started() && game.ply() >= 2;
+        let may = if victory {
+            both_moved && game.clock.is_some() && game.pos.turn() != bot
+        } else {
+            both_moved
+        };
+        if !may {
+            game.ignored_claims += 1;
+            return ok();
+        }
+        // The round's ResignForce/DrawForce: the opponent gone long
+        // enough, on the opponent's turn; else lila's clientError.
+        let claimable = game.pos.turn() != bot
             && game
                 .gone_since
                 .is_some_and(|since| since.elapsed() >= claim_after);
-        let bot = game.bot_color;
-        // lila's `Pov.mightClaimWin`: never on the claimer's own turn.
-        if !claimable || game.pos.turn() == bot {
+        if !claimable {
             game.refused_claims += 1;
-            return error(StatusCode::BAD_REQUEST, "You cannot claim now.");
+            let message = if victory {
+                "You cannot claim the win on this game"
+            } else {
+                "You cannot claim draw on this game"
+            };
+            return error(StatusCode::BAD_REQUEST, message);
         }
-        if what == "claim-victory" && game.pos.has_insufficient_material(bot) {
+        if victory && game.pos.has_insufficient_material(bot) {
             // Nothing to win with: only a draw can be claimed.
-            return error(StatusCode::BAD_REQUEST, "You cannot claim victory.");
+            return error(
+                StatusCode::BAD_REQUEST,
+                "You cannot claim the win on this game",
+            );
         }
-        match what.as_str() {
-            "claim-victory" => world.finish(app, &id, "timeout", Some(bot)),
-            _ => world.finish(app, &id, "draw", None),
+        if victory {
+            world.finish(app, &id, "timeout", Some(bot));
+        } else {
+            world.finish(app, &id, "draw", None);
         }
         ok()
     })

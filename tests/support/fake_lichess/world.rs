@@ -286,6 +286,7 @@ impl World {
             illegal: Vec::new(),
             draw_answers: Vec::new(),
             refused_claims: 0,
+            ignored_claims: 0,
             takeback_answers: Vec::new(),
             bot_draw_offers: 0,
             stream_connections: 0,
