@@ -683,6 +683,43 @@ async fn a_claim_lichess_answered_without_effect_is_made_again() {
     assert_eq!((game.ignored_claims, game.refused_claims), (1, 0), "{log}");
 }
 
+/// A claim is a request of its own: while Lichess is slow to answer it
+/// (10 s here; its retries can take a minute), the game reads its stream
+/// and answers the opponent's move at once. The claim used to be awaited
+/// in the game's loop: no move, no engine answer, no cut for another
+/// game until it returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_claim_does_not_hold_up_the_game() {
+    let fake = FakeLichess::start_with(FakeConfig {
+        claim_win_secs: 0,
+        ..FakeConfig::default()
+    })
+    .await;
+    let bot = start(&fake, "[engine]\nponder = false").await;
+    let id = bot_white_by_hand(&fake, ChallengeSpec::default().clock(60, 0)).await;
+    fake.delay_matching("/claim-victory", 1, Duration::from_secs(10));
+    fake.opponent_gone(&id, true).unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Back, and moving, while the claim waits for its answer.
+    fake.opponent_gone(&id, false).unwrap();
+    fake.opponent_move(&id, "e7e5").unwrap();
+    let moved = std::time::Instant::now();
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    let took = moved.elapsed();
+    let mut bot = bot;
+    let log = bot.log();
+    bot.kill().await;
+    assert!(log.contains("claiming victory"), "{log}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the reply waited {took:?} for the claim: {log}"
+    );
+}
+
 /// When the opponent leaves and we cannot win on material, the bot
 /// claims the draw (Lichess would not give it the win); a rated game's
 /// rating change is logged.

@@ -357,6 +357,10 @@ struct Offers {
 struct Claims {
     at: Option<Instant>,
     sent: u32,
+    /// The claim on its way: a request of its own, so that a slow Lichess
+    /// (retries of up to a minute) never holds up the game's loop, its
+    /// moves, its engine answers or another game's call for the thread.
+    in_flight: Option<tokio::task::JoinHandle<()>>,
 }
 
 type PermitFuture = Pin<Box<dyn Future<Output = Permit> + Send>>;
@@ -647,7 +651,7 @@ impl Game {
                 _ = tokio::time::sleep_until(self.timers.abort_at.unwrap_or_else(far)),
                     if self.timers.abort_at.is_some() => self.on_abort_timer(),
                 _ = tokio::time::sleep_until(self.claims.at.unwrap_or_else(far)),
-                    if self.claims.at.is_some() => self.on_claim_timer().await,
+                    if self.claims.at.is_some() => self.on_claim_timer(),
                 _ = tokio::time::sleep_until(self.timers.rethink_at.unwrap_or_else(far)),
                     if self.timers.rethink_at.is_some() => self.on_rethink_timer(),
                 _ = tokio::time::sleep_until(self.timers.finish_by.unwrap_or_else(far)),
@@ -1202,7 +1206,7 @@ impl Game {
     /// The opponent left long enough ago: claim the win, or the draw when
     /// we cannot win on material (a lone king, say), where Lichess would
     /// not give the win.
-    async fn on_claim_timer(&mut self) -> Flow {
+    fn on_claim_timer(&mut self) -> Flow {
         self.claims.at = None;
         if !self.status.is_ongoing() {
             return Flow::Continue;
@@ -1216,27 +1220,43 @@ impl Game {
             self.claims.at = Some(Instant::now() + CLAIM_ON_OUR_TURN);
             return Flow::Continue;
         }
+        // One claim at a time: the next waits for the last one's answer.
+        if self
+            .claims
+            .in_flight
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
+        {
+            self.claims.at = Some(Instant::now() + CLAIM_RETRY);
+            return Flow::Continue;
+        }
         self.claims.sent += 1;
         let can_win = match (self.color, &self.record) {
             (Some(us), Some(record)) => record.can_win(us),
             _ => true,
         };
-        let claim = if can_win {
+        if can_win {
             tracing::info!("claiming victory: the opponent left");
-            self.ctx.client.claim_victory(&self.id).await
         } else {
             tracing::info!("claiming a draw: the opponent left and we cannot win on material");
-            self.ctx.client.claim_draw(&self.id).await
-        };
+        }
+        let (client, id) = (self.ctx.client.clone(), self.id.clone());
+        self.claims.in_flight = Some(spawn_here(async move {
+            let claim = if can_win {
+                client.claim_victory(&id).await
+            } else {
+                client.claim_draw(&id).await
+            };
+            if let Err(e) = claim {
+                tracing::warn!("claim failed: {e}");
+            }
+        }));
         // A 200 is no proof: lila's BotPlayer answers it and does nothing
         // where the claim cannot be made now (`mightClaimWin`, `drawable`:
         // the opponent's move crossed ours and it was our turn there), and
         // sends no new `opponentGone`. So the claim stands until the game
         // ends or the opponent is back (which disarm it), up to
         // MAX_CLAIMS.
-        if let Err(e) = claim {
-            tracing::warn!("claim failed: {e}");
-        }
         if self.claims.sent < MAX_CLAIMS {
             self.claims.at = Some(Instant::now() + CLAIM_RETRY);
         }

@@ -66,6 +66,9 @@ pub(super) struct Faults {
     /// Answer a status (a proxy's 408, say) to the next requests whose
     /// path contains a text: the text, how many more, the status.
     pub(super) fail_status_matching: Option<(String, u32, StatusCode)>,
+    /// Answer the next requests whose path contains a text this late (a
+    /// slow Lichess): the text, how many more, the delay.
+    pub(super) delay_matching: Option<(String, u32, std::time::Duration)>,
     /// This many game-stream opens send a `gameFull` that does not parse.
     pub(super) malformed_game_full: u32,
     /// This many `gameState` lines that give the bot the move do not parse.
@@ -87,6 +90,16 @@ pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: N
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         == Some(format!("Bearer {expected}").as_str());
+    let delay = app.with(|world, _| {
+        let (part, n, delay) = world.faults.delay_matching.as_mut()?;
+        (*n > 0 && path.contains(part.as_str())).then(|| {
+            *n -= 1;
+            *delay
+        })
+    });
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     let early = app.with(|world, _| {
         let faults = &mut world.faults;
         if faults.fail_429 > 0 {
@@ -213,6 +226,13 @@ impl FakeLichess {
         let status = StatusCode::from_u16(status).expect("an HTTP status");
         self.app
             .with(|world, _| world.faults.fail_status_matching = Some((part.to_owned(), n, status)))
+    }
+
+    /// The next `n` requests whose path contains `part` are answered
+    /// `delay` late (then as usual), as by a slow Lichess.
+    pub fn delay_matching(&self, part: &str, n: u32, delay: std::time::Duration) {
+        self.app
+            .with(|world, _| world.faults.delay_matching = Some((part.to_owned(), n, delay)))
     }
 
     /// The next `n` game-stream opens send a `gameFull` line that does
