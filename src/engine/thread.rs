@@ -239,7 +239,7 @@ impl Engine {
         self.ponderhit_at(Instant::now());
     }
 
-    /// As [`EngineHandle::ponderhit`], the opponent's move having arrived
+    /// As [`Engine::ponderhit`], the opponent's move having arrived
     /// at `at` (our clock has run since; never later than now).
     pub fn ponderhit_at(&mut self, at: Instant) {
         if let Some(f) = &self.current {
