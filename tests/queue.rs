@@ -701,6 +701,75 @@ async fn matchmakings_challenge_echoed_on_the_event_stream_is_left_alone() {
     bot.stop().await;
 }
 
+/// Our pending challenge is accepted just as a challenge to us needs its
+/// slot: the stream gives the challenge to us first, so the daemon,
+/// not told of the game yet, cancels ours. lila aborts a game so young
+/// (`apiCancel` of a challenge no longer open: the game, while
+/// `abortableByUser`) and answers 200; its `gameStart` and `gameFinish`
+/// (aborted) follow. The slot goes to the game of the challenge to us,
+/// the aborted game is let go, and matchmaking goes on after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_challenge_cancelled_as_it_is_accepted_aborts_its_game_cleanly() {
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Sleepy", 2000, Answer::Ignore)]);
+    let bot = start(
+        &fake,
+        "[matchmaking]\nenabled = true\nidle_secs = 1\ntime_controls = [\"1+1\"]\n\
+         challenge_timeout_secs = 60",
+    )
+    .await;
+    let ours = fake
+        .wait_for("our challenge", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out")
+                .map(|c| c.id)
+        })
+        .await
+        .unwrap();
+    // The daemon knows it created it (it holds the slot).
+    bot.wait_log(
+        &format!("matchmaking: challenge sent; waiting for an answer challenge={ours}"),
+        WAIT,
+    )
+    .await;
+    let human = fake.send_challenge(from(Opponent::human("Hugo")));
+    let game = fake.accept_bot_challenge(&ours).unwrap();
+    // Its opponent never moves: only the cancel can end it soon.
+    fake.set_autoplay(&game, None).unwrap();
+    let aborted = fake
+        .wait_game_over(&game, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
+    assert_eq!(aborted.status, "aborted");
+    // The request log is written once the answer is out.
+    let cancel = format!("/api/challenge/{ours}/cancel");
+    fake.wait_until("the cancel logged", WAIT, |v| {
+        v.requests().iter().any(|r| r.path == cancel)
+    })
+    .await
+    .unwrap();
+    let cancels: Vec<u16> = requests_to(&fake, "POST", &cancel)
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(cancels, [200], "{}", last_log());
+    wait_status(&fake, &human, "accepted").await;
+    play_then_resign(&fake, &human, 4).await;
+    // Nothing held on: idle again, matchmaking challenges again.
+    fake.wait_until("our next challenge", WAIT, |v| {
+        v.challenges()
+            .iter()
+            .filter(|c| c.direction == "out")
+            .count()
+            == 2
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {}", last_log()));
+    let log = bot.stop().await;
+    assert!(!log.contains("ERROR"), "{log}");
+}
+
 fn correspondence(days: u32) -> ChallengeSpec {
     ChallengeSpec::default()
         .time(FakeTime::Correspondence { days })

@@ -23,7 +23,7 @@ use super::game::{Game, STARTPOS_FEN, compat_json, speed_of};
 use super::records::{ChatRecord, IllegalMove};
 use super::setup::{AutoPlay, ChallengeSpec, FakeTime, FakeVariant, Opponent, Side};
 use super::stream::Conn;
-use super::world::App;
+use super::world::{App, World};
 
 /// Every route of the bot API the server answers, behind the gatekeeper.
 pub(super) fn router(app: App) -> Router {
@@ -531,12 +531,19 @@ pub(super) async fn challenge_action(
 ) -> Response {
     let form = parse_form(&body);
     app.with(|world, app| {
+        let open = world
+            .challenges
+            .get(&id)
+            .is_some_and(|c| c.status == "created");
+        if !open {
+            return match action.as_str() {
+                "cancel" => cancel_game(world, app, &id),
+                _ => not_found(),
+            };
+        }
         let Some(challenge) = world.challenges.get_mut(&id) else {
             return not_found();
         };
-        if challenge.status != "created" {
-            return not_found();
-        }
         match action.as_str() {
             "accept" if challenge.direction == "in" => {
                 let from_bot = challenge.spec.challenger.title.as_deref() == Some("BOT");
@@ -604,6 +611,22 @@ pub(super) async fn challenge_action(
             _ => error(StatusCode::BAD_REQUEST, "Not allowed."),
         }
     })
+}
+
+/// lila's `apiCancel` of a challenge that is no longer open (accepted,
+/// say, a moment before): it looks for the game of that id. One that may
+/// still be aborted (`abortableByUser`: fewer than two plies, not an
+/// arena game) is aborted, 200; one under way needs the opponent's token,
+/// 400; none, or one over, 404.
+fn cancel_game(world: &mut World, app: &App, id: &str) -> Response {
+    let Some(game) = world.games.get(id).filter(|g| g.started()) else {
+        return not_found();
+    };
+    if game.ply() >= 2 || game.tournament_id.is_some() {
+        return error(StatusCode::BAD_REQUEST, "Missing opponentToken");
+    }
+    world.finish(app, id, "aborted", None);
+    ok()
 }
 
 pub(super) async fn create_challenge(
