@@ -67,7 +67,7 @@ const STALE_CLOCKS: Duration = Duration::from_millis(50);
 /// The shortest time between two `info` events of a search.
 const INFO_INTERVAL: Duration = Duration::from_millis(100);
 /// The least time an engine is told it has.
-const MIN_TOLD_TIME: Duration = Duration::from_millis(20);
+pub const MIN_TOLD_TIME: Duration = Duration::from_millis(20);
 /// The least time a search with a deadline gets to answer `stop`: a
 /// healthy engine answers within milliseconds.
 pub const MIN_STOP_GRACE: Duration = Duration::from_millis(100);

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 pub(super) const EXTERNAL_DEADLINE_SHARE: u32 = 2;
 /// The least time an external engine is given, and the grace after a
 /// fixed move time before it is stopped.
-pub(super) const EXTERNAL_MIN_TIME: Duration = Duration::from_millis(20);
+pub(super) const EXTERNAL_MIN_TIME: Duration = crate::bot::external::MIN_TOLD_TIME;
 pub(super) const EXTERNAL_GRACE: Duration = Duration::from_secs(1);
 
 /// Our first move is played after this much thought at most: Lichess

@@ -1069,7 +1069,7 @@ impl Game {
 
     /// Runs a game action (draw/takeback answer, claim...) in the
     /// background, logging a failure.
-    fn spawn_action<F, Fut>(&self, action: F)
+    fn spawn_action<F, Fut>(&self, action: F) -> tokio::task::JoinHandle<()>
     where
         F: FnOnce(Client, String) -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), ClientError>> + Send,
@@ -1080,7 +1080,7 @@ impl Game {
             if let Err(e) = action(client, id.clone()).await {
                 tracing::warn!("{e}");
             }
-        });
+        })
     }
 
     fn on_chat(&mut self, line: ChatLine) {
@@ -1240,15 +1240,11 @@ impl Game {
         } else {
             tracing::info!("claiming a draw: the opponent left and we cannot win on material");
         }
-        let (client, id) = (self.ctx.client.clone(), self.id.clone());
-        self.claims.in_flight = Some(spawn_here(async move {
-            let claim = if can_win {
+        self.claims.in_flight = Some(self.spawn_action(move |client, id| async move {
+            if can_win {
                 client.claim_victory(&id).await
             } else {
                 client.claim_draw(&id).await
-            };
-            if let Err(e) = claim {
-                tracing::warn!("claim failed: {e}");
             }
         }));
         // A 200 is no proof: lila's BotPlayer answers it and does nothing

@@ -111,6 +111,15 @@ pub(super) struct Thinking {
     pub(super) permit: Option<Permit>,
 }
 
+impl Thinking {
+    /// Our clock at `at`: as it stood when the state arrived, less the
+    /// time since (`None` without a clock).
+    pub(super) fn clock_left(&self, at: Instant) -> Option<Duration> {
+        self.clock
+            .map(|c| c.saturating_sub(at.saturating_duration_since(self.arrived)))
+    }
+}
+
 /// A search for our move suspended for a game that could not wait: what
 /// it had spent when it asked for a thread again.
 #[derive(Debug, Clone, Copy)]
@@ -360,9 +369,7 @@ impl Game {
     async fn engine_failed(&mut self, thinking: Thinking, done: Instant) -> Flow {
         self.search.failures += 1;
         let spent = done.saturating_duration_since(thinking.started);
-        let left = thinking
-            .clock
-            .map(|c| c.saturating_sub(done.saturating_duration_since(thinking.arrived)));
+        let left = thinking.clock_left(done);
         let affordable = left.is_none_or(|left| left >= spent * 2 + RETRY_RESERVE);
         if self.search.failures < MAX_ENGINE_FAILURES && affordable {
             drop(thinking);
@@ -434,9 +441,7 @@ impl Game {
         let think = done - thinking.started + thinking.searched_before;
         // Retry the post for as long as our clock allows, within bounds.
         let posting = Instant::now();
-        let clock_left = thinking
-            .clock
-            .map(|c| c.saturating_sub(posting - thinking.arrived));
+        let clock_left = thinking.clock_left(posting);
         let budget = clock_left
             .unwrap_or(MAX_MOVE_DEADLINE)
             .clamp(MIN_MOVE_DEADLINE, MAX_MOVE_DEADLINE);
