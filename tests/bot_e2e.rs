@@ -1453,6 +1453,51 @@ async fn ponders_on_the_opponents_time() {
     }
 }
 
+/// A takeback and the opponent's new move seen together, as the
+/// `gameFull` after a reconnect shows them: the move list is as long as
+/// before, but the search of the old position must stop, or its move
+/// (here 2. exd5 after 1. e4 d5) would be played in the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeback_and_a_new_move_seen_together_stop_the_old_search() {
+    let fake = FakeLichess::start().await;
+    let bot = start(
+        &fake,
+        "[engine]\nmax_depth = 0\nponder = false\n[bot]\nmax_takebacks = 1",
+    )
+    .await;
+    let id = bot_white_by_hand(&fake, ChallengeSpec::default()).await;
+    fake.opponent_move(&id, "d7d5").unwrap();
+    // The bot searches 1. e4 d5 (seconds at 3+2) when the opponent asks
+    // for its move back; the connection drops as the bot's yes goes
+    // through, and the bot's next stream opens late.
+    fake.cut_game_stream_on_takeback(1);
+    fake.delay_matching(
+        &format!("/api/bot/game/stream/{id}"),
+        1,
+        Duration::from_millis(700),
+    );
+    fake.opponent_proposes_takeback(&id).unwrap();
+    fake.wait_until("the takeback", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.takeback_answers == [true])
+    })
+    .await
+    .unwrap();
+    fake.opponent_move(&id, "e7e5").unwrap();
+    bot.wait_log("search stopped: the position changed", WAIT)
+        .await;
+    fake.wait_until("the bot's move after 1. e4 e5", GAME, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    let moves = fake.game(&id).unwrap().moves;
+    assert_eq!(moves[..2], ["e2e4", "e7e5"]);
+    fake.opponent_resigns(&id).unwrap();
+    fake.wait_game_over(&id, GAME).await.unwrap();
+    let log = bot.stop().await;
+    assert!(!log.contains("not legal here"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takebacks_are_accepted_up_to_max_takebacks() {
     let fake = FakeLichess::start().await;

@@ -996,14 +996,25 @@ impl Game {
         self.winner = state.winner;
         let key = record.key();
         self.ponder_on(ply, key, &state, arrived);
-        if self.search.thinking.as_ref().is_some_and(|t| t.ply != ply) || !state.status.is_ongoing()
+        // The position changed under the search: a takeback, or one and
+        // a new move seen together (across a reconnect), or the game's end.
+        let over = !state.status.is_ongoing();
+        if let Some(t) = self
+            .search
+            .thinking
+            .take_if(|t| t.ply != ply || kept < t.ply || over)
         {
-            // The position changed under the search (takeback, game end).
-            if self.search.thinking.take().is_some() {
-                self.player.stop();
+            if !over {
+                tracing::info!(
+                    ply = t.ply,
+                    now = ply,
+                    kept,
+                    "search stopped: the position changed"
+                );
             }
+            self.player.stop();
         }
-        if !state.status.is_ongoing() {
+        if over {
             self.state = Some((state, arrived));
             return Flow::Over;
         }

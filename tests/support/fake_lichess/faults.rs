@@ -77,6 +77,9 @@ pub(super) struct Faults {
     /// move: the move is played first, so the claim comes on the bot's
     /// own turn.
     pub(super) move_crosses_claim: u32,
+    /// This many accepted takebacks cut the game's streams before their
+    /// state goes out: the connection dropped as the takeback went through.
+    pub(super) cut_on_takeback: u32,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -330,6 +333,14 @@ impl FakeLichess {
     pub fn opponent_cap_on_accept(&self, n: u32) {
         self.app
             .with(|world, _| world.faults.opponent_cap_accepts = n)
+    }
+
+    /// The next `n` takebacks the bot accepts cut the game's streams
+    /// before the state without the moves goes out, as a connection that
+    /// drops as the takeback goes through: the bot learns of the takeback
+    /// only from the `gameFull` of its next stream.
+    pub fn cut_game_stream_on_takeback(&self, n: u32) {
+        self.app.with(|world, _| world.faults.cut_on_takeback = n)
     }
 
     /// Creating a challenge gets the `bot.vsBot.day` 429 from now on.

@@ -438,6 +438,12 @@ pub(super) async fn takeback(
             }
             game.pos = pos;
             game.last_move_at = Instant::now();
+            if world.faults.cut_on_takeback > 0 {
+                world.faults.cut_on_takeback -= 1;
+                for conn in game.subscribers.drain(..) {
+                    conn.cut();
+                }
+            }
         }
         world.after_change(app, &id);
         ok()
