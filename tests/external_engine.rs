@@ -674,6 +674,69 @@ async fn an_engine_that_ignores_quit_is_killed() {
     assert!(gone_within(pid, Duration::from_secs(3)).await);
 }
 
+/// A wrapper that starts a helper of its own and exits on `quit` (or
+/// dies) before it: the helper goes with it, not left running.
+#[tokio::test]
+async fn what_a_wrapper_leaves_behind_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let helpers = dir.path().join("helpers");
+    let spec = scripted(
+        dir.path(),
+        &format!(
+            "sleep 600 </dev/null >/dev/null 2>&1 & echo $! >> '{}'",
+            helpers.display()
+        ),
+        r#"if [ "$n" -lt 2 ]; then exit 3; fi; echo "bestmove e2e4""#,
+        ":",
+        "exit 0",
+    );
+    let helper = |i: usize| -> u32 {
+        let text = std::fs::read_to_string(&helpers).unwrap();
+        text.lines().nth(i).unwrap().parse().unwrap()
+    };
+    let (engine, mut rx) = ExternalEngine::start(spec, None, false, "wrap")
+        .await
+        .unwrap();
+    let first = helper(0);
+    assert!(running(first));
+    // The first process dies at `go`: its helper dies too.
+    let id = engine.go(Go::default());
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert!(failure(&end).contains("exited"), "{end:?}");
+    assert!(stopped_within(first, Duration::from_secs(3)).await);
+    // The second exits on `quit`: so does its helper.
+    let id = engine.go(Go::default());
+    let (_, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert_eq!(best(&end), "e2e4");
+    let second = helper(1);
+    assert!(running(second));
+    engine.quit().await;
+    assert!(stopped_within(second, Duration::from_secs(3)).await);
+}
+
+/// Whether `pid` runs (neither gone nor a zombie: an orphan's zombie
+/// waits for whoever adopted it).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+async fn stopped_within(pid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if !running(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 #[tokio::test]
 async fn handshake_failures() {
     let dir = tempfile::tempdir().unwrap();

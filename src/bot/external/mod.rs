@@ -8,8 +8,9 @@
 //! engine forever.
 //!
 //! - **No orphan.** The engine runs in a process group of its own (so a
-//!   wrapper script's children die with it), is killed on drop, and on
-//!   Linux gets SIGKILL when kaissa dies (`PR_SET_PDEATHSIG`). Every
+//!   wrapper script's children die with it, even when the wrapper exits
+//!   first: the group is killed as its leader is reaped), is killed on
+//!   drop, and on Linux gets SIGKILL when kaissa dies (`PR_SET_PDEATHSIG`). Every
 //!   process is reaped: on [`ExternalEngine::quit`], when the handle is
 //!   dropped, when it dies, and when it is killed for hanging.
 //! - **No hang.** Every answer is awaited under a timeout: `uciok`
@@ -514,6 +515,9 @@ struct Proc {
     /// Stdout, line by line, from the reader task; closed at end of file.
     lines: mpsc::Receiver<String>,
     pid: Option<u32>,
+    /// Its process group (the leader's pid), until what is left of it is
+    /// killed once the leader is reaped.
+    group: Option<i32>,
     /// Whether it listed `UCI_Chess960` (known after the handshake).
     chess960: bool,
 }
@@ -588,6 +592,7 @@ impl Proc {
             stdin,
             lines,
             pid,
+            group: pid.and_then(|p| i32::try_from(p).ok()),
             chess960: false,
         })
     }
@@ -734,36 +739,51 @@ impl Proc {
     }
 
     /// Waits up to `grace` for the process to exit, else kills its group;
-    /// reaps it either way. Returns how it ended, for logs.
+    /// reaps it either way, then kills what is left of the group (a
+    /// wrapper's children, when the wrapper exits first). Returns how it
+    /// ended, for logs.
     async fn finish(&mut self, grace: Duration) -> String {
-        if let Ok(Ok(status)) = timeout(grace, self.child.wait()).await {
-            return describe(status);
-        }
-        self.kill();
-        match timeout(REAP_TIMEOUT, self.child.wait()).await {
+        let status = match timeout(grace, self.child.wait()).await {
             Ok(Ok(status)) => describe(status),
-            Ok(Err(e)) => format!("cannot wait for it: {e}"),
-            // Left to the runtime, which reaps children it was asked to kill.
-            Err(_) => "killed, still not exited".to_string(),
-        }
+            _ => {
+                self.kill();
+                match timeout(REAP_TIMEOUT, self.child.wait()).await {
+                    Ok(Ok(status)) => describe(status),
+                    Ok(Err(e)) => format!("cannot wait for it: {e}"),
+                    // Left to the runtime, which reaps children it was
+                    // asked to kill.
+                    Err(_) => "killed, still not exited".to_string(),
+                }
+            }
+        };
+        self.kill_group();
+        self.group = None;
+        status
     }
 
-    /// SIGKILL to the process group, while its leader is not reaped (so
-    /// the id is still ours).
+    /// SIGKILL to the process group and its leader.
     fn kill(&mut self) {
-        #[cfg(unix)]
-        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
-            // SAFETY: kill(2) has no memory effects; the negative id names
-            // the group we created for this child, which cannot be reused
-            // while the child is unreaped.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
+        self.kill_group();
         if let Err(e) = self.child.start_kill()
             && e.kind() != io::ErrorKind::InvalidInput
         {
             tracing::debug!(engine = %self.engine, "kill: {e}");
+        }
+    }
+
+    /// SIGKILL to the process group we created for the engine. Its id
+    /// stays ours after the leader is reaped for as long as any member
+    /// lives (Linux hands out no pid a group still uses); with none left
+    /// the signal finds nothing, since a new group by that id would need
+    /// the pid numbers to come round in between, and [`Proc::finish`]
+    /// sends it right after the reap and never again.
+    fn kill_group(&self) {
+        #[cfg(unix)]
+        if let Some(group) = self.group {
+            // SAFETY: kill(2) has no memory effects.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
         }
     }
 }
