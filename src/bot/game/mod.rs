@@ -610,6 +610,11 @@ impl Game {
             // Our search's thread, if the scheduler wants it back.
             let cut: Option<Arc<Notify>> = self.cut_signal();
             let flow = tokio::select! {
+                // The server's lines first: a move already waiting is seen
+                // before an engine answer for the position it ends, or a
+                // timer it disarms (the abort of a game the opponent has
+                // just started, with the bot Black).
+                biased;
                 line = self.reader.lines.recv() => match line {
                     Some(Line::Event(event, arrived)) => self.on_event(event, arrived).await,
                     // Not ours to play (404 and the like), or the reader
