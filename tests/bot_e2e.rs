@@ -1498,6 +1498,59 @@ async fn a_takeback_and_a_new_move_seen_together_stop_the_old_search() {
     assert!(!log.contains("not legal here"), "{log}");
 }
 
+/// An engine that names a move not legal here (e2e5) unless given
+/// `searchmoves`: each move costs one search again, with the legal moves,
+/// not three searches and a fallback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_move_not_legal_here_is_left_out_of_the_next_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let gos = dir.path().join("gos");
+    let script = dir.path().join("liar.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"while IFS= read -r line; do
+  case "$line" in
+    uci) echo "id name Liar"; echo uciok ;;
+    isready) echo readyok ;;
+    go*) echo "$line" >> '{gos}'
+         case "$line" in
+           *searchmoves*) set -- $line; while [ "$1" != searchmoves ]; do shift; done
+                          echo "bestmove $2" ;;
+           *) echo "bestmove e2e5" ;;
+         esac ;;
+    quit) exit 0 ;;
+  esac
+done
+"#,
+            gos = gos.display()
+        ),
+    )
+    .unwrap();
+    let fake = FakeLichess::start().await;
+    let extra = format!(
+        "[engines.liar]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]",
+        script.display()
+    );
+    let bot = start(&fake, &extra).await;
+    let id = fake.send_challenge(ChallengeSpec {
+        resign_after: Some(4),
+        ..ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent()))
+    });
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    let log = bot.stop().await;
+    let ours = game.moves.iter().step_by(2).count();
+    assert!(ours >= 4, "{game:?}");
+    let gos = std::fs::read_to_string(&gos).unwrap();
+    let searches = gos.lines().count();
+    let again = gos.lines().filter(|l| l.contains("searchmoves")).count();
+    assert_eq!((searches, again), (2 * ours, ours), "{gos}\n{log}");
+    assert!(log.contains("not legal here"), "{log}");
+    assert!(!log.contains("no answer from the engine"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takebacks_are_accepted_up_to_max_takebacks() {
     let fake = FakeLichess::start().await;

@@ -50,7 +50,8 @@ pub(super) const RETHINK_AFTER: Duration = Duration::from_secs(1);
 const SAVE_MIN_CLOCK: Duration = Duration::from_secs(30);
 /// Moves Lichess refused in the position we are answering (a 400 to the
 /// post itself, not to a retry whose first attempt may have gone
-/// through). The next search leaves them out and the move sources are
+/// through), and moves an engine named there that are not legal on our
+/// board. The next search leaves them out and the move sources are
 /// skipped there, so a move the server will not take is never posted
 /// twice: whatever the cause (a castling form it does not read, a rule
 /// we see otherwise), the game goes on with another legal move instead of
@@ -315,13 +316,18 @@ impl Game {
                         .legal_ucis()
                         .into_iter()
                         .find(|m| !refused.contains(m));
-                    tracing::warn!(engine = %self.engine_name(), refused = %best, other = ?other, "the engine chose a move Lichess refused");
+                    tracing::warn!(engine = %self.engine_name(), refused = %best, other = ?other, "the engine chose a move refused here");
                     other.unwrap_or(best)
                 } else {
                     best
                 };
                 let Some(chosen) = chosen(record, &best) else {
                     tracing::error!(engine = %self.engine_name(), mv = %best.chars().take(16).collect::<String>(), "the engine's move is not legal here");
+                    // Left out like a refused move: searched again, the
+                    // engine is given the legal moves (`searchmoves`), and
+                    // if it names this one again another is played.
+                    let (ply, key) = (record.ply(), record.key());
+                    self.refused.add(ply, key, &best);
                     return self.engine_failed(thinking, done).await;
                 };
                 self.search.failures = 0;
