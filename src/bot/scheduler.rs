@@ -271,12 +271,16 @@ impl Permit {
         Arc::clone(&self.cut)
     }
 
-    /// The ponder search holding it became the search for our move: it is
-    /// no longer cut whenever anyone waits.
-    pub fn ponder_hit(&self) {
+    /// The ponder search holding it became the search for our move, with
+    /// `budget`, at `at` (the reply's arrival): it is no longer cut
+    /// whenever anyone waits, and its share is counted from then (the
+    /// pondering was on the opponent's time).
+    pub fn ponder_hit(&self, budget: Duration, at: Instant) {
         let mut s = self.scheduler.lock();
         if let Some(r) = s.running.iter_mut().find(|r| r.id == self.id) {
             r.ponder = false;
+            r.budget = budget;
+            r.started = at;
         }
     }
 }
@@ -634,6 +638,36 @@ mod tests {
         );
         drop(first);
         second.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ponder_hit_has_its_share_from_the_hit() {
+        let s = Scheduler::new(1);
+        let search = s
+            .try_acquire(&Ask {
+                ponder: true,
+                ..ask("a", 10_000)
+            })
+            .unwrap();
+        // Five seconds of pondering, then the hit with 800 ms to think.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let t0 = Instant::now();
+        search.ponder_hit(Duration::from_millis(800), t0);
+        let waiter = tokio::spawn({
+            let s = s.clone();
+            async move { s.acquire(&ask("b", 800)).await }
+        });
+        // As urgent a waiter: the hit search keeps the thread for its
+        // share (half its budget), not only the waiter's 50 ms as if it
+        // had searched for five seconds.
+        search.cut().await;
+        let at = t0.elapsed();
+        assert!(
+            (Duration::from_millis(400)..Duration::from_millis(420)).contains(&at),
+            "{at:?}"
+        );
+        drop(search);
+        waiter.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

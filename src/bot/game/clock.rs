@@ -252,8 +252,17 @@ impl Game {
     /// 30th of our time and most of the increment, at most a quarter of
     /// our time), what the scheduler weighs our wait against.
     pub(super) fn move_budget(&self) -> Duration {
+        match &self.state {
+            Some((state, arrived)) => self.budget_in(state, *arrived, Instant::now()),
+            None => self.ctx.config.bot.correspondence_move_time(),
+        }
+    }
+
+    /// Our budget for the move of `state` (arrived at `arrived`) as it
+    /// stood at `at`.
+    pub(super) fn budget_in(&self, state: &GameState, arrived: Instant, at: Instant) -> Duration {
         let correspondence = || self.ctx.config.bot.correspondence_move_time();
-        let (Some(us), Some((state, arrived))) = (self.color, &self.state) else {
+        let Some(us) = self.color else {
             return correspondence();
         };
         if self.facts.as_ref().and_then(|f| f.clock).is_none() {
@@ -264,7 +273,8 @@ impl Game {
             return FIRST_MOVE_PATIENCE;
         }
         let ours = super::to_model(us);
-        let left = Duration::from_millis(state.time_left(ours)).saturating_sub(arrived.elapsed());
+        let left = Duration::from_millis(state.time_left(ours))
+            .saturating_sub(at.saturating_duration_since(arrived));
         let inc = Duration::from_millis(state.increment(ours));
         (left / 30 + inc * 3 / 4).min(left / 4)
     }

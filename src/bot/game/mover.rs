@@ -706,7 +706,7 @@ impl Game {
             return;
         };
         let permit = p.permit;
-        permit.ponder_hit();
+        permit.ponder_hit(self.budget_in(state, arrived, arrived), arrived);
         let (_, clock) = self.limits(state, us, false);
         // The engine's clock (an external engine's deadline) counts from
         // the reply's arrival.
@@ -791,7 +791,10 @@ impl Game {
             return Flow::Continue;
         };
         let spent = arrived.elapsed();
-        let budget = self.move_budget() + spent;
+        let budget = match &self.state {
+            Some((state, at)) => self.budget_in(state, *at, arrived),
+            None => self.move_budget(),
+        };
         self.player.stop();
         if spent * 2 < budget {
             tracing::debug!(
