@@ -272,17 +272,35 @@ async fn event_stream_replays_and_keeps_alive() {
     let playing = fake
         .start_game(ChallengeSpec::default().autoplay(None), Color::White)
         .unwrap();
+    // Ours is not replayed (lila's `createdByDestId`).
+    client
+        .create_challenge(
+            "SomeBot",
+            &CreateChallenge {
+                time: ChallengeTime::Clock {
+                    limit_secs: 60,
+                    increment_secs: 1,
+                },
+                rated: false,
+                color: ChallengeColor::Random,
+                variant: VariantKey::Standard,
+                fen: None,
+            },
+        )
+        .await
+        .unwrap();
 
+    // As lila: the games in progress, then the challenges to us.
     let mut events = client.stream_events().await.unwrap();
-    let Event::Challenge { challenge, .. } = next_event(&mut events).await else {
-        panic!("expected the open challenge");
-    };
-    assert_eq!(challenge.id, waiting);
     let Event::GameStart { game } = next_event(&mut events).await else {
         panic!("expected the ongoing game");
     };
     assert_eq!(game.game_id, playing);
     assert!(game.is_my_turn);
+    let Event::Challenge { challenge, .. } = next_event(&mut events).await else {
+        panic!("expected the open challenge");
+    };
+    assert_eq!(challenge.id, waiting);
 
     // Keep-alives arrive (every 100 ms here).
     let mut keepalives = 0;
@@ -307,6 +325,13 @@ async fn event_stream_replays_and_keeps_alive() {
     .unwrap();
     assert!(end.is_none(), "{end:?}");
     assert_eq!(fake.view(|v| v.event_stream_connections()), 2);
+
+    // Thirty opens in ten minutes, as lila allows; the next is a 429.
+    for _ in 2..30 {
+        client.stream_events().await.unwrap();
+    }
+    let refused = client.stream_events().await.err().unwrap();
+    assert_eq!(refused.status(), Some(429), "{refused}");
 }
 
 #[tokio::test]

@@ -107,6 +107,7 @@ impl FakeLichess {
                 game_order: Vec::new(),
                 event_stream: None,
                 event_connections: 0,
+                event_opens: Vec::new(),
                 faults: Faults::default(),
                 requests: Vec::new(),
                 max_simultaneous: 0,

@@ -156,25 +156,32 @@ pub(super) async fn playing(State(app): State<App>) -> Response {
     axum::Json(json!({"nowPlaying": now_playing, "nbMyTurn": my_turn})).into_response()
 }
 
+/// Event-stream opens lila allows a user in [`EVENT_OPENS_WINDOW`].
+const EVENT_OPENS: usize = 30;
+const EVENT_OPENS_WINDOW: Duration = Duration::from_secs(600);
+
 pub(super) async fn event_stream(State(app): State<App>) -> Response {
     app.with(|world, _| {
+        let now = Instant::now();
+        world
+            .event_opens
+            .retain(|&t| now.duration_since(t) < EVENT_OPENS_WINDOW);
+        if world.event_opens.len() >= EVENT_OPENS {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Please don't poll this endpoint, it is intended to be streamed.",
+            );
+        }
+        world.event_opens.push(now);
         let (conn, response) = Conn::open(world.cfg.keepalive);
         // One stream per token: the new one closes the old.
         if let Some(old) = world.event_stream.replace(conn.clone()) {
             old.end();
         }
         world.event_connections += 1;
-        // Like Lichess, replay what is open: challenges, then games.
-        for id in &world.challenge_order {
-            if let Some(c) = world.challenges.get(id)
-                && c.status == "created"
-            {
-                conn.send(
-                    &json!({"type": "challenge", "challenge": world.challenge_json(c),
-                                      "compat": c.spec.compat_json()}),
-                );
-            }
-        }
+        // Like Lichess (`Api.eventStream`), replay what is open: the games
+        // in progress, then the challenges to the bot (`createdByDestId`:
+        // not those it made).
         for id in &world.game_order {
             if world.faults.no_game_replay {
                 break;
@@ -183,6 +190,17 @@ pub(super) async fn event_stream(State(app): State<App>) -> Response {
                 && g.started()
             {
                 conn.send(&json!({"type": "gameStart", "game": g.info_json()}));
+            }
+        }
+        for id in &world.challenge_order {
+            if let Some(c) = world.challenges.get(id)
+                && c.status == "created"
+                && c.direction == "in"
+            {
+                conn.send(
+                    &json!({"type": "challenge", "challenge": world.challenge_json(c),
+                                      "compat": c.spec.compat_json()}),
+                );
             }
         }
         response

@@ -37,6 +37,9 @@ pub(super) struct World {
     pub(super) game_order: Vec<String>,
     pub(super) event_stream: Option<Conn>,
     pub(super) event_connections: usize,
+    /// When the event stream was opened in the last ten minutes (lila
+    /// allows 30: `api.stream.event.user`).
+    pub(super) event_opens: Vec<tokio::time::Instant>,
     pub(super) faults: Faults,
     pub(super) requests: Vec<RequestRecord>,
     pub(super) max_simultaneous: usize,
