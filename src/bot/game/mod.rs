@@ -75,7 +75,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
@@ -386,6 +386,9 @@ struct Timers {
 struct HashFile {
     path: Option<PathBuf>,
     saving: Option<JoinHandle<()>>,
+    /// What the last save took (reckoned from the table's size before
+    /// one has been timed), microseconds, shared with the save's task.
+    save_took_us: Arc<AtomicU64>,
 }
 
 struct Game {
@@ -501,6 +504,10 @@ impl Game {
         };
         let ctx_client = ctx.client.clone();
         let greeted = !ctx.greet;
+        let hash_mb = ctx
+            .config
+            .engine
+            .hash_mb_per_game(ctx.config.bot.concurrency);
         let game = Game {
             id: info.game_id.clone(),
             color: info.color.map(to_chess),
@@ -528,6 +535,9 @@ impl Game {
             hash: HashFile {
                 path: hash_file,
                 saving: None,
+                save_took_us: Arc::new(AtomicU64::new(
+                    hashstore::reckoned_io(hashfile::file_len(hash_mb)).as_micros() as u64,
+                )),
             },
             moves_posted: 0,
             handed_over: false,
@@ -573,9 +583,15 @@ impl Game {
         // Only a file of our own table's size: another size would make the
         // engine allocate whatever the file says.
         if let Some(path) = hash_file.as_ref().filter(|p| p.exists()) {
+            let clock = info
+                .seconds_left
+                .map(|s| Duration::from_secs(s.max(0) as u64));
             if !hashstore::has_len(path, hashfile::file_len(mb)) {
                 tracing::warn!(path = %path.display(), "hash file of another table size refused");
                 let _ = std::fs::remove_file(path);
+            } else if !hashstore::load_fits(clock, hashfile::file_len(mb)) {
+                // Kept: the next save rewrites it.
+                tracing::info!(mib = mb, clock_s = ?clock.map(|c| c.as_secs()), "hash file not loaded: too little on our clock for it");
             } else {
                 let reply = engine.load_hash(path.clone());
                 spawn_here(async move {

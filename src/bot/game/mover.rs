@@ -29,6 +29,7 @@ use crate::engine::{Score, SearchInfo};
 use crate::lichess::Error as ClientError;
 use crate::lichess::model::GameState;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -46,8 +47,6 @@ const MIN_MOVE_DEADLINE: Duration = Duration::from_millis(500);
 pub(super) const MAX_RESYNCS_PER_MOVE: u32 = 3;
 /// When they are spent, think again on what we know after this.
 pub(super) const RETHINK_AFTER: Duration = Duration::from_secs(1);
-/// The table is saved every few moves only with this much on our clock.
-const SAVE_MIN_CLOCK: Duration = Duration::from_secs(30);
 /// Moves Lichess refused in the position we are answering (a 400 to the
 /// post itself, not to a retry whose first attempt may have gone
 /// through), and moves an engine named there that are not legal on our
@@ -498,11 +497,12 @@ impl Game {
                 m.observe("kaissa_think_seconds", think);
                 m.observe("kaissa_permit_wait_seconds", queued);
                 // A save delays the next search on the engine thread: only
-                // with time to spare.
+                // with time to spare for a save as long as the last.
+                let took = Duration::from_micros(self.hash.save_took_us.load(Ordering::Relaxed));
                 if self
                     .moves_posted
                     .is_multiple_of(hashstore::SAVE_EVERY_MOVES)
-                    && clock_left.is_none_or(|c| c >= SAVE_MIN_CLOCK)
+                    && hashstore::save_fits(clock_left, took)
                 {
                     // Before any pondering: the engine runs it first.
                     self.save_hash();
@@ -827,10 +827,18 @@ impl Game {
             return;
         };
         let reply = engine.save_hash(path);
+        let took_us = Arc::clone(&self.hash.save_took_us);
+        let asked = Instant::now();
         self.hash.saving = Some(spawn_here(async move {
             match reply.await {
                 Ok(Ok(saved)) => {
-                    tracing::debug!(entries = saved.used, "hash table saved")
+                    let took = asked.elapsed();
+                    took_us.store(took.as_micros() as u64, Ordering::Relaxed);
+                    tracing::debug!(
+                        entries = saved.used,
+                        took_ms = took.as_millis() as u64,
+                        "hash table saved"
+                    )
                 }
                 Ok(Err(e)) => tracing::warn!("hash table not saved: {e}"),
                 Err(_) => {}

@@ -16,7 +16,37 @@ pub const STALE_AFTER: Duration = Duration::from_secs(3 * 24 * 3600);
 /// our move has been posted, on the opponent's time.
 pub const SAVE_EVERY_MOVES: usize = 4;
 
+/// A periodic save is made only with at least this much on our clock...
+const SAVE_MIN_CLOCK: Duration = Duration::from_secs(30);
+/// ... and this many times what a save takes: it runs on the opponent's
+/// time, but a quick reply (a premove, a bot) waits for it.
+const SAVE_CLOCK_FACTOR: u32 = 100;
+/// A saved table is loaded on resuming a game only with this many times
+/// what the load is reckoned to take on our clock (it delays the first
+/// search).
+const LOAD_CLOCK_FACTOR: u32 = 20;
+/// The disk speed a load, or a save before one was timed, is reckoned
+/// at: a slow disk's, written and synced.
+const RECKONED_BYTES_PER_SEC: f64 = 100.0 * 1024.0 * 1024.0;
+
 const EXTENSION: &str = "hash";
+
+/// What reading or writing a table file of `bytes` is reckoned to take.
+pub fn reckoned_io(bytes: u64) -> Duration {
+    Duration::from_secs_f64(bytes as f64 / RECKONED_BYTES_PER_SEC)
+}
+
+/// Whether a periodic save that takes `took` (the last one's time, else
+/// [`reckoned_io`]) fits our clock `left` (`None`: no clock).
+pub fn save_fits(left: Option<Duration>, took: Duration) -> bool {
+    left.is_none_or(|left| left >= SAVE_MIN_CLOCK.max(took * SAVE_CLOCK_FACTOR))
+}
+
+/// Whether loading a table file of `bytes` fits our clock `left` when a
+/// game is resumed (`None`: no clock).
+pub fn load_fits(left: Option<Duration>, bytes: u64) -> bool {
+    left.is_none_or(|left| left >= reckoned_io(bytes) * LOAD_CLOCK_FACTOR)
+}
 
 /// The directory of the hash files, `state_dir/hash`.
 pub fn dir(state_dir: &Path) -> PathBuf {
@@ -122,6 +152,30 @@ pub fn remove(state_dir: &Path, game_id: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn saves_and_loads_fit_the_clock_by_the_table_size() {
+        let mib = |n: u64| n << 20;
+        let secs = |s: u64| Some(Duration::from_secs(s));
+        // 64 MiB: reckoned 0.64 s; a save needs the 30 s floor once timed
+        // fast, 64 s before.
+        assert_eq!(reckoned_io(mib(64)), Duration::from_millis(640));
+        assert!(!save_fits(secs(63), reckoned_io(mib(64))));
+        assert!(save_fits(secs(64), reckoned_io(mib(64))));
+        assert!(save_fits(secs(30), Duration::from_millis(50)));
+        assert!(!save_fits(secs(29), Duration::from_millis(50)));
+        // 1 GiB timed at 3 s: five minutes on the clock.
+        assert!(!save_fits(secs(299), Duration::from_secs(3)));
+        assert!(save_fits(secs(300), Duration::from_secs(3)));
+        assert!(save_fits(None, Duration::from_secs(3)));
+        // A resumed bullet game does not load a 1 GiB table (10.24 s
+        // reckoned: 205 s needed), a 64 MiB one with 13 s left.
+        assert!(!load_fits(secs(204), mib(1024)));
+        assert!(load_fits(secs(205), mib(1024)));
+        assert!(load_fits(secs(13), mib(64)));
+        assert!(!load_fits(secs(12), mib(64)));
+        assert!(load_fits(None, mib(1024)));
+    }
 
     #[test]
     fn only_plain_game_ids_name_a_file() {
