@@ -831,6 +831,46 @@ async fn a_correspondence_game_holds_no_slot_while_waiting() {
     );
 }
 
+/// A shutdown leaves correspondence games for the next run: the one
+/// still thinking at the deadline stops without resigning, and one whose
+/// turn comes during the shutdown is not taken up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_leaves_correspondence_games_for_the_next_run() {
+    let fake = FakeLichess::start().await;
+    let mut bot = start(
+        &fake,
+        "[engine]\nmax_depth = 0\n[bot]\ncorrespondence_move_secs = 60\n\
+         shutdown_deadline_secs = 2\n[challenge]\ncorrespondence = true",
+    )
+    .await;
+    let thinking = fake.start_game(correspondence(3), Color::White).unwrap();
+    let waiting = fake.start_game(correspondence(3), Color::Black).unwrap();
+    fake.wait_until("the bot thinking in one, the other parked", WAIT, |v| {
+        v.game_stream_open(&thinking) && !v.game_stream_open(&waiting)
+    })
+    .await
+    .unwrap();
+    bot.wait_log("correspondence game parked until our turn", WAIT)
+        .await;
+    bot.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    reply(&fake, &waiting);
+    let status = bot.wait_exit(WAIT).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    for id in [&thinking, &waiting] {
+        let game = fake.game(id).unwrap();
+        assert!(!game.is_over(), "{game:?}");
+    }
+    assert!(fake.game(&thinking).unwrap().moves.is_empty());
+    assert_eq!(fake.game(&waiting).unwrap().moves.len(), 1);
+    assert!(log.contains("shutdown deadline passed"), "{log}");
+    assert!(
+        log.contains("shutting down: correspondence game left for the next run"),
+        "{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_playing_check_takes_up_correspondence_turns_and_missed_games() {
     let fake = FakeLichess::start_with(FakeConfig {

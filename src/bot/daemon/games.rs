@@ -177,6 +177,13 @@ impl Daemon {
             tracing::info!(game = %id, "game left for the next run");
             return;
         }
+        if correspondence && self.phase != Phase::Running {
+            // Days on its clock: the next run plays it, rather than the
+            // deadline resigning it.
+            self.games.remove(&id);
+            tracing::info!(game = %id, "shutting down: correspondence game left for the next run");
+            return;
+        }
         if correspondence && !info.is_my_turn {
             // Nothing to do until the opponent moves: no task, no slot.
             if self.games.remove(&id).is_some() || !self.parking.waiting.contains_key(&id) {
@@ -437,6 +444,6 @@ impl Daemon {
 
 /// A game without a clock: correspondence (or unlimited, which Lichess
 /// lists with the correspondence speed).
-fn is_correspondence(info: &GameInfo) -> bool {
+pub(super) fn is_correspondence(info: &GameInfo) -> bool {
     info.speed == Some(Speed::Correspondence)
 }

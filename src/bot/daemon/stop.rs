@@ -96,8 +96,19 @@ impl Daemon {
         // Accepted challenges that have not started yet are let go.
         self.games.retain(|_, entry| entry.task.is_some());
         for entry in self.games.values() {
+            // A correspondence game is left for the next run: days on its
+            // clock are no reason to resign it.
+            let command = if entry
+                .info
+                .as_ref()
+                .is_some_and(super::games::is_correspondence)
+            {
+                GameCommand::HandOver
+            } else {
+                GameCommand::Resign
+            };
             if let Some(task) = &entry.task {
-                task.send(GameCommand::Resign);
+                task.send(command);
             }
         }
         self.phase = Phase::Resigning {
