@@ -871,6 +871,39 @@ async fn a_shutdown_leaves_correspondence_games_for_the_next_run() {
     );
 }
 
+/// A list of the games in progress computed just before a game ended
+/// (it still shows it on) does not take the finished game up again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_list_of_games_does_not_take_up_a_game_just_over() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    let id = fake.send_challenge(from(Opponent::human("Hugo")).autoplay(None));
+    wait_status(&fake, &id, "accepted").await;
+    play_then_resign(&fake, &id, 1).await;
+    bot.wait_log("game task ended", WAIT).await;
+    let checks = requests_to(&fake, "GET", "/api/account/playing").len();
+    // The reconnected event stream checks the games in progress.
+    fake.stale_playing(1);
+    fake.cut_event_stream();
+    fake.wait_until("the check after the reconnect", WAIT, |v| {
+        v.requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path == "/api/account/playing")
+            .count()
+            > checks
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = bot.stop().await;
+    assert!(!log.contains("resuming a game nobody watched"), "{log}");
+    assert_eq!(
+        requests_to(&fake, "GET", &format!("/api/bot/game/stream/{id}")).len(),
+        1,
+        "{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_playing_check_takes_up_correspondence_turns_and_missed_games() {
     let fake = FakeLichess::start_with(FakeConfig {

@@ -39,7 +39,18 @@ pub(super) struct PlayingCheck {
     pub(super) again: bool,
     /// When it was last asked.
     pub(super) last: Instant,
+    /// Asked for soon (a game task dropped its game), not before then.
+    pub(super) soon: Option<Instant>,
+    /// The games seen over lately, by when: an answer computed before a
+    /// game ended may still list it, and it is not taken up again.
+    pub(super) over: HashMap<String, Instant>,
 }
+
+/// How soon after the last check a dropped game asks for another: at most
+/// one call this often while tasks keep dropping their games.
+const DROPPED_RECHECK: Duration = Duration::from_secs(2);
+/// How long a game seen over is not taken up again from the list.
+const OVER_FOR: Duration = Duration::from_secs(600);
 
 impl PlayingCheck {
     pub(super) fn new() -> PlayingCheck {
@@ -47,7 +58,14 @@ impl PlayingCheck {
             running: false,
             again: false,
             last: Instant::now(),
+            soon: None,
+            over: HashMap::new(),
         }
+    }
+
+    /// Whether the check is due now, `every` being the periodic interval.
+    pub(super) fn due(&self, every: Duration) -> bool {
+        self.last.elapsed() >= every || self.soon.is_some_and(|t| Instant::now() >= t)
     }
 }
 
@@ -73,6 +91,7 @@ impl Daemon {
     /// time: asked again meanwhile, one more follows it.
     pub(super) fn reconcile_later(&mut self) {
         self.playing_check.last = Instant::now();
+        self.playing_check.soon = None;
         if self.playing_check.running {
             self.playing_check.again = true;
             return;
@@ -100,6 +119,12 @@ impl Daemon {
         let Some(games) = games else {
             return;
         };
+        let over = &mut self.playing_check.over;
+        over.retain(|_, at| at.elapsed() < OVER_FOR);
+        let games: Vec<GameInfo> = games
+            .into_iter()
+            .filter(|g| !over.contains_key(&g.game_id))
+            .collect();
         let listed: HashSet<&str> = games.iter().map(|g| g.game_id.as_str()).collect();
         self.parking.waiting.retain(|id, _| {
             let ongoing = listed.contains(id.as_str());
@@ -413,6 +438,18 @@ impl Daemon {
             } else {
                 self.parking.greeted.remove(id);
             }
+        }
+        match exit {
+            Exit::Over => {
+                self.playing_check
+                    .over
+                    .insert(id.to_owned(), Instant::now());
+            }
+            Exit::Dropped if self.phase == Phase::Running => {
+                let at = self.playing_check.last + DROPPED_RECHECK;
+                self.playing_check.soon = Some(at.max(Instant::now()));
+            }
+            _ => {}
         }
         self.drain_queue();
     }

@@ -589,7 +589,7 @@ impl Daemon {
 
     fn housekeeping(&mut self) {
         self.expire_accepts();
-        if self.playing_check.last.elapsed() >= self.config.bot.playing_check() {
+        if self.playing_check.due(self.config.bot.playing_check()) {
             self.reconcile_later();
         }
         self.drain_queue();

@@ -173,10 +173,15 @@ pub struct ExternalChoice {
 /// How a game task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// The game is over, or not ours to play.
+    /// The game is over.
+    Over,
+    /// Not ours to play (its stream refused), or stopped for the next run.
     Ended,
     /// A correspondence game waits for the opponent (greeted already).
     Parked,
+    /// The task stopped with the game perhaps still on (a panic: a bug):
+    /// the daemon checks the games in progress soon to take it up again.
+    Dropped,
 }
 
 /// What a game task tells the daemon.
@@ -264,7 +269,7 @@ pub fn spawn<M: From<(String, Notice)> + Send + 'static>(
 }
 
 /// Runs a game task's body; a panic in it (a bug) ends the task as
-/// `Exit::Ended` with an error line instead of silently. The daemon then
+/// `Exit::Dropped` with an error line instead of silently. The daemon then
 /// frees the game's slot, and its check of the games in progress starts
 /// a new task for the game if it is still going on.
 async fn guarded(body: impl Future<Output = Exit>) -> Exit {
@@ -275,7 +280,7 @@ async fn guarded(body: impl Future<Output = Exit>) -> Exit {
             tracing::error!(
                 "the game task panicked (a bug; the next check of the games in progress takes the game up again): {message}"
             );
-            Exit::Ended
+            Exit::Dropped
         }
     }
 }
@@ -711,8 +716,9 @@ impl Game {
                 Flow::Resync => self.reader.resync(),
             }
         }
+        let over = !self.status.is_ongoing();
         self.wrap_up().await;
-        Exit::Ended
+        if over { Exit::Over } else { Exit::Ended }
     }
 
     async fn on_event(&mut self, event: GameEvent, arrived: Instant) -> Flow {
@@ -1333,6 +1339,6 @@ mod tests {
             panic!("a bug")
         })
         .await;
-        assert_eq!(exit, Exit::Ended);
+        assert_eq!(exit, Exit::Dropped);
     }
 }

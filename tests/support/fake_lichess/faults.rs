@@ -80,6 +80,9 @@ pub(super) struct Faults {
     /// This many accepted takebacks cut the game's streams before their
     /// state goes out: the connection dropped as the takeback went through.
     pub(super) cut_on_takeback: u32,
+    /// This many answers of `/api/account/playing` still list the games
+    /// that ended, as an answer computed just before they did.
+    pub(super) stale_playing: u32,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -341,6 +344,12 @@ impl FakeLichess {
     /// only from the `gameFull` of its next stream.
     pub fn cut_game_stream_on_takeback(&self, n: u32) {
         self.app.with(|world, _| world.faults.cut_on_takeback = n)
+    }
+
+    /// The next `n` answers of `/api/account/playing` list the games that
+    /// ended too (as ongoing), as answers computed just before they ended.
+    pub fn stale_playing(&self, n: u32) {
+        self.app.with(|world, _| world.faults.stale_playing = n)
     }
 
     /// Creating a challenge gets the `bot.vsBot.day` 429 from now on.

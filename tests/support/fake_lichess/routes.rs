@@ -144,14 +144,28 @@ pub(super) async fn upgrade(State(app): State<App>) -> Response {
 }
 
 pub(super) async fn playing(State(app): State<App>) -> Response {
-    let world = app.lock();
+    let mut world = app.lock();
+    let stale = world.faults.stale_playing > 0;
+    if stale {
+        world.faults.stale_playing -= 1;
+    }
     let games: Vec<&Game> = world
         .game_order
         .iter()
         .filter_map(|id| world.games.get(id))
-        .filter(|g| g.started())
+        .filter(|g| stale || g.started())
         .collect();
-    let now_playing: Vec<Value> = games.iter().map(|g| g.info_json()).collect();
+    let now_playing: Vec<Value> = games
+        .iter()
+        .map(|g| {
+            let mut info = g.info_json();
+            if !g.started() {
+                // As it stood before the end.
+                info["status"] = json!({"id": 20, "name": "started"});
+            }
+            info
+        })
+        .collect();
     let my_turn = games.iter().filter(|g| g.pos.turn() == g.bot_color).count();
     axum::Json(json!({"nowPlaying": now_playing, "nbMyTurn": my_turn})).into_response()
 }
