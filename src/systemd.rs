@@ -64,6 +64,12 @@ impl Notifier {
         self.send("STOPPING=1")
     }
 
+    /// `EXTEND_TIMEOUT_USEC`: the current phase (the stop) needs up to
+    /// `within` from now; systemd extends its timeout to it if longer.
+    pub fn extend_timeout(&self, within: Duration) -> io::Result<()> {
+        self.send(&format!("EXTEND_TIMEOUT_USEC={}", within.as_micros()))
+    }
+
     /// A free-form status line shown by `systemctl status`.
     pub fn status(&self, text: &str) -> io::Result<()> {
         let line: String = text.chars().filter(|&c| c != '\n').collect();

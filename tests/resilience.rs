@@ -508,6 +508,10 @@ async fn tells_systemd_ready_watchdog_status_and_stopping() {
     bot.signal("TERM");
     let got = tokio::task::block_in_place(|| read(&socket, "STOPPING=1"));
     assert!(!got.is_empty());
+    // The shutdown deadline (300 s), the resign grace and a margin: a
+    // longer deadline than the unit's TimeoutStopSec is not cut short.
+    let got = tokio::task::block_in_place(|| read(&socket, "EXTEND_TIMEOUT_USEC=340000000"));
+    assert!(!got.is_empty());
     let got =
         tokio::task::block_in_place(|| read(&socket, "STATUS=shutting down: 1 game(s) finishing"));
     assert!(!got.is_empty());

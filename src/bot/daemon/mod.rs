@@ -424,7 +424,7 @@ impl Daemon {
         if let Some(path) = &socket {
             let _ = std::fs::remove_file(path);
         }
-        self.service.stopping();
+        self.service.stopping(Duration::ZERO);
         let running = self.running_games();
         if running > 0 {
             tracing::warn!(games = running, "exiting with games in progress");

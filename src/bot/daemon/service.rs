@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Asked of systemd beyond a stop's own bound: the exit itself (the
+/// last PGNs, the tasks' ends).
+const STOP_MARGIN: Duration = Duration::from_secs(30);
 /// The loop must have turned this recently for the watchdog to ping.
 const LOOP_STUCK_AFTER: Duration = Duration::from_secs(30);
 /// The event stream may be down this long before the watchdog pings stop
@@ -134,8 +137,12 @@ impl Service {
     }
 
     /// `STOPPING=1`.
-    pub(super) fn stopping(&self) {
+    /// Tells systemd the daemon stops, within `within` (so that a long
+    /// `bot.shutdown_deadline_secs` is not cut short by the unit's
+    /// `TimeoutStopSec`); a margin is added for the exit itself.
+    pub(super) fn stopping(&self, within: Duration) {
         let _ = self.notifier.stopping();
+        let _ = self.notifier.extend_timeout(within + STOP_MARGIN);
     }
 
     /// `WATCHDOG=1` at half the period systemd asked for, while the loop

@@ -63,7 +63,8 @@ impl Daemon {
                     deadline_s = self.config.bot.shutdown_deadline().as_secs(),
                     "shutting down: new challenges declined, running games finish (a second signal resigns them)"
                 );
-                self.service.stopping();
+                self.service
+                    .stopping(self.config.bot.shutdown_deadline() + RESIGN_GRACE);
                 self.phase = Phase::Draining { deadline };
             }
             (Stop::Finish, _) => {}
@@ -73,7 +74,7 @@ impl Daemon {
 
     /// Asks every game task to stop for the next run.
     pub(super) fn hand_over_all(&mut self) {
-        self.service.stopping();
+        self.service.stopping(HANDOVER_GRACE);
         tracing::info!(
             games = self.running_games(),
             "restarting: the games in progress are left for the next run"
@@ -92,7 +93,7 @@ impl Daemon {
     }
 
     pub(super) fn resign_all(&mut self) {
-        self.service.stopping();
+        self.service.stopping(RESIGN_GRACE);
         // Accepted challenges that have not started yet are let go.
         self.games.retain(|_, entry| entry.task.is_some());
         for entry in self.games.values() {
