@@ -249,6 +249,39 @@ async fn matchmaking_waits_for_a_free_slot_and_its_challenge_times_out_when_off(
     bot.stop().await;
 }
 
+/// SIGTERM withdraws the operator's challenge still waiting for an answer:
+/// the daemon does not wait for it (its game would start in the shutdown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_withdraws_the_operators_challenge() {
+    use support::fake_lichess::{Answer, OnlineBot};
+    let fake = FakeLichess::start().await;
+    fake.set_online_bots(vec![OnlineBot::new("Silent", 2000, Answer::Ignore)]);
+    let (mut bot, socket) = start_with(&fake, 1, 3600, 300).await;
+    let (ok, text) = ctl(&socket, "challenge Silent 1+1");
+    assert!(ok, "{text}");
+    let id = fake
+        .wait_for("the operator's challenge", WAIT, |v| {
+            v.challenges()
+                .into_iter()
+                .find(|c| c.direction == "out")
+                .map(|c| c.id)
+        })
+        .await
+        .unwrap();
+    bot.wait_log("challenge sent by the control socket", WAIT)
+        .await;
+    bot.signal("TERM");
+    let status = bot.wait_exit(WAIT).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    // Cancelled (or, the daemon gone first, ended with its stream).
+    wait_status(&fake, &id, "canceled").await;
+    assert!(
+        log.contains("shutting down: cancelling our challenge"),
+        "{log}"
+    );
+}
+
 /// The operator's challenge held its slot in a task of its own, not for
 /// its game: once accepted, the game ran on no slot, and at concurrency 1
 /// the bot accepted a second game beside it.

@@ -128,7 +128,9 @@ impl Daemon {
                 }
                 Decision::Accept => {
                     let mut verdict = fair(challenge, policy, self.load_for(challenge));
-                    if verdict == Fair::Wait && self.cancel_our_challenge() {
+                    if verdict == Fair::Wait
+                        && self.cancel_our_challenge("an incoming challenge comes first")
+                    {
                         // Incoming challenges come first: ours gave way.
                         verdict = fair(challenge, policy, self.load_for(challenge));
                     }

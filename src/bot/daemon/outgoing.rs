@@ -36,14 +36,14 @@ pub enum MatchEvent {
 impl Daemon {
     /// Withdraws our pending matchmaking challenge to free its slot; whether
     /// there was one.
-    pub(super) fn cancel_our_challenge(&mut self) -> bool {
+    pub(super) fn cancel_our_challenge(&mut self, why: &str) -> bool {
         let Some(pending) = self.matchmaker.pending().cloned() else {
             return false;
         };
         if self.games.get(&pending.id).is_none_or(|e| e.task.is_some()) {
             return false;
         }
-        tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: an incoming challenge comes first; cancelling ours");
+        tracing::info!(challenge = %pending.id, opponent = %pending.opponent, "matchmaking: {why}; cancelling our challenge");
         self.games.remove(&pending.id);
         self.matchmaker
             .settled(&pending.id, Outcome::Withdrawn, unix_now());
@@ -319,7 +319,7 @@ fn spawn_create<M: From<MatchEvent> + Send + 'static>(
 }
 
 /// Withdraws our challenge `id` in the background.
-fn spawn_cancel(client: &Client, id: String) {
+pub(super) fn spawn_cancel(client: &Client, id: String) {
     let client = client.clone();
     tokio::spawn(async move {
         match client.cancel_challenge(&id).await {

@@ -13,6 +13,7 @@
 //! daemon exits once they stopped or after [`HANDOVER_GRACE`], and the
 //! next run resumes the games (see `games`: reconciling).
 
+use super::outgoing::spawn_cancel;
 use super::{Daemon, HANDOVER_GRACE, Phase, RESIGN_GRACE, Stop};
 use crate::bot::game::GameCommand;
 use tokio::time::Instant;
@@ -40,11 +41,11 @@ impl Daemon {
             // ones to the next run (Lichess resends them).
             Stop::Finish | Stop::Resign => {
                 self.decline_queued(|_| true, "shutting down");
-                self.cancel_our_challenge();
+                self.cancel_our_challenges();
                 self.leave_tournaments();
             }
             Stop::HandOver => {
-                self.cancel_our_challenge();
+                self.cancel_our_challenges();
             }
             Stop::No => {}
         }
@@ -70,6 +71,23 @@ impl Daemon {
             (Stop::Finish, _) => {}
         }
         self.update_status();
+    }
+
+    /// Withdraws our challenges not answered yet: matchmaking's and those
+    /// of `kaissa ctl challenge`, whose game would start in the shutdown.
+    fn cancel_our_challenges(&mut self) {
+        self.cancel_our_challenge("shutting down");
+        let ours: Vec<String> = self
+            .games
+            .iter()
+            .filter(|(_, e)| e.outgoing && e.task.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ours {
+            tracing::info!(challenge = %id, "shutting down: cancelling our challenge");
+            self.games.remove(&id);
+            spawn_cancel(&self.client, id);
+        }
     }
 
     /// Asks every game task to stop for the next run.
