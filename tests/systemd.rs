@@ -75,8 +75,9 @@ fn kaissa_template_is_valid_and_hardened() {
 }
 
 /// `scripts/systemd-test.sh`, with the binaries cargo built:
-/// `cargo test --profile tests --example fake_lichess --test integration --
-/// --ignored systemd::` (as root).
+/// `cargo build --profile tests --example fake_lichess && cargo test
+/// --profile tests --test integration -- --ignored systemd::` (as root;
+/// `cargo test --example` would build the example as a test only).
 #[test]
 #[ignore = "boots a Debian container: needs root, debootstrap and systemd-nspawn"]
 fn real_systemd() {
