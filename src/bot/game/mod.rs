@@ -650,7 +650,7 @@ impl Game {
                     // The engine is gone: no answer will come again.
                     None => {
                         answers = None;
-                        Flow::Continue
+                        self.engine_gone()
                     }
                 },
                 permit = async { match pending.as_mut() {
@@ -658,7 +658,10 @@ impl Game {
                     None => std::future::pending().await,
                 } }, if pending.is_some() => {
                     pending = None;
-                    self.start_search(permit);
+                    // Without an engine the permit goes straight back.
+                    if answers.is_some() {
+                        self.start_search(permit);
+                    }
                     Flow::Continue
                 }
                 _ = async { match cut.as_ref() {
@@ -695,6 +698,8 @@ impl Game {
             };
             // Our turn: the move sources first, then the search.
             let flow = match flow {
+                // No engine to search with any more (the game is given up).
+                Flow::Think if answers.is_none() => Flow::Continue,
                 Flow::Think if pending.is_none() => self.before_search(&mut asking).await,
                 other => other,
             };
@@ -1310,6 +1315,16 @@ impl Game {
                 .get_or_insert(Instant::now() + FINISH_GRACE);
         }
         Flow::Continue
+    }
+
+    /// The engine ended (its thread or its driver is gone: a bug), so no
+    /// move will come: rather than lose on time holding a search thread
+    /// other games wait for, the game is given up and the thread freed.
+    fn engine_gone(&mut self) -> Flow {
+        tracing::error!("the engine is gone (a bug): giving the game up");
+        self.search.thinking = None;
+        self.search.suspended = None;
+        self.resign_now()
     }
 
     /// Resigns (or aborts, before both sides moved).
