@@ -662,7 +662,13 @@ impl Game {
                     if answers.is_some() {
                         self.start_search(permit);
                     }
-                    Flow::Continue
+                    if self.search.thinking.is_none() && self.has_no_clock() && !self.our_turn() {
+                        // The turn passed while we waited (a takeback):
+                        // the park asked for meanwhile was put off.
+                        Flow::Park
+                    } else {
+                        Flow::Continue
+                    }
                 }
                 _ = async { match cut.as_ref() {
                     Some(n) => n.notified().await,
@@ -1102,6 +1108,14 @@ impl Game {
             self.spawn_action(move |client, id| async move {
                 client.answer_takeback(&id, accept).await
             });
+        }
+    }
+
+    /// Whether the board has us to move.
+    fn our_turn(&self) -> bool {
+        match (self.color, &self.record) {
+            (Some(us), Some(record)) => record.turn() == us,
+            _ => false,
         }
     }
 
