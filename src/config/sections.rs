@@ -52,7 +52,7 @@ impl Default for LichessConfig {
         LichessConfig {
             url: "https://lichess.org".to_owned(),
             token_file: None,
-            stream_timeout_secs: 20,
+            stream_timeout_secs: crate::lichess::stream::DEFAULT_SILENCE_TIMEOUT.as_secs(),
             rate_limit_pause_secs: 60,
         }
     }

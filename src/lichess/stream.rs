@@ -36,8 +36,9 @@ use tokio::time::{Instant, Sleep};
 /// The longest line kept (1 MiB); longer lines are skipped.
 pub const DEFAULT_MAX_LINE_LEN: usize = 1 << 20;
 
-/// How long a stream may stay silent before it is declared dead.
-pub const DEFAULT_SILENCE_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a stream may stay silent before it is declared dead: lila
+/// sends a keep-alive every 6 s, so two missed and a little more.
+pub const DEFAULT_SILENCE_TIMEOUT: Duration = Duration::from_secs(13);
 
 /// How much of a malformed line is kept for the log.
 const SNIPPET_LEN: usize = 120;
