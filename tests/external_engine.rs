@@ -122,15 +122,20 @@ fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-async fn gone_within(pid: u32, within: Duration) -> bool {
+/// Whether `done` holds within `within` (looked at every 20 ms).
+async fn holds_within(within: Duration, done: impl Fn() -> bool) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
-        if !alive(pid) {
+        if done() {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    !alive(pid)
+    done()
+}
+
+async fn gone_within(pid: u32, within: Duration) -> bool {
+    holds_within(within, || !alive(pid)).await
 }
 
 fn ms(n: u64) -> Option<Duration> {
@@ -727,14 +732,7 @@ fn running(pid: u32) -> bool {
 }
 
 async fn stopped_within(pid: u32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if !running(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    holds_within(within, || !running(pid)).await
 }
 
 #[tokio::test]

@@ -93,6 +93,20 @@ fn deadline() -> Instant {
     Instant::now() + Duration::from_secs(5)
 }
 
+/// A casual 1+1 game of standard chess, either colour.
+fn casual_bullet() -> CreateChallenge {
+    CreateChallenge {
+        time: ChallengeTime::Clock {
+            limit_secs: 60,
+            increment_secs: 1,
+        },
+        rated: false,
+        color: ChallengeColor::Random,
+        variant: VariantKey::Standard,
+        fen: None,
+    }
+}
+
 #[tokio::test]
 async fn account_and_wrong_token() {
     let fake = FakeLichess::start().await;
@@ -209,19 +223,7 @@ async fn every_event_type_parses() {
     // Our own challenge comes back, without a direction (lila's
     // EventStream), then declined.
     let created = client
-        .create_challenge(
-            "SomeBot",
-            &CreateChallenge {
-                time: ChallengeTime::Clock {
-                    limit_secs: 60,
-                    increment_secs: 1,
-                },
-                rated: false,
-                color: ChallengeColor::Random,
-                variant: VariantKey::Standard,
-                fen: None,
-            },
-        )
+        .create_challenge("SomeBot", &casual_bullet())
         .await
         .unwrap();
     assert_eq!(created.direction, Some(Direction::Out));
@@ -274,19 +276,7 @@ async fn event_stream_replays_and_keeps_alive() {
         .unwrap();
     // Ours is not replayed (lila's `createdByDestId`).
     client
-        .create_challenge(
-            "SomeBot",
-            &CreateChallenge {
-                time: ChallengeTime::Clock {
-                    limit_secs: 60,
-                    increment_secs: 1,
-                },
-                rated: false,
-                color: ChallengeColor::Random,
-                variant: VariantKey::Standard,
-                fen: None,
-            },
-        )
+        .create_challenge("SomeBot", &casual_bullet())
         .await
         .unwrap();
 

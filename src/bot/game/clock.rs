@@ -252,8 +252,13 @@ impl Game {
     /// 30th of our time and most of the increment, at most a quarter of
     /// our time), what the scheduler weighs our wait against.
     pub(super) fn move_budget(&self) -> Duration {
+        self.move_budget_at(Instant::now())
+    }
+
+    /// [`Game::move_budget`] as it stood at `at`.
+    pub(super) fn move_budget_at(&self, at: Instant) -> Duration {
         match &self.state {
-            Some((state, arrived)) => self.budget_in(state, *arrived, Instant::now()),
+            Some((state, arrived)) => self.budget_in(state, *arrived, at),
             None => self.ctx.config.bot.correspondence_move_time(),
         }
     }

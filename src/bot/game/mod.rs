@@ -479,7 +479,7 @@ impl Game {
         info: &GameInfo,
         notices: Notices,
     ) -> Result<(Game, Answers), String> {
-        let (player, answers, hash_file) = match &ctx.external {
+        let (player, answers, hash) = match &ctx.external {
             Some(choice) => {
                 let variant = info.variant.as_ref().map(|v| v.key);
                 let uci_variant = variant
@@ -499,20 +499,20 @@ impl Game {
                     id = %engine.id().name,
                     "external engine started"
                 );
-                (Player::External(engine), Answers::External(events), None)
+                (
+                    Player::External(engine),
+                    Answers::External(events),
+                    HashFile::default(),
+                )
             }
             None => {
-                let (engine, events, hash_file) =
+                let (engine, events, hash) =
                     Game::built_in(&ctx, info).map_err(|e| format!("engine thread: {e}"))?;
-                (Player::BuiltIn(engine), Answers::BuiltIn(events), hash_file)
+                (Player::BuiltIn(engine), Answers::BuiltIn(events), hash)
             }
         };
         let ctx_client = ctx.client.clone();
         let greeted = !ctx.greet;
-        let hash_mb = ctx
-            .config
-            .engine
-            .hash_mb_per_game(ctx.config.bot.concurrency);
         let game = Game {
             id: info.game_id.clone(),
             color: info.color.map(to_chess),
@@ -537,13 +537,7 @@ impl Game {
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
             reader: Reader::spawn(ctx_client, info.game_id.clone()),
-            hash: HashFile {
-                path: hash_file,
-                saving: None,
-                save_took_us: Arc::new(AtomicU64::new(
-                    hashstore::reckoned_io(hashfile::file_len(hash_mb)).as_micros() as u64,
-                )),
-            },
+            hash,
             moves_posted: 0,
             handed_over: false,
             online_asked_at: None,
@@ -553,16 +547,11 @@ impl Game {
     }
 
     /// The built-in engine of a game: its thread, with the table an
-    /// earlier run of this game saved, if any.
-    #[allow(clippy::type_complexity)]
+    /// earlier run of this game saved, if any, and the table's file.
     fn built_in(
         ctx: &GameContext,
         info: &GameInfo,
-    ) -> std::io::Result<(
-        Engine,
-        mpsc::UnboundedReceiver<engine::Event>,
-        Option<PathBuf>,
-    )> {
+    ) -> std::io::Result<(Engine, mpsc::UnboundedReceiver<engine::Event>, HashFile)> {
         let options = EngineOptions {
             hash_mb: ctx
                 .config
@@ -572,6 +561,7 @@ impl Game {
             multipv: 1,
         };
         let mb = options.hash_mb;
+        let bytes = hashfile::file_len(mb);
         let (mut engine, events) = Engine::try_spawn(options)?;
         if ctx.config.engine.ponder {
             engine.set_ponder(true);
@@ -591,10 +581,10 @@ impl Game {
             let clock = info
                 .seconds_left
                 .map(|s| Duration::from_secs(s.max(0) as u64));
-            if !hashstore::has_len(path, hashfile::file_len(mb)) {
+            if !hashstore::has_len(path, bytes) {
                 tracing::warn!(path = %path.display(), "hash file of another table size refused");
                 let _ = std::fs::remove_file(path);
-            } else if !hashstore::load_fits(clock, hashfile::file_len(mb)) {
+            } else if !hashstore::load_fits(clock, bytes) {
                 // Kept: the next save rewrites it.
                 tracing::info!(mib = mb, clock_s = ?clock.map(|c| c.as_secs()), "hash file not loaded: too little on our clock for it");
             } else {
@@ -612,7 +602,14 @@ impl Game {
                 });
             }
         }
-        Ok((engine, events, hash_file))
+        let hash = HashFile {
+            path: hash_file,
+            saving: None,
+            save_took_us: Arc::new(AtomicU64::new(
+                hashstore::reckoned_io(bytes).as_micros() as u64
+            )),
+        };
+        Ok((engine, events, hash))
     }
 
     /// Plays the game until it is over (or Lichess no longer knows it),

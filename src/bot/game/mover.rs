@@ -791,10 +791,7 @@ impl Game {
             return Flow::Continue;
         };
         let spent = arrived.elapsed();
-        let budget = match &self.state {
-            Some((state, at)) => self.budget_in(state, *at, arrived),
-            None => self.move_budget(),
-        };
+        let budget = self.move_budget_at(arrived);
         self.player.stop();
         if spent * 2 < budget {
             tracing::debug!(
