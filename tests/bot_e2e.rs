@@ -361,6 +361,16 @@ async fn greets_answers_chat_commands_and_says_goodbye() {
         ChallengeSpec::default().challenger(Opponent::human("Carol")),
     )
     .await;
+    // The greeting is posted off the game task (after reading the chat
+    // back), so the first move can come before it: wait for it, or the
+    // answers below may overtake it.
+    fake.wait_until("the greetings", WAIT, |v| {
+        v.game(&id).is_some_and(|g| {
+            !g.bot_chat("player").is_empty() && !g.bot_chat("spectator").is_empty()
+        })
+    })
+    .await
+    .unwrap();
     fake.opponent_says(&id, "player", "!help").unwrap();
     fake.opponent_says(&id, "player", "!name").unwrap();
     fake.opponent_says(&id, "spectator", "!eval").unwrap();
