@@ -303,10 +303,21 @@ impl Game {
             .limits(state, us, false)
             .1
             .map(|c| c.saturating_sub(arrived.elapsed()));
-        // The local tables: standard chess and its set-ups.
+        // The local tables: standard chess and its set-ups. Their probes
+        // read the table files (a page fault each, on a cold disk tens of
+        // milliseconds), so they run off the runtime's workers, which the
+        // other games' streams and clocks share.
         let native = record.native();
-        if let Some(choice) = native.and_then(|r| sources.local.table_move(r.position())) {
-            return self.play_source(choice, arrived).await;
+        let covered = native.filter(|r| {
+            (sources.local.tablebases.as_ref()).is_some_and(|t| t.covers(r.position()))
+        });
+        if let Some(r) = covered {
+            let pos = r.position().clone();
+            let probe = std::sync::Arc::clone(&sources);
+            let choice = tokio::task::spawn_blocking(move || probe.local.table_move(&pos)).await;
+            if let Ok(Some(choice)) = choice {
+                return self.play_source(choice, arrived).await;
+            }
         }
         let Some(online) = &sources.online else {
             return Flow::Think;
@@ -324,9 +335,7 @@ impl Game {
             pieces,
             castling,
             ply: native.map_or(ply as u32, |r| game_ply(r.position())),
-            covered: native.is_some_and(|r| {
-                (sources.local.tablebases.as_ref()).is_some_and(|t| t.covers(r.position()))
-            }),
+            covered: covered.is_some(),
         };
         let queries = online_queries(online, &asked, clock);
         if queries.is_empty() {
