@@ -190,10 +190,15 @@ fn main() {
     {
         let git_dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if out.status.success() && !git_dir.is_empty() {
-            // A new commit moves HEAD or the branch it names.
-            println!("cargo:rerun-if-changed={git_dir}/HEAD");
-            println!("cargo:rerun-if-changed={git_dir}/refs/heads");
-            println!("cargo:rerun-if-changed={git_dir}/packed-refs");
+            // A new commit moves HEAD or the branch it names. Only paths
+            // that exist: cargo takes a missing one (a checkout without
+            // packed-refs) for changed, and rebuilds every time.
+            for path in ["HEAD", "refs/heads", "packed-refs"] {
+                let path = Path::new(&git_dir).join(path);
+                if path.exists() {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
+            }
         }
     }
     println!("cargo:rustc-env=KAISSA_COMMIT={commit}");
