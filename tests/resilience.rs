@@ -72,6 +72,24 @@ fn challenge(fake: &FakeLichess, think_ms: u64) -> String {
     )
 }
 
+async fn second_event_stream(fake: &FakeLichess) {
+    fake.wait_until("a second event stream", WAIT, |v| {
+        v.event_stream_connections() >= 2
+    })
+    .await
+    .unwrap();
+}
+
+/// A game whose challenger (`side`) moves only when the test says so.
+fn by_hand(fake: &FakeLichess, side: Side, initial_secs: u32, increment_secs: u32) -> String {
+    fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(initial_secs, increment_secs)
+            .challenger_color(side)
+            .autoplay(None),
+    )
+}
+
 async fn wait_moves(fake: &FakeLichess, id: &str, plies: usize) {
     fake.wait_until(&format!("{plies} plies in {id}"), GAME, |v| {
         v.game(id)
@@ -138,11 +156,7 @@ async fn event_and_game_streams_cut_mid_game() {
     let playing_before = requests_to(&fake, "/api/account/playing");
     fake.cut_event_stream();
     fake.cut_game_stream(&id).unwrap();
-    fake.wait_until("a second event stream", WAIT, |v| {
-        v.event_stream_connections() >= 2
-    })
-    .await
-    .unwrap();
+    second_event_stream(&fake).await;
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     check_finished(&bot, &game).await;
     assert!(game.stream_connections >= 2, "{game:?}");
@@ -275,12 +289,7 @@ async fn a_restart_before_both_moved_does_not_greet_again() {
     fake.replay_games_on_connect(false);
     let mut bot = start(&fake, "").await;
     // The bot is Black and White waits: no move before the restart.
-    let id = fake.send_challenge(
-        ChallengeSpec::default()
-            .clock(60, 1)
-            .challenger_color(Side::White)
-            .autoplay(None),
-    );
+    let id = by_hand(&fake, Side::White, 60, 1);
     fake.wait_until("the greeting", WAIT, |v| {
         v.game(&id)
             .is_some_and(|g| !g.bot_chat("player").is_empty())
@@ -370,6 +379,68 @@ async fn a_restart_hands_the_game_over_to_the_next_run() {
     }
     let log = bot.stop().await;
     assert!(log.contains("resuming a game nobody watched"), "{log}");
+    assert!(log.contains("hash table loaded"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_refused_for_a_moment_is_waited_out() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 4).await;
+    // Three reopens refused, as by a hiccup of Lichess's.
+    fake.fail_matching_with_status("/api/stream/event", 3, 401);
+    fake.cut_event_stream();
+    second_event_stream(&fake).await;
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert_eq!(
+        requests_containing(&fake, "/api/stream/event", Some(401)),
+        3
+    );
+    let log = bot.stop().await;
+    assert!(log.contains("the event stream refuses the token"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_token_saves_the_game_for_the_next_run_and_exits_77() {
+    let fake = FakeLichess::start().await;
+    fake.replay_games_on_connect(false);
+    let mut bot = start(&fake, "").await;
+    // The bot White; the opponent never moves by itself.
+    let id = by_hand(&fake, Side::Black, 600, 0);
+    wait_moves(&fake, &id, 1).await;
+    fake.revoke_token(true);
+    fake.cut_event_stream();
+    // Twenty seconds of refusals, then the hand-over (12 s at most).
+    let status = bot.wait_exit(Duration::from_secs(60)).await;
+    let log = bot.log();
+    check_log(&log, &bot.token);
+    assert_eq!(status.code(), Some(77), "{log}");
+    assert!(log.contains("Lichess has refused the token for"), "{log}");
+    assert!(log.contains("game handed over to the next run"), "{log}");
+    let hash_file = bot.dir.path().join("state/hash").join(format!("{id}.hash"));
+    assert!(hash_file.exists(), "no hash file for the next run: {log}");
+    for action in ["resign", "abort"] {
+        assert_eq!(
+            requests_to(&fake, &format!("/api/bot/game/{id}/{action}")),
+            0
+        );
+    }
+    // A good token again: the next run takes the game up.
+    fake.revoke_token(false);
+    bot.spawn();
+    fake.wait_until("the game taken up", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.stream_connections >= 2)
+    })
+    .await
+    .unwrap();
+    fake.opponent_move(&id, "e7e5").unwrap();
+    wait_moves(&fake, &id, 3).await;
+    fake.opponent_resigns(&id).unwrap();
+    let game = fake.wait_game_over(&id, WAIT).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
     assert!(log.contains("hash table loaded"), "{log}");
 }
 

@@ -96,6 +96,12 @@ use operator::Blocks;
 const RECONNECT_MIN: Duration = Duration::from_millis(250);
 const RECONNECT_MAX: Duration = Duration::from_secs(15);
 const HEALTHY_AFTER: Duration = Duration::from_secs(10);
+/// The event stream refusing the token mid-run (401 or 403: the token
+/// revoked, the account closed) stops the bot only once the refusals have
+/// gone on this long; a shorter spell is a hiccup of Lichess's, waited
+/// out as any failed open, for the bot would not come back by itself
+/// (the unit does not restart on a rejected token).
+const TOKEN_REFUSED_FOR: Duration = Duration::from_secs(20);
 /// Accepts and declines being sent at once, at most.
 pub const MAX_ANSWERS_IN_FLIGHT: usize = 4;
 /// A failed accept or decline is sent this many times in all, at most.
@@ -458,8 +464,15 @@ impl Daemon {
         housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut conn = Conn::Opening(self.open_events());
         let mut signals_open = true;
+        // Since when the event stream refuses the token, and the refusal
+        // the daemon exits with once the games are handed over.
+        let mut refused_since: Option<Instant> = None;
+        let mut fatal: Option<ClientError> = None;
         loop {
             if self.done() {
+                if let Some(e) = fatal {
+                    return Err(e);
+                }
                 tracing::info!("all games ended: exiting");
                 return Ok(());
             }
@@ -478,13 +491,35 @@ impl Daemon {
                     Step::Opened(Ok(stream)) => {
                         tracing::info!("event stream open");
                         backoff.up();
+                        refused_since = None;
                         self.service.stream_open();
                         self.reconcile_later();
                         conn = Conn::Open(stream);
                     }
                     Step::Opened(Err(
                         e @ (ClientError::Unauthorized { .. } | ClientError::Forbidden { .. }),
-                    )) => return Err(e),
+                    )) => {
+                        let since = *refused_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() < TOKEN_REFUSED_FOR {
+                            tracing::warn!(
+                                "the event stream refuses the token: {e}; trying again (for {} s in all)",
+                                TOKEN_REFUSED_FOR.as_secs()
+                            );
+                            conn = self.wait_to_reopen(&mut backoff);
+                        } else {
+                            tracing::error!(
+                                "Lichess has refused the token for {} s ({e}): revoked, or the \
+                                 account closed; the games in progress are saved for the next \
+                                 run and the bot stops (put a new token where this one was read \
+                                 from, then start it again)",
+                                since.elapsed().as_secs()
+                            );
+                            self.hand_over_all();
+                            self.update_status();
+                            fatal = Some(e);
+                            conn = Conn::Waiting(Instant::now() + Duration::from_secs(86_400));
+                        }
+                    }
                     Step::Opened(Err(e)) => {
                         tracing::warn!("cannot open the event stream: {e}");
                         conn = self.wait_to_reopen(&mut backoff);

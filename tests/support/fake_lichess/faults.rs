@@ -83,6 +83,8 @@ pub(super) struct Faults {
     /// This many answers of `/api/account/playing` still list the games
     /// that ended, as an answer computed just before they did.
     pub(super) stale_playing: u32,
+    /// Every request is refused 401, as for a revoked token.
+    pub(super) token_revoked: bool,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -145,7 +147,7 @@ pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: N
             *n -= 1;
             return Some((*status, status.canonical_reason().unwrap_or("")).into_response());
         }
-        if !authorized {
+        if !authorized || faults.token_revoked {
             return Some(error(StatusCode::UNAUTHORIZED, "No such token"));
         }
         if faults.fail_5xx_any > 0 {
@@ -190,6 +192,13 @@ pub(super) async fn gatekeeper(State(app): State<App>, request: Request, next: N
 }
 
 impl FakeLichess {
+    /// Refuses the bot's token (401 to every request, the streams open
+    /// already going on), as when it is revoked; `false` accepts it again.
+    pub fn revoke_token(&self, revoked: bool) {
+        self.app
+            .with(|world, _| world.faults.token_revoked = revoked)
+    }
+
     /// Aborts the event stream's connection.
     pub fn cut_event_stream(&self) {
         self.app.with(|world, _| {
