@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use support::bot::{Bot, check_log};
 use support::fake_lichess::{
-    AutoPlay, ChallengeSpec, FakeLichess, FakeVariant, GameRecord, IllegalMove, Policy, Side,
+    AutoPlay, ChallengeSpec, FakeLichess, FakeTime, FakeVariant, GameRecord, IllegalMove, Policy,
+    Side,
 };
 use support::pgn;
 use support::proxy::Proxy;
@@ -442,6 +443,41 @@ async fn a_revoked_token_saves_the_game_for_the_next_run_and_exits_77() {
     check_finished(&bot, &game).await;
     let log = bot.stop().await;
     assert!(log.contains("hash table loaded"), "{log}");
+}
+
+/// A parked correspondence game that ends while the event stream is down
+/// (its `gameFinish` missed) is read to its end when the list of games in
+/// progress no longer shows it: its PGN is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_game_that_ended_unseen_gets_its_pgn() {
+    let fake = FakeLichess::start().await;
+    fake.replay_games_on_connect(false);
+    let bot = start(&fake, "correspondence_move_secs = 1").await;
+    let spec = ChallengeSpec::default().time(FakeTime::Correspondence { days: 3 });
+    let id = fake
+        .start_game(spec.autoplay(None), shakmaty::Color::White)
+        .unwrap();
+    fake.wait_until("the bot's first move, then parked", WAIT, |v| {
+        v.game(&id).is_some_and(|g| g.moves.len() == 1) && !v.game_stream_open(&id)
+    })
+    .await
+    .unwrap();
+    bot.wait_log("correspondence game parked until our turn", WAIT)
+        .await;
+    // The stream is down for a few reopens; the opponent resigns meanwhile.
+    fake.fail_matching_with_status("/api/stream/event", 3, 503);
+    fake.cut_event_stream();
+    fake.opponent_resigns(&id).unwrap();
+    second_event_stream(&fake).await;
+    let game = fake.game(&id).unwrap();
+    check_finished(&bot, &game).await;
+    let text = std::fs::read_to_string(bot.pgn_dir().join(format!("{id}.pgn"))).unwrap();
+    assert_eq!(pgn::tag(&text, "Result"), Some("1-0"), "{text}");
+    let log = bot.stop().await;
+    assert!(
+        log.contains("parked correspondence game no longer ongoing"),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,7 +22,7 @@ use crate::bot::policy::matchmaker::Outcome;
 use crate::bot::store::hashstore;
 use crate::bot::store::state::unix_now;
 use crate::config::GameKind;
-use crate::lichess::client::is_valid_id;
+use crate::lichess::client::{PLAYING_MAX, is_valid_id};
 use crate::lichess::model::{GameInfo, Speed, VariantKey};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -112,13 +112,16 @@ impl Daemon {
     }
 
     /// Starts a task for every ongoing game that has none (a parked
-    /// correspondence game only when its turn came), and forgets parked
-    /// games that are no longer listed (they ended).
+    /// correspondence game only when its turn came), and wraps up parked
+    /// games that are no longer listed (they ended while the event stream
+    /// was down: its `gameFinish` was missed). A full list may leave games
+    /// out: then no parked game is taken for ended.
     pub(super) fn reconcile(&mut self, games: Option<Vec<GameInfo>>) {
         self.playing_check.running = false;
         let Some(games) = games else {
             return;
         };
+        let complete = games.len() < PLAYING_MAX;
         let over = &mut self.playing_check.over;
         over.retain(|_, at| at.elapsed() < OVER_FOR);
         let games: Vec<GameInfo> = games
@@ -126,10 +129,12 @@ impl Daemon {
             .filter(|g| !over.contains_key(&g.game_id))
             .collect();
         let listed: HashSet<&str> = games.iter().map(|g| g.game_id.as_str()).collect();
-        self.parking.waiting.retain(|id, _| {
-            let ongoing = listed.contains(id.as_str());
+        let mut ended = Vec::new();
+        self.parking.waiting.retain(|id, parked| {
+            let ongoing = listed.contains(id.as_str()) || !complete;
             if !ongoing {
-                tracing::info!(game = %id, "parked correspondence game no longer ongoing");
+                tracing::info!(game = %id, "parked correspondence game no longer ongoing: reading its end");
+                ended.push(parked.info.clone());
             }
             ongoing
         });
@@ -163,6 +168,11 @@ impl Daemon {
                 parked = self.parking.waiting.len(),
                 "reconciled with the ongoing games"
             );
+        }
+        for info in ended {
+            // Its task reads the final state and writes the PGN (or, were
+            // it still on after all, parks it again).
+            self.wrap_up_parked(info);
         }
         for info in missing {
             if self.parking.waiting.contains_key(&info.game_id) {

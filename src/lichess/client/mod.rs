@@ -81,6 +81,9 @@ pub const BOT_VS_BOT_DAY: &str = "bot.vsBot.day";
 
 /// Lichess asks to keep chat lines under 140 characters.
 pub const MAX_CHAT_LEN: usize = 140;
+/// The most games `GET /api/account/playing` is asked for (its `nb`; lila
+/// allows 50).
+pub const PLAYING_MAX: usize = 50;
 
 /// The most one move-post attempt waits for its answer: Lichess answers
 /// in well under a second, so a silent connection is given up quickly and
@@ -410,10 +413,11 @@ impl Client {
         self.json(call).await
     }
 
-    /// `GET /api/account/playing`: our ongoing games (up to 50).
+    /// `GET /api/account/playing`: our ongoing games (up to
+    /// [`PLAYING_MAX`]; a list that long may leave some out).
     pub async fn playing(&self) -> Result<NowPlaying, Error> {
         let mut call = Call::to(&routes::PLAYING, &[]);
-        call.query.push(("nb", "50".to_owned()));
+        call.query.push(("nb", PLAYING_MAX.to_string()));
         self.json(call).await
     }
 
