@@ -841,6 +841,37 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
     assert!(log.contains("resigning a lost position"), "{log}");
 }
 
+/// A resignation Lichess does not take does not leave the game to hang:
+/// the move is played instead, and the next turn resigns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_resignation_plays_the_move_instead() {
+    let fake = FakeLichess::start().await;
+    let bot = start(
+        &fake,
+        "[bot]\nresign_enabled = true\nresign_moves = 1\nresign_score_cp = 1000\n\
+         draw_resign_min_moves = 0",
+    )
+    .await;
+    fake.fail_matching_with_status("/resign", 1, 400);
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .variant(FakeVariant::FromPosition {
+                fen: "4k3/8/8/8/8/8/8/QR2K3 b - - 0 1".to_owned(),
+            })
+            .challenger_color(Side::White)
+            .autoplay(Some(quick_opponent())),
+    );
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    assert_eq!(
+        (game.status.as_str(), game.winner),
+        ("resign", Some(Color::White)),
+        "{game:?}"
+    );
+    assert_eq!(game.moves.len(), 2, "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("playing the move instead"), "{log}");
+}
+
 /// `!wait` holds off the abort of a game whose opponent has not moved;
 /// `!challenge` and `!pv` answer too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -524,11 +524,15 @@ impl Game {
         let standing = self.standing(ply);
         if rules::resign(&self.judged.scores, &standing, &self.ctx.config.bot) {
             tracing::info!(ply, "resigning a lost position");
-            self.moved_at_ply = Some(ply);
-            if let Err(e) = self.ctx.client.resign(&self.id).await {
-                tracing::warn!("resign failed: {e}");
+            match self.ctx.client.resign(&self.id).await {
+                Ok(()) => {
+                    self.moved_at_ply = Some(ply);
+                    return None;
+                }
+                // Not left to hang (days, in correspondence) or to flag:
+                // the move goes instead, and the next turn judges again.
+                Err(e) => tracing::warn!("resign failed: {e}; playing the move instead"),
             }
-            return None;
         }
         let bot = &self.ctx.config.bot;
         let offering_draw = rules::offer_draw(&self.judged.scores, &standing, bot)
