@@ -26,7 +26,7 @@ fn defaults_without_file() {
     let config = Config::load_with_env(None, env(&[])).unwrap();
     assert_eq!(config, Config::default());
     assert_eq!(config.lichess.url, "https://lichess.org");
-    assert_eq!(config.lichess.stream_timeout(), Duration::from_secs(13));
+    assert_eq!(config.lichess.stream_timeout(), Duration::from_secs(16));
     assert_eq!(config.lichess.rate_limit_pause(), Duration::from_secs(60));
     assert_eq!(config.bot.concurrency, 1);
     // The host the API specification documents (the old .ovh one is gone).

@@ -37,8 +37,9 @@ use tokio::time::{Instant, Sleep};
 pub const DEFAULT_MAX_LINE_LEN: usize = 1 << 20;
 
 /// How long a stream may stay silent before it is declared dead: lila
-/// sends a keep-alive every 6 s, so two missed and a little more.
-pub const DEFAULT_SILENCE_TIMEOUT: Duration = Duration::from_secs(13);
+/// sends a keep-alive every 7 s (6 s in older versions; the API spec says
+/// 7), so two missed and a little more.
+pub const DEFAULT_SILENCE_TIMEOUT: Duration = Duration::from_secs(16);
 
 /// How much of a malformed line is kept for the log.
 const SNIPPET_LEN: usize = 120;
