@@ -761,9 +761,10 @@ async fn a_draw_is_claimed_where_victory_cannot_be_and_the_rating_change_is_logg
     .unwrap();
     fake.opponent_gone(&id, true).unwrap();
     let game = fake.wait_game_over(&id, WAIT).await.unwrap();
+    // lila's `DrawForce`: `timeout` without a winner.
     assert_eq!(
         (game.status.as_str(), game.winner),
-        ("draw", None),
+        ("timeout", None),
         "{game:?}"
     );
     // The game is over on the server; its `gameFinish` may still be on
@@ -831,6 +832,7 @@ async fn offers_draws_and_resigns_by_the_thresholds() {
     let game = fake.wait_game_over(&drawn, GAME).await.unwrap();
     assert_eq!(game.status, "draw", "{game:?}");
     assert!(game.bot_draw_offers >= 1);
+    assert_eq!(game.dropped_draw_offers, 0, "{game:?}");
     let game = fake.wait_game_over(&lost, GAME).await.unwrap();
     assert_eq!(
         (game.status.as_str(), game.winner),

@@ -1081,8 +1081,9 @@ async fn draw_offer_with_a_move_and_accepted_draw() {
         .make_move(&game, "e2e4", true, deadline())
         .await
         .unwrap();
+    // At ply 0: lila drops it without a word (`playerCanOfferDraw`).
     let record = fake.game(&game).unwrap();
-    assert_eq!(record.bot_draw_offers, 1);
+    assert_eq!((record.bot_draw_offers, record.dropped_draw_offers), (0, 1));
     assert!(fake.requests().last().unwrap().query.as_deref() == Some("offeringDraw=true"));
     // The opponent moves instead: the offer lapses; then it offers, we accept.
     fake.opponent_move(&game, "e7e5").unwrap();

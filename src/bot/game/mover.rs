@@ -536,10 +536,7 @@ impl Game {
         }
         let bot = &self.ctx.config.bot;
         let offering_draw = rules::offer_draw(&self.judged.scores, &standing, bot)
-            && self
-                .offers
-                .draw_offered_at
-                .is_none_or(|at| ply >= at + 2 * bot.draw_moves as usize);
+            && rules::draw_offer_due(ply, self.offers.draw_offered_at, bot.draw_moves);
         if offering_draw {
             self.offers.draw_offered_at = Some(ply);
         }

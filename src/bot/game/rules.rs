@@ -108,6 +108,19 @@ pub(super) fn offer_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -
         && drawn(scores, standing, bot)
 }
 
+/// Lila takes a draw offer from ply 2 on, and not within 20 plies of the
+/// same player's last one (`playerCanOfferDraw`).
+const DRAW_OFFER_FIRST_PLY: usize = 2;
+const DRAW_OFFER_GAP: usize = 20;
+
+/// Whether a draw offer may go with our move at `ply`, our last having
+/// gone at `last`: every `draw_moves` of our moves at most, and never one
+/// that lila would drop without a word.
+pub(super) fn draw_offer_due(ply: usize, last: Option<usize>, draw_moves: u32) -> bool {
+    let gap = (2 * draw_moves as usize).max(DRAW_OFFER_GAP + 1);
+    ply >= DRAW_OFFER_FIRST_PLY && last.is_none_or(|at| ply >= at + gap)
+}
+
 /// Whether we accept the opponent's draw offer (whatever the game's
 /// length: the offer is theirs).
 pub(super) fn accept_draw(scores: &[i32], standing: &Standing, bot: &BotConfig) -> bool {
@@ -145,6 +158,22 @@ pub(super) struct Judged {
 mod tests {
     use super::*;
     use crate::config::Opponents;
+
+    #[test]
+    fn draw_offers_go_only_where_lila_takes_them() {
+        // Not before ply 2.
+        assert!(!draw_offer_due(0, None, 1));
+        assert!(!draw_offer_due(1, None, 1));
+        assert!(draw_offer_due(2, None, 1));
+        // Not within 20 plies of the last (lila: `last >= ply - 20`).
+        assert!(!draw_offer_due(22, Some(2), 1));
+        assert!(draw_offer_due(23, Some(2), 1));
+        assert!(!draw_offer_due(24, Some(4), 10));
+        assert!(draw_offer_due(25, Some(4), 10));
+        // A longer draw_moves spaces them further.
+        assert!(!draw_offer_due(33, Some(4), 15));
+        assert!(draw_offer_due(34, Some(4), 15));
+    }
 
     #[test]
     fn scores_and_evals() {

@@ -72,6 +72,9 @@ pub(super) struct Game {
     pub(super) ignored_claims: u32,
     pub(super) takeback_answers: Vec<bool>,
     pub(super) bot_draw_offers: usize,
+    pub(super) dropped_draw_offers: usize,
+    /// The plies of the bot's draw offers that counted.
+    pub(super) bot_draw_offer_plies: Vec<usize>,
     pub(super) stream_connections: usize,
     /// The arena of an arena pairing.
     pub(super) tournament_id: Option<String>,
@@ -107,6 +110,21 @@ impl Game {
 
     pub(super) fn ply(&self) -> usize {
         self.moves.len()
+    }
+
+    /// A draw offer of the bot's, now: whether it counts (lila's
+    /// `playerCanOfferDraw`: from ply 2, and not within 20 plies of the
+    /// last one), recorded either way.
+    pub(super) fn bot_offers_draw(&mut self) -> bool {
+        let ply = self.ply();
+        let counts = ply >= 2 && (self.bot_draw_offer_plies.last()).is_none_or(|&at| at + 20 < ply);
+        if counts {
+            self.bot_draw_offers += 1;
+            self.bot_draw_offer_plies.push(ply);
+        } else {
+            self.dropped_draw_offers += 1;
+        }
+        counts
     }
 
     /// The current position as lila writes it (scalachess `Fen.write`).
@@ -150,6 +168,7 @@ impl Game {
             ignored_claims: self.ignored_claims,
             takeback_answers: self.takeback_answers.clone(),
             bot_draw_offers: self.bot_draw_offers,
+            dropped_draw_offers: self.dropped_draw_offers,
             stream_connections: self.stream_connections,
         }
     }

@@ -73,8 +73,11 @@ pub struct GameRecord {
     pub ignored_claims: u32,
     /// The bot's answers to takeback proposals.
     pub takeback_answers: Vec<bool>,
-    /// Draw offers the bot made (with a move or `draw/yes`).
+    /// Draw offers the bot made (with a move or `draw/yes`) that counted.
     pub bot_draw_offers: usize,
+    /// Draw offers the bot made that lila drops without a word: before
+    /// ply 2, or within 20 plies of its last (`playerCanOfferDraw`).
+    pub dropped_draw_offers: usize,
     /// Game streams opened for this game.
     pub stream_connections: usize,
 }

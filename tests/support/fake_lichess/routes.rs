@@ -285,10 +285,13 @@ pub(super) async fn bot_move(
             Err(reason) => return refuse(game, reason),
         };
         let bot = game.bot_color;
+        // As lila's `Drawer.yes`, before the move: the opponent's offer
+        // taken, or an offer of ours if one may be made now.
         let accepts_draw = offering_draw && game.draw_offer == Some(!bot);
-        if offering_draw {
+        if accepts_draw {
             game.bot_draw_offers += 1;
         }
+        let offers_draw = offering_draw && !accepts_draw && game.bot_offers_draw();
         if !world.play(app, &id, m) {
             if let Some(game) = world.games.get_mut(&id) {
                 game.illegal.push(IllegalMove {
@@ -305,7 +308,7 @@ pub(super) async fn bot_move(
         let Some(game) = world.games.get_mut(&id) else {
             return ok();
         };
-        if game.started() && offering_draw {
+        if game.started() && (accepts_draw || offers_draw) {
             if accepts_draw {
                 world.finish(app, &id, "draw", None);
             } else {
@@ -418,9 +421,8 @@ pub(super) async fn draw(
                 game.draw_offer = None;
                 world.after_change(app, &id);
             }
-        } else if accept {
-            // No offer to answer: "yes" makes one.
-            game.bot_draw_offers += 1;
+        } else if accept && game.bot_offers_draw() {
+            // No offer to answer: "yes" makes one, if one may be made.
             game.draw_offer = Some(bot);
             world.after_change(app, &id);
         }
@@ -541,11 +543,9 @@ pub(super) async fn claim(
                 "You cannot claim the win on this game",
             );
         }
-        if victory {
-            world.finish(app, &id, "timeout", Some(bot));
-        } else {
-            world.finish(app, &id, "draw", None);
-        }
+        // Both end as lila's `rageQuit`: `timeout`, with no winner for
+        // a draw (`DrawForce`).
+        world.finish(app, &id, "timeout", victory.then_some(bot));
         ok()
     })
 }

@@ -292,6 +292,8 @@ impl World {
             ignored_claims: 0,
             takeback_answers: Vec::new(),
             bot_draw_offers: 0,
+            dropped_draw_offers: 0,
+            bot_draw_offer_plies: Vec::new(),
             stream_connections: 0,
             tournament_id: spec.tournament.clone(),
             resign_after: spec.resign_after,
