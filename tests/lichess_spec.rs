@@ -2076,6 +2076,8 @@ async fn fake_output() -> Vec<(String, Value)> {
 
     let fake = FakeLichess::start_with(FakeConfig {
         keepalive: Duration::from_millis(100),
+        // Gone long enough at once: coming back is told (`gone: false`).
+        claim_win_secs: 0,
         ..FakeConfig::default()
     })
     .await;

@@ -206,17 +206,17 @@ impl FakeLichess {
     }
 
     /// The opponent leaves (`gone: true`, the bot may claim after
-    /// `claim_win_secs`) or comes back.
+    /// `claim_win_secs`) or comes back (told only if it was gone that
+    /// long, as lila's `setOnline` tells only of a player long gone).
     pub fn opponent_gone(&self, id: &str, gone: bool) -> Result<(), String> {
         self.app.with(|world, _| {
+            if !gone {
+                return world.opponent_back(id);
+            }
             let claim = world.cfg.claim_win_secs;
             let game = world.games.get_mut(id).ok_or("no such game")?;
-            game.gone_since = gone.then(Instant::now);
-            let line = if gone {
-                json!({"type": "opponentGone", "gone": true, "claimWinInSeconds": claim})
-            } else {
-                json!({"type": "opponentGone", "gone": false})
-            };
+            game.gone_since = Some(Instant::now());
+            let line = json!({"type": "opponentGone", "gone": true, "claimWinInSeconds": claim});
             world.game_stream_line(id, &line)
         })
     }

@@ -533,6 +533,20 @@ impl World {
         self.after_change(app, id);
     }
 
+    /// The opponent is online again: `gone: false` goes out only if it
+    /// had been gone long enough to be claimed against (lila's
+    /// `setOnline`: `isLongGone`), else nothing is said.
+    pub(super) fn opponent_back(&mut self, id: &str) -> Result<(), String> {
+        let claim = Duration::from_secs(self.cfg.claim_win_secs.into());
+        let game = self.games.get_mut(id).ok_or("no such game")?;
+        let long_gone = game.gone_since.take().is_some_and(|t| t.elapsed() >= claim);
+        if long_gone {
+            let line = json!({"type": "opponentGone", "gone": false});
+            return self.game_stream_line(id, &line);
+        }
+        Ok(())
+    }
+
     pub(super) fn game_stream_line(&mut self, id: &str, line: &Value) -> Result<(), String> {
         let game = self.games.get_mut(id).ok_or("no such game")?;
         game.subscribers.retain(|c| !c.closed());
