@@ -794,7 +794,8 @@ async fn a_correspondence_game_holds_no_slot_while_waiting() {
     let fake = FakeLichess::start().await;
     let bot = start(
         &fake,
-        "[bot]\nconcurrency = 1\ncorrespondence_move_secs = 1\n\
+        "[bot]\nconcurrency = 1\ncorrespondence_move_secs = 1\ncorrespondence_park_secs = 0\n\
+         playing_check_secs = 1\n\
          [challenge]\ncorrespondence = true",
     )
     .await;
@@ -831,6 +832,49 @@ async fn a_correspondence_game_holds_no_slot_while_waiting() {
     );
 }
 
+/// After its move in a correspondence game the bot keeps the game open a
+/// while (`bot.correspondence_park_secs`): a quick reply is answered at
+/// once, on the same stream; with none, the game is parked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_correspondence_reply_is_answered_before_the_game_is_parked() {
+    let fake = FakeLichess::start().await;
+    let bot = start(
+        &fake,
+        "[bot]\ncorrespondence_move_secs = 1\ncorrespondence_park_secs = 3\n\
+         [challenge]\ncorrespondence = true",
+    )
+    .await;
+    let corr = fake.start_game(correspondence(3), Color::White).unwrap();
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&corr).is_some_and(|g| g.moves.len() == 1)
+    })
+    .await
+    .unwrap();
+    reply(&fake, &corr);
+    fake.wait_until("the bot's second move", WAIT, |v| {
+        v.game(&corr).is_some_and(|g| g.moves.len() == 3)
+    })
+    .await
+    .unwrap();
+    // Not parked in between: the first stream is still the one.
+    assert_eq!(fake.game(&corr).unwrap().stream_connections, 1);
+    let since = std::time::Instant::now();
+    fake.wait_until("parked", WAIT, |v| !v.game_stream_open(&corr))
+        .await
+        .unwrap();
+    assert!(
+        since.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        since.elapsed()
+    );
+    fake.opponent_resigns(&corr).unwrap();
+    let log = bot.stop().await;
+    assert!(
+        log.contains("correspondence game parked until our turn"),
+        "{log}"
+    );
+}
+
 /// A shutdown leaves correspondence games for the next run: the one
 /// still thinking at the deadline stops without resigning, and one whose
 /// turn comes during the shutdown is not taken up.
@@ -840,6 +884,7 @@ async fn a_shutdown_leaves_correspondence_games_for_the_next_run() {
     let mut bot = start(
         &fake,
         "[engine]\nmax_depth = 0\n[bot]\ncorrespondence_move_secs = 60\n\
+         correspondence_park_secs = 0\nplaying_check_secs = 1\n\
          shutdown_deadline_secs = 2\n[challenge]\ncorrespondence = true",
     )
     .await;
@@ -906,14 +951,12 @@ async fn a_stale_list_of_games_does_not_take_up_a_game_just_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_playing_check_takes_up_correspondence_turns_and_missed_games() {
-    let fake = FakeLichess::start_with(FakeConfig {
-        correspondence_turn_events: false,
-        ..FakeConfig::default()
-    })
-    .await;
+    // Lichess announces no correspondence turn: only the check finds it.
+    let fake = FakeLichess::start().await;
     let bot = start(
         &fake,
         "[bot]\nconcurrency = 2\ncorrespondence_move_secs = 1\nplaying_check_secs = 1\n\
+         correspondence_park_secs = 0\n\
          [challenge]\ncorrespondence = true",
     )
     .await;

@@ -452,7 +452,11 @@ async fn a_revoked_token_saves_the_game_for_the_next_run_and_exits_77() {
 async fn a_parked_game_that_ended_unseen_gets_its_pgn() {
     let fake = FakeLichess::start().await;
     fake.replay_games_on_connect(false);
-    let bot = start(&fake, "correspondence_move_secs = 1").await;
+    let bot = start(
+        &fake,
+        "correspondence_move_secs = 1\ncorrespondence_park_secs = 0",
+    )
+    .await;
     let spec = ChallengeSpec::default().time(FakeTime::Correspondence { days: 3 });
     let id = fake
         .start_game(spec.autoplay(None), shakmaty::Color::White)

@@ -441,6 +441,9 @@ pub struct BotConfig {
     pub max_takebacks: u32,
     /// Thinking time per move in games without a clock (correspondence).
     pub correspondence_move_secs: u64,
+    /// After our move in a game without a clock, how long the game stream
+    /// stays open for a quick reply before the game is parked.
+    pub correspondence_park_secs: u64,
     /// How often `/api/account/playing` is checked: correspondence games
     /// whose turn came, and any ongoing game without a task.
     pub playing_check_secs: u64,
@@ -476,6 +479,7 @@ impl Default for BotConfig {
             tablebase_draws: true,
             max_takebacks: 0,
             correspondence_move_secs: 20,
+            correspondence_park_secs: 60,
             playing_check_secs: 60,
             bot_games_per_day: 100,
             control_socket: String::new(),
@@ -502,6 +506,11 @@ impl BotConfig {
     /// `correspondence_move_secs` as a duration.
     pub fn correspondence_move_time(&self) -> Duration {
         Duration::from_secs(self.correspondence_move_secs)
+    }
+
+    /// `correspondence_park_secs` as a duration.
+    pub fn correspondence_park_after(&self) -> Duration {
+        Duration::from_secs(self.correspondence_park_secs)
     }
 
     /// `playing_check_secs` as a duration.

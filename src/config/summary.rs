@@ -72,8 +72,8 @@ impl Config {
             ),
             format!("bot games per day: {}", b.bot_games_per_day),
             format!(
-                "correspondence: {} s per move; ongoing games checked every {} s",
-                b.correspondence_move_secs, b.playing_check_secs
+                "correspondence: {} s per move, parked {} s after; ongoing games checked every {} s",
+                b.correspondence_move_secs, b.correspondence_park_secs, b.playing_check_secs
             ),
             format!("takebacks per game: {}", b.max_takebacks),
             format!("PGN: {}", self.pgn_summary()),

@@ -178,6 +178,12 @@ impl Config {
             1,
             3600,
         )?;
+        check_range(
+            "bot.correspondence_park_secs",
+            b.correspondence_park_secs,
+            0,
+            3600,
+        )?;
         check_range("bot.playing_check_secs", b.playing_check_secs, 1, 86_400)?;
         check_range("bot.bot_games_per_day", b.bot_games_per_day.into(), 0, 100)?;
         check_range("bot.abort_time_secs", b.abort_time_secs, 1, 3600)?;

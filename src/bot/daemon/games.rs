@@ -219,17 +219,19 @@ impl Daemon {
             tracing::info!(game = %id, "shutting down: correspondence game left for the next run");
             return;
         }
-        if correspondence && !info.is_my_turn {
+        // A game we accepted has its slot already; any other counts
+        // against the cap.
+        let accepted = self.games.get(&id).is_some_and(|e| e.slot.is_some());
+        if correspondence && !info.is_my_turn && !accepted {
             // Nothing to do until the opponent moves: no task, no slot.
+            // (One just accepted gets its task, which waits a while for
+            // the opponent's first move: Lichess will not say it came.)
             if self.games.remove(&id).is_some() || !self.parking.waiting.contains_key(&id) {
                 tracing::info!(game = %id, "correspondence game parked until our turn");
             }
             self.parking.waiting.insert(id, Parked { info, due: false });
             return;
         }
-        // A game we accepted has its slot already; any other counts
-        // against the cap.
-        let accepted = self.games.get(&id).is_some_and(|e| e.slot.is_some());
         if correspondence && !accepted {
             // Its turn came: it needs a slot (it waits for one, days
             // are plenty).

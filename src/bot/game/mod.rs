@@ -382,6 +382,9 @@ struct Timers {
     finish_by: Option<Instant>,
     /// When the resyncs of a move are spent: think again at this instant.
     rethink_at: Option<Instant>,
+    /// A game without a clock, waiting for the opponent: parked at this
+    /// instant unless the reply comes first.
+    park_at: Option<Instant>,
 }
 
 /// Where this game's table is kept (`engine.state_dir` set), and its last
@@ -688,6 +691,8 @@ impl Game {
                     if self.timers.rethink_at.is_some() => self.on_rethink_timer(),
                 _ = tokio::time::sleep_until(self.timers.finish_by.unwrap_or_else(far)),
                     if self.timers.finish_by.is_some() => Flow::Over,
+                _ = tokio::time::sleep_until(self.timers.park_at.unwrap_or_else(far)),
+                    if self.timers.park_at.is_some() => self.on_park_timer(),
                 command = commands.recv() => match command {
                     Some(GameCommand::Finished(info)) => self.on_finished(*info),
                     Some(GameCommand::Resign) => self.resign_now(),
@@ -709,6 +714,7 @@ impl Game {
             match flow {
                 Flow::Continue => {}
                 Flow::Think => {
+                    self.timers.park_at = None;
                     if pending.is_none() {
                         let scheduler = self.ctx.scheduler.clone();
                         let ask = self.ask(false);
@@ -716,7 +722,7 @@ impl Game {
                     }
                 }
                 Flow::Over => break,
-                Flow::Park if pending.is_none() => {
+                Flow::Park if pending.is_none() && self.park_due() => {
                     self.park().await;
                     return Exit::Parked;
                 }
@@ -1113,6 +1119,29 @@ impl Game {
         match (self.color, &self.record) {
             (Some(us), Some(record)) => record.turn() == us,
             _ => false,
+        }
+    }
+
+    /// Whether a game waiting for the opponent is parked now: once the
+    /// wait for a quick reply (`bot.correspondence_park_secs`) is over,
+    /// which this starts on the first ask.
+    fn park_due(&mut self) -> bool {
+        let now = Instant::now();
+        let at = *self
+            .timers
+            .park_at
+            .get_or_insert(now + self.ctx.config.bot.correspondence_park_after());
+        at <= now
+    }
+
+    /// The wait for a quick reply is over: parked if still waiting.
+    fn on_park_timer(&mut self) -> Flow {
+        let waiting = self.search.thinking.is_none() && self.has_no_clock() && !self.our_turn();
+        if waiting {
+            Flow::Park
+        } else {
+            self.timers.park_at = None;
+            Flow::Continue
         }
     }
 

@@ -24,7 +24,9 @@ pub struct FakeConfig {
     /// Seed of the fake's random choices (colours, moves, ids).
     pub seed: u64,
     /// Announce with `gameStart` on the event stream when the bot's turn
-    /// comes in a correspondence game.
+    /// comes in a correspondence game. Off by default: lila announces a
+    /// game once, when it starts (`userStartGame` from the game's
+    /// `onStart`), and a bot finds its turns in `/api/account/playing`.
     pub correspondence_turn_events: bool,
     /// The token's scopes, as `POST /api/token/test` lists them.
     pub scopes: String,
@@ -50,7 +52,7 @@ impl Default for FakeConfig {
             first_move_timeout: Duration::from_secs(30),
             claim_win_secs: 10,
             seed: 0x5eed,
-            correspondence_turn_events: true,
+            correspondence_turn_events: false,
             challenge_expiry: Duration::from_secs(20),
             scopes: "bot:play,challenge:read,challenge:write".to_owned(),
             legacy_castling: false,

@@ -346,8 +346,8 @@ impl World {
         }
         let generation = game.generation;
         let to_move = game.pos.turn();
-        // Like Lichess, a correspondence game whose turn comes is announced
-        // on the event stream (a bot need not keep its stream open).
+        // A correspondence game whose turn comes announced on the event
+        // stream, if the test asks (lila does not).
         if game.clock.is_none()
             && to_move == game.bot_color
             && game.ply() > 0
