@@ -349,7 +349,10 @@ async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
     .unwrap();
     fake.wait_game_over(&again, GAME).await.unwrap();
     assert!(fake.max_simultaneous_games() <= 2);
-    bot.stop().await;
+    // Lichess echoes our declines as challengeDeclined: not taken for
+    // declines of challenges of ours.
+    let log = bot.stop().await;
+    assert!(!log.contains("our challenge was declined"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

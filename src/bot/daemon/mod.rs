@@ -773,6 +773,12 @@ impl Daemon {
                     .decline_reason_key
                     .clone()
                     .unwrap_or_else(|| "generic".to_owned());
+                // Lichess echoes our declines of challenges to us too.
+                let ours = self.me.as_ref().is_none_or(|me| challenge.is_from(&me.id));
+                if !ours {
+                    tracing::debug!(challenge = %challenge.id, reason = %reason, "declined (by us)");
+                    return;
+                }
                 tracing::info!(challenge = %challenge.id, reason = %reason, "our challenge was declined");
                 if self
                     .matchmaker

@@ -629,16 +629,19 @@ pub(super) async fn challenge_action(
                     .cloned()
                     .unwrap_or_else(|| "generic".to_owned());
                 challenge.decline_reason = Some(reason);
+                world.echo_challenge(&id, "challengeDeclined");
                 ok()
             }
             "cancel" if challenge.direction == "out" => {
                 challenge.status = "canceled";
+                world.echo_challenge(&id, "challengeCanceled");
                 ok()
             }
             // lila's `apiCancel` of a challenge to us declines it.
             "cancel" => {
                 challenge.status = "declined";
                 challenge.decline_reason = Some("generic".to_owned());
+                world.echo_challenge(&id, "challengeDeclined");
                 ok()
             }
             // lila's `apiAccept` and `apiDecline` look for a challenge

@@ -533,6 +533,16 @@ impl World {
         self.after_change(app, id);
     }
 
+    /// Tells the event stream that challenge `id` was declined or
+    /// canceled (`kind`), as lila does both players (`isMyChallenge`:
+    /// the challenger and the challenged), our own answers included.
+    pub(super) fn echo_challenge(&mut self, id: &str, kind: &str) {
+        if let Some(c) = self.challenges.get(id) {
+            let event = json!({"type": kind, "challenge": self.challenge_json(c)});
+            self.send_event(&event);
+        }
+    }
+
     /// The opponent is online again: `gone: false` goes out only if it
     /// had been gone long enough to be claimed against (lila's
     /// `setOnline`: `isLongGone`), else nothing is said.
