@@ -841,7 +841,7 @@ async fn a_quick_correspondence_reply_is_answered_before_the_game_is_parked() {
     let bot = start(
         &fake,
         "[bot]\ncorrespondence_move_secs = 1\ncorrespondence_park_secs = 3\n\
-         [challenge]\ncorrespondence = true",
+         abort_time_secs = 1\n[challenge]\ncorrespondence = true",
     )
     .await;
     let corr = fake.start_game(correspondence(3), Color::White).unwrap();
@@ -850,6 +850,9 @@ async fn a_quick_correspondence_reply_is_answered_before_the_game_is_parked() {
     })
     .await
     .unwrap();
+    // Past abort_time_secs: a game without a clock is never aborted (the
+    // opponent has days for a first move).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     reply(&fake, &corr);
     fake.wait_until("the bot's second move", WAIT, |v| {
         v.game(&corr).is_some_and(|g| g.moves.len() == 3)
@@ -869,6 +872,35 @@ async fn a_quick_correspondence_reply_is_answered_before_the_game_is_parked() {
     );
     fake.opponent_resigns(&corr).unwrap();
     let log = bot.stop().await;
+    assert!(
+        log.contains("correspondence game parked until our turn"),
+        "{log}"
+    );
+}
+
+/// A shutdown does not wait for a quick reply in a correspondence game:
+/// the game is parked at once and left for the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_parks_a_correspondence_game_waiting_for_a_reply() {
+    let fake = FakeLichess::start().await;
+    let mut bot = start(
+        &fake,
+        "[bot]\ncorrespondence_move_secs = 1\ncorrespondence_park_secs = 600\n\
+         [challenge]\ncorrespondence = true",
+    )
+    .await;
+    let corr = fake.start_game(correspondence(3), Color::White).unwrap();
+    fake.wait_until("the bot's first move", WAIT, |v| {
+        v.game(&corr).is_some_and(|g| g.moves.len() == 1) && v.game_stream_open(&corr)
+    })
+    .await
+    .unwrap();
+    bot.signal("TERM");
+    let status = bot.wait_exit(Duration::from_secs(10)).await;
+    let log = bot.log();
+    assert!(status.success(), "exit {status}: {log}");
+    let game = fake.game(&corr).unwrap();
+    assert!(!game.is_over(), "{game:?}");
     assert!(
         log.contains("correspondence game parked until our turn"),
         "{log}"
@@ -926,19 +958,9 @@ async fn a_stale_list_of_games_does_not_take_up_a_game_just_over() {
     wait_status(&fake, &id, "accepted").await;
     play_then_resign(&fake, &id, 1).await;
     bot.wait_log("game task ended", WAIT).await;
-    let checks = requests_to(&fake, "GET", "/api/account/playing").len();
     // The reconnected event stream checks the games in progress.
     fake.stale_playing(1);
-    fake.cut_event_stream();
-    fake.wait_until("the check after the reconnect", WAIT, |v| {
-        v.requests()
-            .iter()
-            .filter(|r| r.method == "GET" && r.path == "/api/account/playing")
-            .count()
-            > checks
-    })
-    .await
-    .unwrap();
+    fake.reconnect_and_check_playing(WAIT).await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let log = bot.stop().await;
     assert!(!log.contains("resuming a game nobody watched"), "{log}");

@@ -412,7 +412,9 @@ async fn a_revoked_token_saves_the_game_for_the_next_run_and_exits_77() {
     let id = by_hand(&fake, Side::Black, 600, 0);
     wait_moves(&fake, &id, 1).await;
     fake.revoke_token(true);
+    // Both streams meet the refusal: the game's waits for the verdict.
     fake.cut_event_stream();
+    fake.cut_game_stream(&id).unwrap();
     // Twenty seconds of refusals, then the hand-over (12 s at most).
     let status = bot.wait_exit(Duration::from_secs(60)).await;
     let log = bot.log();
@@ -482,6 +484,28 @@ async fn a_parked_game_that_ended_unseen_gets_its_pgn() {
         log.contains("parked correspondence game no longer ongoing"),
         "{log}"
     );
+}
+
+/// More parked games than `/api/account/playing` lists (50): the list is
+/// taken for cut short, and none of those left out is taken for ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_list_of_games_ends_no_parked_game() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "correspondence_park_secs = 0").await;
+    let spec = ChallengeSpec::default().time(FakeTime::Correspondence { days: 3 });
+    let ids: Vec<String> = (0..52)
+        .map(|_| (fake.start_game(spec.clone().autoplay(None), shakmaty::Color::Black)).unwrap())
+        .collect();
+    fake.wait_until("every game parked", WAIT, |v| {
+        ids.iter().all(|id| v.game(id).is_some()) && ids.iter().all(|id| !v.game_stream_open(id))
+    })
+    .await
+    .unwrap();
+    fake.reconnect_and_check_playing(WAIT).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = bot.stop().await;
+    assert!(!log.contains("no longer ongoing"), "{log}");
+    assert!(ids.iter().all(|id| game_streams(&fake, id) == 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

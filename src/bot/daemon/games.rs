@@ -409,6 +409,8 @@ impl Daemon {
         let id = info.game_id.clone();
         let ctx = self.game_context(me, false, &info, false);
         let mut entry = GameEntry::new(None);
+        // Its info: were it still on after all, it parks again as one.
+        entry.info = Some(info.clone());
         entry.task = Some(game::spawn(ctx, info, self.inbox_tx.clone()));
         self.parking.greeted.remove(&id);
         self.games.insert(id, entry);

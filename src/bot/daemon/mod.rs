@@ -514,13 +514,17 @@ impl Daemon {
                                  from, then start it again)",
                                 since.elapsed().as_secs()
                             );
-                            self.hand_over_all();
-                            self.update_status();
+                            if !matches!(self.phase, Phase::HandingOver { .. }) {
+                                self.hand_over_all();
+                                self.update_status();
+                            }
                             fatal = Some(e);
                             conn = Conn::Waiting(Instant::now() + Duration::from_secs(86_400));
                         }
                     }
                     Step::Opened(Err(e)) => {
+                        // Refusals of the token count only in a row.
+                        refused_since = None;
                         tracing::warn!("cannot open the event stream: {e}");
                         conn = self.wait_to_reopen(&mut backoff);
                         // A 429 to the open itself: wait as Lichess asks.
@@ -774,7 +778,11 @@ impl Daemon {
                     .clone()
                     .unwrap_or_else(|| "generic".to_owned());
                 // Lichess echoes our declines of challenges to us too.
-                let ours = self.me.as_ref().is_none_or(|me| challenge.is_from(&me.id));
+                let ours = self.me.as_ref().is_none_or(|me| {
+                    challenge
+                        .challenger_id()
+                        .is_none_or(|id| id.eq_ignore_ascii_case(&me.id))
+                });
                 if !ours {
                     tracing::debug!(challenge = %challenge.id, reason = %reason, "declined (by us)");
                     return;

@@ -58,6 +58,7 @@ impl Daemon {
             (Stop::HandOver, Phase::HandingOver { .. }) => {}
             (Stop::HandOver, _) => self.hand_over_all(),
             (Stop::Finish, Phase::Running) => {
+                self.park_correspondence();
                 let deadline = Instant::now() + self.config.bot.shutdown_deadline();
                 tracing::info!(
                     games = self.running_games(),
@@ -108,6 +109,21 @@ impl Daemon {
         self.phase = Phase::HandingOver {
             exit_by: Instant::now() + HANDOVER_GRACE,
         };
+    }
+
+    /// The correspondence games in play park as soon as they wait for
+    /// the opponent: the next run takes them up (days on their clocks).
+    fn park_correspondence(&self) {
+        for entry in self.games.values() {
+            if entry
+                .info
+                .as_ref()
+                .is_some_and(super::games::is_correspondence)
+                && let Some(task) = &entry.task
+            {
+                task.send(GameCommand::ParkNow);
+            }
+        }
     }
 
     pub(super) fn resign_all(&mut self) {

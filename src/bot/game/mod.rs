@@ -208,6 +208,10 @@ pub enum GameCommand {
     /// Stop for the next run of the daemon: save the hash table, say
     /// nothing to Lichess.
     HandOver,
+    /// The daemon is shutting down: a game without a clock parks as soon
+    /// as it waits for the opponent, without waiting for a quick reply
+    /// (the next run takes it up).
+    ParkNow,
 }
 
 /// The daemon's handle on a game task.
@@ -385,6 +389,8 @@ struct Timers {
     /// A game without a clock, waiting for the opponent: parked at this
     /// instant unless the reply comes first.
     park_at: Option<Instant>,
+    /// Parked as soon as it waits for the opponent ([`GameCommand::ParkNow`]).
+    park_now: bool,
 }
 
 /// Where this game's table is kept (`engine.state_dir` set), and its last
@@ -699,6 +705,10 @@ impl Game {
                     Some(GameCommand::HandOver) => {
                         self.handed_over = true;
                         Flow::Over
+                    }
+                    Some(GameCommand::ParkNow) => {
+                        self.timers.park_now = true;
+                        self.on_park_timer()
                     }
                     // The daemon is gone: nobody will read our result.
                     None => Flow::Over,
@@ -1060,12 +1070,22 @@ impl Game {
             return Flow::Over;
         }
         self.answer_offers(&state, ply);
+        if turn == us {
+            // The wait for a reply is over (whatever plays our move next:
+            // a search, a book, the tables).
+            self.timers.park_at = None;
+        }
         if opponent_moved {
             self.timers.abort_at = None;
-        } else if turn != us && self.timers.abort_at.is_none() && self.tournament.is_none() {
+        } else if turn != us
+            && self.timers.abort_at.is_none()
+            && self.tournament.is_none()
+            && !self.has_no_clock()
+        {
             // Not in an arena: there Lichess ends a game nobody starts
             // against the player who did not move, and an abort would
-            // throw our point away (Lichess refuses it anyway).
+            // throw our point away (Lichess refuses it anyway). Nor in a
+            // game without a clock: the opponent has days for a move.
             self.timers.abort_at = Some(Instant::now() + self.ctx.config.bot.abort_time());
         }
         self.state = Some((state, arrived));
@@ -1126,6 +1146,9 @@ impl Game {
     /// wait for a quick reply (`bot.correspondence_park_secs`) is over,
     /// which this starts on the first ask.
     fn park_due(&mut self) -> bool {
+        if self.timers.park_now {
+            return true;
+        }
         let now = Instant::now();
         let at = *self
             .timers

@@ -84,12 +84,14 @@ fn lost_a_move(why: &SkippedLine) -> bool {
     matches!(why, SkippedLine::Malformed { kind: Some(kind), .. } if kind == "gameFull" || kind == "gameState")
 }
 
-/// Whether Lichess refuses the game's stream for good: not ours, not
-/// there (401, 403, 404, 410). Another 4xx (a proxy's 408 or 400, say) is
-/// tried again, up to [`MAX_ODD_REFUSALS`] in a row: giving the game up
-/// mid-game loses it on time.
+/// Whether Lichess refuses the game's stream for good: not there (404,
+/// 410). A refused token (401) is tried again for as long as it lasts:
+/// the daemon, whose event stream meets it too, decides when it is
+/// revoked and then hands the game over. Another 4xx (403, a proxy's 408
+/// or 400) is tried again, up to [`MAX_ODD_REFUSALS`] in a row: giving
+/// the game up mid-game loses it on time.
 fn refused_for_good(status: u16) -> bool {
-    matches!(status, 401 | 403 | 404 | 410)
+    matches!(status, 404 | 410)
 }
 
 /// Other 4xx answers in a row after which the game is given up.
@@ -103,7 +105,8 @@ async fn read(client: Client, id: String, tx: mpsc::Sender<Line>, resync: Arc<No
             Ok(stream) => stream,
             Err(e)
                 if e.status().is_some_and(|s| {
-                    let odd = (400..500).contains(&s) && s != 429 && !refused_for_good(s);
+                    let odd =
+                        (400..500).contains(&s) && !matches!(s, 401 | 429) && !refused_for_good(s);
                     odd_refusals = if odd { odd_refusals + 1 } else { 0 };
                     refused_for_good(s) || odd_refusals >= MAX_ODD_REFUSALS
                 }) =>

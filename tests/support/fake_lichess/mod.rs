@@ -222,6 +222,23 @@ impl FakeLichess {
             .await
     }
 
+    /// Cuts the event stream and waits for the check of the games in
+    /// progress (`GET /api/account/playing`) that its reopening brings.
+    pub async fn reconnect_and_check_playing(&self, timeout: Duration) -> Result<(), String> {
+        let playing = |v: &View| {
+            v.requests()
+                .iter()
+                .filter(|r| r.method == "GET" && r.path == "/api/account/playing")
+                .count()
+        };
+        let before = self.view(playing);
+        self.cut_event_stream();
+        self.wait_until("the check after the reconnect", timeout, |v| {
+            playing(v) > before
+        })
+        .await
+    }
+
     /// Waits until game `id` is over, and returns its record.
     pub async fn wait_game_over(&self, id: &str, timeout: Duration) -> Result<GameRecord, String> {
         self.wait_for(&format!("game {id} to end"), timeout, |v| {

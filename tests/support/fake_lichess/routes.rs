@@ -143,7 +143,17 @@ pub(super) async fn upgrade(State(app): State<App>) -> Response {
     })
 }
 
-pub(super) async fn playing(State(app): State<App>) -> Response {
+/// `GET /api/account/playing`: the ongoing games, `nb` of them at most
+/// (lila: 9 by default, 50 at most).
+pub(super) async fn playing(
+    State(app): State<App>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let nb = query
+        .get("nb")
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(9)
+        .clamp(1, 50);
     let mut world = app.lock();
     let stale = world.faults.stale_playing > 0;
     if stale {
@@ -154,6 +164,7 @@ pub(super) async fn playing(State(app): State<App>) -> Response {
         .iter()
         .filter_map(|id| world.games.get(id))
         .filter(|g| stale || g.started())
+        .take(nb)
         .collect();
     let now_playing: Vec<Value> = games
         .iter()
