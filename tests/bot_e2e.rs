@@ -355,6 +355,27 @@ async fn a_burst_of_twenty_challenges_never_exceeds_the_concurrency() {
     assert!(!log.contains("our challenge was declined"), "{log}");
 }
 
+/// An accept Lichess refuses (400: a challenge a BOT account may not
+/// take) is followed by a decline: its challenger is not left waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_accept_declines_the_challenge() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    fake.fail_matching_with_status("/accept", 1, 400);
+    let id = fake.send_challenge(ChallengeSpec::default().autoplay(None));
+    fake.wait_until("the challenge declined", WAIT, |v| {
+        v.challenge(&id).is_some_and(|c| c.status == "declined")
+    })
+    .await
+    .unwrap();
+    let c = fake.challenge(&id).unwrap();
+    assert_eq!(c.decline_reason.as_deref(), Some("generic"));
+    // The slot came back: the next challenge is played.
+    let next = fake.send_challenge(ChallengeSpec::default().autoplay(Some(quick_opponent())));
+    fake.wait_game_over(&next, GAME).await.unwrap();
+    bot.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn greets_answers_chat_commands_and_says_goodbye() {
     let fake = FakeLichess::start().await;

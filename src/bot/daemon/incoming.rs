@@ -460,6 +460,18 @@ impl Daemon {
                 self.games.remove(&answer.id);
                 self.drain_queue();
             }
+            // Lichess will not let us play it (400: a challenge a BOT
+            // account cannot take, seen without its `compat` on a
+            // reconnect, say): declined, not left for its challenger to
+            // wait on.
+            if e.status() == Some(400) {
+                self.incoming.answers.push_back(Answer {
+                    id: answer.id,
+                    decline: Some(DeclineReason::Generic),
+                    tries: 0,
+                    not_before: Instant::now(),
+                });
+            }
         }
     }
 }
