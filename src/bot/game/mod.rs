@@ -27,10 +27,11 @@
 //! that Lichess reported the game finished, or asks it to resign (used on
 //! shutdown).
 //!
-//! A game without a clock (correspondence) is *parked* once it is the
-//! opponent's turn: the task ends ([`Exit::Parked`]) and gives back its
-//! slot, engine and stream; the daemon starts a new task when Lichess says
-//! it is our turn again.
+//! A game without a clock (correspondence) is *parked* once it has waited
+//! `bot.correspondence_park_secs` for the opponent's move (at once when
+//! the daemon shuts down): the task ends ([`Exit::Parked`]) and gives back
+//! its slot, engine and stream; the daemon starts a new task when
+//! `/api/account/playing` lists it as our turn again.
 
 //! The game is split by concern: `reader` keeps the game stream open
 //! and stamps each line with its arrival; `mover` is the one place that

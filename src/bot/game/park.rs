@@ -1,7 +1,8 @@
 //! Parking a correspondence game: it is the opponent's turn, who may take
-//! days, so the task lets go of everything (the game stream, the engine
-//! and its table; the daemon gives back the slot) and ends. The daemon
-//! starts a new task when Lichess says it is our turn again.
+//! days and did not answer within the park wait, so the task lets go of
+//! everything (the game stream, the engine and its table; the daemon
+//! gives back the slot) and ends. The daemon starts a new task when the
+//! check of the games in progress finds it is our turn again.
 
 use super::Game;
 
