@@ -374,12 +374,12 @@ impl Daemon {
         self.incoming.answers = later;
     }
 
-    /// A challenge whose accept Lichess refused is declined (`later`)
-    /// instead, and the queue goes on into the slot it leaves.
-    fn decline_later_instead(&mut self, id: String) {
+    /// A challenge whose accept Lichess refused is declined (for
+    /// `reason`) instead, and the queue goes on into the slot it leaves.
+    fn decline_instead(&mut self, id: String, reason: DeclineReason) {
         self.incoming.answers.push_back(Answer {
             id,
-            decline: Some(DeclineReason::Later),
+            decline: Some(reason),
             tries: 0,
             not_before: Instant::now(),
         });
@@ -420,7 +420,7 @@ impl Daemon {
                 "daily bot-game quota reached: bot challenges declined until it resets"
             );
             self.forget_unstarted(&answer.id);
-            self.decline_later_instead(answer.id);
+            self.decline_instead(answer.id, DeclineReason::Later);
             return;
         }
         if answer.decline.is_none() && e.refused_by_limit().is_some() {
@@ -429,7 +429,7 @@ impl Daemon {
             // challenge stays open on Lichess. Declined, and the slot freed.
             tracing::info!(challenge = %answer.id, "the challenger cannot play more bot games today: {e}");
             self.forget_unstarted(&answer.id);
-            self.decline_later_instead(answer.id);
+            self.decline_instead(answer.id, DeclineReason::Later);
             return;
         }
         let retry =
@@ -465,12 +465,7 @@ impl Daemon {
             // reconnect, say): declined, not left for its challenger to
             // wait on.
             if e.status() == Some(400) {
-                self.incoming.answers.push_back(Answer {
-                    id: answer.id,
-                    decline: Some(DeclineReason::Generic),
-                    tries: 0,
-                    not_before: Instant::now(),
-                });
+                self.decline_instead(answer.id, DeclineReason::Generic);
             }
         }
     }

@@ -174,6 +174,11 @@ pub struct GameEntry {
 }
 
 impl GameEntry {
+    /// Whether its game is a correspondence game (as far as known).
+    fn correspondence(&self) -> bool {
+        self.info.as_ref().is_some_and(games::is_correspondence)
+    }
+
     fn new(slot: Option<SlotGuard>) -> GameEntry {
         GameEntry {
             slot,

@@ -115,10 +115,7 @@ impl Daemon {
     /// the opponent: the next run takes them up (days on their clocks).
     fn park_correspondence(&self) {
         for entry in self.games.values() {
-            if entry
-                .info
-                .as_ref()
-                .is_some_and(super::games::is_correspondence)
+            if entry.correspondence()
                 && let Some(task) = &entry.task
             {
                 task.send(GameCommand::ParkNow);
@@ -133,11 +130,7 @@ impl Daemon {
         for entry in self.games.values() {
             // A correspondence game is left for the next run: days on its
             // clock are no reason to resign it.
-            let command = if entry
-                .info
-                .as_ref()
-                .is_some_and(super::games::is_correspondence)
-            {
+            let command = if entry.correspondence() {
                 GameCommand::HandOver
             } else {
                 GameCommand::Resign
