@@ -97,11 +97,13 @@ impl Record {
         }
     }
 
-    /// The moves so far, in UCI as Lichess sends them.
+    /// The moves so far in UCI as an engine reads them: castling king
+    /// takes rook in a Chess960 setup, the king's move to its square
+    /// otherwise.
     pub(super) fn uci_moves(&self) -> Vec<String> {
         match self {
             Record::Native(r) => r.moves().iter().map(|m| m.to_uci(r.chess960())).collect(),
-            Record::Variant(r) => r.uci_moves().to_vec(),
+            Record::Variant(r) => r.uci_moves(),
         }
     }
 

@@ -182,9 +182,13 @@ impl VariantRecord {
         self.position().is_game_over()
     }
 
-    /// The moves as the server wrote them.
-    pub fn uci_moves(&self) -> &[String] {
-        self.line.texts()
+    /// The moves in UCI as an engine without `UCI_Chess960` reads them:
+    /// castling as the king's move to its square (e1g1), whichever way the
+    /// server wrote it (lila writes king takes rook, e1h1, in every
+    /// variant).
+    pub fn uci_moves(&self) -> Vec<String> {
+        let uci = |&m| UciMove::from_move(m, CastlingMode::Standard).to_string();
+        self.line.moves().iter().map(uci).collect()
     }
 
     /// The initial FEN, None for the variant's own start.
@@ -372,6 +376,25 @@ mod tests {
         );
         assert_eq!(r.ply(), 3, "an illegal move leaves the record as it was");
         assert_eq!(r.san_moves(), ["e4", "d5", "exd5"]);
+    }
+
+    #[test]
+    fn castling_goes_to_the_engine_as_the_kings_move_however_lichess_wrote_it() {
+        let opening = "e2e4 e7e5 g1f3 b8c6 f1c4 g8f6";
+        for (written, sent) in [("e1h1", "e1g1"), ("e1g1", "e1g1")] {
+            for key in [
+                VariantKey::Crazyhouse,
+                VariantKey::Atomic,
+                VariantKey::ThreeCheck,
+            ] {
+                let mut r = VariantRecord::new(key, "startpos").unwrap();
+                r.sync(&format!("{opening} {written} f8c5")).unwrap();
+                let moves = r.uci_moves();
+                assert_eq!(moves.len(), 8, "{key:?}");
+                assert_eq!(moves[6], sent, "{key:?} {written}");
+                assert_eq!(moves[7], "f8c5");
+            }
+        }
     }
 
     #[test]
