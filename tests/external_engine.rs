@@ -917,3 +917,37 @@ async fn a_flood_of_info_lines_is_thinned() {
     assert_eq!(infos.last().map(|i| i.depth), Some(9), "{infos:?}");
     engine.quit().await;
 }
+
+/// Lines without a score or a line (Stockfish's `currmove` line after a
+/// few seconds, a `nodes` line) keep what the search said last: the move
+/// a hung engine is relieved by, and the score the rules read.
+#[tokio::test]
+async fn lines_without_a_score_or_a_line_keep_the_last_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = scripted(
+        dir.path(),
+        "",
+        r#"echo "info depth 10 seldepth 14 score cp 40 nodes 500 pv g1f3 d7d5"
+           echo "info depth 11 currmove e2e4 currmovenumber 1"
+           echo "info nodes 900 nps 100 hashfull 3"; echo "bestmove g1f3""#,
+        ":",
+        "exit 0",
+    );
+    let (engine, mut rx) = ExternalEngine::start(spec, None, false, "partial")
+        .await
+        .unwrap();
+    let id = engine.go(Go::default());
+    let (infos, end) = outcome(&mut rx, id, Duration::from_secs(3)).await;
+    assert_eq!(best(&end), "g1f3");
+    assert_eq!(
+        infos.last(),
+        Some(&Info {
+            depth: 11,
+            score: Some(Score::Cp(40)),
+            nodes: 900,
+            pv: vec!["g1f3".into(), "d7d5".into()]
+        }),
+        "{infos:?}"
+    );
+    engine.quit().await;
+}

@@ -278,6 +278,22 @@ pub struct Info {
     pub pv: Vec<String>,
 }
 
+impl Info {
+    /// What the search has said so far once `line` is read: a line that
+    /// leaves out the score or the line (`info depth 13 currmove e2e4`,
+    /// `info nodes 50000 nps ...`) keeps the last ones told.
+    fn update(&mut self, line: Info) {
+        self.depth = self.depth.max(line.depth);
+        self.nodes = self.nodes.max(line.nodes);
+        if line.score.is_some() {
+            self.score = line.score;
+        }
+        if !line.pv.is_empty() {
+            self.pv = line.pv;
+        }
+    }
+}
+
 /// The number [`ExternalEngine::go`] gives a search; its events carry it.
 pub type SearchId = u64;
 
@@ -842,6 +858,8 @@ struct Search {
     stop_at: Option<Instant>,
     /// `stop` was sent: when the engine is killed if no `bestmove` came.
     kill_at: Option<Instant>,
+    /// What its `info` lines have said so far.
+    said: Info,
 }
 
 impl Search {
@@ -1054,6 +1072,7 @@ impl Driver {
             deadline: go.deadline,
             stop_at: hard,
             kill_at: None,
+            said: Info::default(),
         });
         if let Err(e) = sent {
             self.lose_process(&e.to_string()).await;
@@ -1177,13 +1196,15 @@ impl Driver {
 
     async fn line(&mut self, line: &str) {
         tracing::trace!(engine = %self.spec.name, "< {line}");
-        let Some(search) = self.search.as_ref() else {
+        let Some(search) = self.search.as_mut() else {
             return;
         };
         let id = search.id;
         let line = line.trim_start();
         if let Some(rest) = line.strip_prefix("info ") {
             if let Some(info) = parse_info(rest) {
+                search.said.update(info);
+                let info = search.said.clone();
                 self.emit(Event::Info { id, info });
             }
         } else if line.split_whitespace().next() == Some("bestmove") {
