@@ -1565,14 +1565,12 @@ async fn a_takeback_and_a_new_move_seen_together_stop_the_old_search() {
     assert!(!log.contains("not legal here"), "{log}");
 }
 
-/// An engine that names a move not legal here (e2e5) unless given
-/// `searchmoves`: each move costs one search again, with the legal moves,
-/// not three searches and a fallback.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_engine_move_not_legal_here_is_left_out_of_the_next_search() {
-    let dir = tempfile::tempdir().unwrap();
-    let gos = dir.path().join("gos");
-    let script = dir.path().join("liar.sh");
+/// A UCI engine, as a `/bin/sh` script in `dir`, that names a move not
+/// legal here (e2e5) unless given `searchmoves`, then the first of them;
+/// it writes each `go` line into `dir/gos`. Returns the config section
+/// that makes it play standard chess (against `opponents`).
+fn liar_engine(dir: &Path, opponents: &str) -> String {
+    let script = dir.join("liar.sh");
     std::fs::write(
         &script,
         format!(
@@ -1590,16 +1588,25 @@ async fn an_engine_move_not_legal_here_is_left_out_of_the_next_search() {
   esac
 done
 "#,
-            gos = gos.display()
+            gos = dir.join("gos").display()
         ),
     )
     .unwrap();
-    let fake = FakeLichess::start().await;
-    let extra = format!(
-        "[engines.liar]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]",
+    format!(
+        "[engines.liar]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]\n\
+         opponents = \"{opponents}\"",
         script.display()
-    );
-    let bot = start(&fake, &extra).await;
+    )
+}
+
+/// An engine that names a move not legal here (e2e5) unless given
+/// `searchmoves`: each move costs one search again, with the legal moves,
+/// not three searches and a fallback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_move_not_legal_here_is_left_out_of_the_next_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, &liar_engine(dir.path(), "any")).await;
     let id = fake.send_challenge(ChallengeSpec {
         resign_after: Some(4),
         ..ChallengeSpec::default()
@@ -1610,12 +1617,42 @@ done
     let log = bot.stop().await;
     let ours = game.moves.iter().step_by(2).count();
     assert!(ours >= 4, "{game:?}");
-    let gos = std::fs::read_to_string(&gos).unwrap();
+    let gos = std::fs::read_to_string(dir.path().join("gos")).unwrap();
     let searches = gos.lines().count();
     let again = gos.lines().filter(|l| l.contains("searchmoves")).count();
     assert_eq!((searches, again), (2 * ours, ours), "{gos}\n{log}");
     assert!(log.contains("not legal here"), "{log}");
     assert!(!log.contains("no answer from the engine"), "{log}");
+}
+
+/// A game against a bot that came without our challenge (an arena's, one
+/// found after a restart) gets the engine configured for bots: lila names
+/// the opponent "BOT Name" in `gameStart`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_against_a_bot_without_a_challenge_gets_the_engine_for_bots() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, &liar_engine(dir.path(), "bots")).await;
+    let id = fake
+        .start_game(
+            ChallengeSpec {
+                resign_after: Some(3),
+                ..ChallengeSpec::default()
+                    .challenger(Opponent::bot("Rival"))
+                    .tournament("arena2026")
+                    .autoplay(Some(quick_opponent()))
+            },
+            Color::White,
+        )
+        .unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    let log = bot.stop().await;
+    assert_eq!(game.winner, Some(Color::White), "{game:?}");
+    let gos = std::fs::read_to_string(dir.path().join("gos")).unwrap_or_default();
+    assert!(
+        gos.lines().count() >= 3 * 2,
+        "the built-in engine played:\n{gos}\n{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

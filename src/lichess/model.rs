@@ -481,6 +481,15 @@ pub struct GameOpponent {
     pub ai: Option<u8>,
 }
 
+impl GameOpponent {
+    /// Whether the opponent is a bot account: lila writes the name with
+    /// its title (`Namer.playerTextBlocking`, the `titleName`: "BOT Name"),
+    /// and a Lichess username holds no space.
+    pub fn is_bot(&self) -> bool {
+        self.username.starts_with("BOT ")
+    }
+}
+
 /// A game as listed in `gameStart`, `gameFinish` and `nowPlaying`
 /// (`GameEventInfo.yaml`). Only `gameId` and `fullId` are guaranteed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ use crate::bot::store::hashstore;
 use crate::bot::store::state::unix_now;
 use crate::config::GameKind;
 use crate::lichess::client::{PLAYING_MAX, is_valid_id};
-use crate::lichess::model::{GameInfo, Speed, VariantKey};
+use crate::lichess::model::{GameInfo, GameOpponent, Speed, VariantKey};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -285,6 +285,9 @@ impl Daemon {
                 tracing::warn!(game = %id, "game started beyond the concurrency limit; playing it anyway");
             }
         }
+        // A game that came without our challenge (an arena's, one found
+        // after a restart, a parked one taken up) tells by the name.
+        entry.bot |= info.opponent.as_ref().is_some_and(GameOpponent::is_bot);
         if entry.opponent.is_none() {
             entry.opponent = info
                 .opponent
@@ -407,7 +410,8 @@ impl Daemon {
             return;
         };
         let id = info.game_id.clone();
-        let ctx = self.game_context(me, false, &info, false);
+        let bot = info.opponent.as_ref().is_some_and(GameOpponent::is_bot);
+        let ctx = self.game_context(me, false, &info, bot);
         let mut entry = GameEntry::new(None);
         // Its info: were it still on after all, it parks again as one.
         entry.info = Some(info.clone());

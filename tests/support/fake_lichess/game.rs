@@ -274,7 +274,8 @@ impl Game {
             "hasMoved": self.moves.len() > usize::from(self.bot_color == Color::Black),
             "isMyTurn": self.started() && self.pos.turn() == self.bot_color,
             "lastMove": self.streamed.last().cloned().unwrap_or_default(),
-            "opponent": {"id": self.opponent.id, "username": self.opponent.name,
+            // lila's `Namer.playerTextBlocking`: the titled name.
+            "opponent": {"id": self.opponent.id, "username": self.opponent.title_name(),
                          "rating": self.opponent.rating},
             "perf": perf_key(self.speed, self.variant),
             "rated": self.rated,

@@ -252,6 +252,15 @@ impl Opponent {
             ..Opponent::human(name)
         }
     }
+
+    /// The name with its title, as lila writes a game's players
+    /// (`LightUser.titleName`: "BOT Name").
+    pub fn title_name(&self) -> String {
+        match &self.title {
+            Some(title) => format!("{title} {}", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// The challenger's colour choice.
