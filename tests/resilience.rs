@@ -194,6 +194,28 @@ async fn silent_streams_are_reopened_and_the_game_is_not_lost_on_time() {
     );
 }
 
+/// The game stream stays open and keeps alive but carries nothing from
+/// our move's echo on (a proxy stuck upstream): the watchdog never fires,
+/// and the opponent's reply would never be seen. The late echo reopens it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_stuck_after_our_move_is_reopened_when_the_echo_is_late() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    let id = challenge(&fake, 20);
+    wait_moves(&fake, &id, 4).await;
+    let streams = game_streams(&fake, &id);
+    fake.stick_game_streams_after_bot_moves(2);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert!(game.stream_connections >= streams + 2, "{game:?}");
+    let log = bot.stop().await;
+    assert_eq!(
+        log.matches("the echo of our move is late").count(),
+        2,
+        "{log}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limited_requests_wait_then_the_bot_plays() {
     let fake = FakeLichess::start().await;

@@ -32,6 +32,12 @@ const FIRST_MOVE_TIME: Duration = Duration::from_millis(1000);
 const FIRST_MOVE_PATIENCE: Duration = Duration::from_secs(16);
 /// The measured lag raises the move overhead by at most this much.
 const MAX_EXTRA_OVERHEAD: Duration = Duration::from_secs(1);
+/// How long the echo of our move may take before the game stream is
+/// taken for stuck: four times the smoothed lag, within these bounds
+/// (under the stream watchdog, which a stream that keeps alive but
+/// carries no line never trips).
+const ECHO_WAIT_MIN: Duration = Duration::from_secs(2);
+const ECHO_WAIT_MAX: Duration = Duration::from_secs(6);
 
 /// The lag between our move post and its echo on the game stream (a
 /// round trip and the server's work), smoothed.
@@ -63,6 +69,23 @@ impl Lag {
                 None => lag,
             });
         }
+    }
+
+    /// The game was read whole again (a reopened stream's `gameFull`): no
+    /// echo of our post, which may have waited on a dead stream, so it
+    /// goes unmeasured.
+    pub(super) fn resynced(&mut self) {
+        self.pending = None;
+    }
+
+    /// Whether a post of ours has not been echoed yet.
+    pub(super) fn awaiting(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// How long after a post its echo is due.
+    pub(super) fn echo_wait(&self) -> Duration {
+        (self.smoothed.unwrap_or_default() * 4).clamp(ECHO_WAIT_MIN, ECHO_WAIT_MAX)
     }
 
     /// The moves from ply `kept` on were taken back: a post among them
@@ -309,9 +332,18 @@ mod tests {
         lag.seen(11, t0 + Duration::from_millis(400));
         assert_eq!(lag.last(), Some(Duration::from_millis(400)));
         assert_eq!(lag.overhead(base), Duration::from_millis(400));
+        assert_eq!(lag.echo_wait(), ECHO_WAIT_MIN);
+        lag.posted(12, t0);
+        assert!(lag.awaiting());
+        // A reopened stream's gameFull is no echo: not measured.
+        lag.resynced();
+        lag.seen(13, t0 + Duration::from_secs(20));
+        assert_eq!(lag.last(), Some(Duration::from_millis(400)));
+        assert!(!lag.awaiting());
         lag.posted(12, t0);
         lag.seen(13, t0 + Duration::from_secs(60));
         assert_eq!(lag.overhead(base), base + MAX_EXTRA_OVERHEAD);
+        assert_eq!(lag.echo_wait(), ECHO_WAIT_MAX);
     }
 
     fn clock_limits(wtime: u64, btime: u64) -> Limits {

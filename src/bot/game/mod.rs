@@ -392,6 +392,9 @@ struct Timers {
     park_at: Option<Instant>,
     /// Parked as soon as it waits for the opponent ([`GameCommand::ParkNow`]).
     park_now: bool,
+    /// Our move was posted: the stream is reopened if its echo has not
+    /// come by then (a stream that keeps alive but carries nothing).
+    echo_at: Option<Instant>,
 }
 
 /// Where this game's table is kept (`engine.state_dir` set), and its last
@@ -696,6 +699,8 @@ impl Game {
                     if self.claims.at.is_some() => self.on_claim_timer(),
                 _ = tokio::time::sleep_until(self.timers.rethink_at.unwrap_or_else(far)),
                     if self.timers.rethink_at.is_some() => self.on_rethink_timer(),
+                _ = tokio::time::sleep_until(self.timers.echo_at.unwrap_or_else(far)),
+                    if self.timers.echo_at.is_some() => self.on_echo_timer(),
                 _ = tokio::time::sleep_until(self.timers.finish_by.unwrap_or_else(far)),
                     if self.timers.finish_by.is_some() => Flow::Over,
                 _ = tokio::time::sleep_until(self.timers.park_at.unwrap_or_else(far)),
@@ -856,6 +861,7 @@ impl Game {
                 self.greeted = true;
             }
         }
+        self.lag.resynced();
         let flow = self.on_state(full.state, arrived);
         if !self.greeted && self.status.is_ongoing() {
             self.greeted = true;
@@ -1025,6 +1031,9 @@ impl Game {
             offers.takeback_answered_at = offers.takeback_answered_at.filter(|&p| p < kept);
         }
         self.lag.seen(ply, arrived);
+        if !self.lag.awaiting() {
+            self.timers.echo_at = None;
+        }
         self.status = state.status;
         let them = to_model(!us);
         let clock = self.facts.as_ref().is_some_and(|f| f.clock.is_some());
@@ -1308,6 +1317,18 @@ impl Game {
         );
         self.moved_at_ply = None;
         Flow::Think
+    }
+
+    /// The echo of our move is late: the stream may be stuck (open and
+    /// keeping alive, carrying nothing), and the opponent's reply with
+    /// it. Its reopening's `gameFull` tells where the game stands.
+    fn on_echo_timer(&mut self) -> Flow {
+        self.timers.echo_at = None;
+        if !self.status.is_ongoing() || !self.lag.awaiting() {
+            return Flow::Continue;
+        }
+        tracing::warn!("the echo of our move is late: reopening the game stream");
+        Flow::Resync
     }
 
     /// The opponent left long enough ago: claim the win, or the draw when

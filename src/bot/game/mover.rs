@@ -492,6 +492,7 @@ impl Game {
                 );
                 self.moves_posted += 1;
                 self.lag.posted(ply, posting);
+                self.timers.echo_at = Some(posting + self.lag.echo_wait());
                 let m = crate::metrics::metrics();
                 m.inc("kaissa_moves_total", &[]);
                 m.observe("kaissa_think_seconds", think);

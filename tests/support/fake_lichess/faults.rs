@@ -85,6 +85,9 @@ pub(super) struct Faults {
     pub(super) stale_playing: u32,
     /// Every request is refused 401, as for a revoked token.
     pub(super) token_revoked: bool,
+    /// This many of the bot's moves leave the game's open streams stuck
+    /// from the move's echo on: they keep alive and carry nothing.
+    pub(super) stick_after_bot_move: u32,
 }
 
 /// Auth, fault injection and the request log, around every handler.
@@ -305,6 +308,15 @@ impl FakeLichess {
             }
             Ok(())
         })
+    }
+
+    /// The game streams open when the bot makes its next `n` moves get
+    /// stuck there, before the move's echo: open and keeping alive, they
+    /// carry no line any more (a proxy stuck on the upstream). Streams
+    /// opened after are not.
+    pub fn stick_game_streams_after_bot_moves(&self, n: u32) {
+        self.app
+            .with(|world, _| world.faults.stick_after_bot_move = n)
     }
 
     /// The next `n` requests (of any kind) get 429, with `Retry-After` if

@@ -1,5 +1,5 @@
 //! Streams: one open ndjson response ([`Conn`]) with keep-alives, which a
-//! test can end, cut mid-stream or silence.
+//! test can end, cut mid-stream, silence or leave stuck (keeping alive).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +27,8 @@ pub(super) struct Conn {
     /// Silent: nothing is sent any more, not even keep-alives; the
     /// connection stays open.
     pub(super) silent: Arc<AtomicBool>,
+    /// Stuck: keep-alives go on, lines do not (a proxy stuck upstream).
+    pub(super) stuck: Arc<AtomicBool>,
 }
 
 impl Conn {
@@ -35,6 +37,7 @@ impl Conn {
         let conn = Conn {
             tx,
             silent: Arc::new(AtomicBool::new(false)),
+            stuck: Arc::new(AtomicBool::new(false)),
         };
         let ticker = conn.clone();
         tokio::spawn(async move {
@@ -80,7 +83,9 @@ impl Conn {
     }
 
     pub(super) fn send(&self, value: &Value) {
-        self.send_raw(Bytes::from(format!("{value}\n")));
+        if !self.stuck.load(Ordering::SeqCst) {
+            self.send_raw(Bytes::from(format!("{value}\n")));
+        }
     }
 
     pub(super) fn end(&self) {
@@ -93,5 +98,9 @@ impl Conn {
 
     pub(super) fn silence(&self) {
         self.silent.store(true, Ordering::SeqCst);
+    }
+
+    pub(super) fn stick(&self) {
+        self.stuck.store(true, Ordering::SeqCst);
     }
 }

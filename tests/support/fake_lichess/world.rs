@@ -333,6 +333,17 @@ impl World {
             self.faults.malformed_turn_state -= 1;
             state["wtime"] = json!("soon");
         }
+        if game.started()
+            && game.ply() > 0
+            && game.pos.turn() != game.bot_color
+            && !game.subscribers.is_empty()
+            && self.faults.stick_after_bot_move > 0
+        {
+            self.faults.stick_after_bot_move -= 1;
+            for conn in &game.subscribers {
+                conn.stick();
+            }
+        }
         for conn in &game.subscribers {
             conn.send(&state);
         }
