@@ -1241,6 +1241,33 @@ async fn clocks_flag_and_first_move_timeout() {
     assert_eq!(record.btime_ms, 60_000);
 }
 
+/// A move post on a short deadline whose first attempt hangs (a dead
+/// pooled connection): the attempt is given up in time for a retry on a
+/// fresh connection. It used to get the whole deadline, and the move was
+/// lost.
+#[tokio::test]
+async fn a_hung_move_post_leaves_time_for_a_retry_on_a_short_deadline() {
+    let fake = FakeLichess::start_with(fast_config()).await;
+    let client = client(&fake);
+    let game = fake
+        .start_game(
+            ChallengeSpec::default().clock(10, 0).autoplay(None),
+            Color::White,
+        )
+        .unwrap();
+    client
+        .make_move(&game, "e2e4", false, deadline())
+        .await
+        .unwrap();
+    fake.opponent_move(&game, "e7e5").unwrap();
+    fake.delay_matching("/move/", 1, Duration::from_secs(5));
+    let short = Instant::now() + Duration::from_millis(2500);
+    client.make_move(&game, "g1f3", false, short).await.unwrap();
+    let record = fake.game(&game).unwrap();
+    assert_eq!(record.moves, ["e2e4", "e7e5", "g1f3"]);
+    assert!(!record.is_over(), "{record:?}");
+}
+
 #[tokio::test]
 async fn a_whole_game_through_the_client() {
     let fake = FakeLichess::start_with(fast_config()).await;

@@ -41,7 +41,8 @@
 //!   [`H2_PING_TIMEOUT`]. Streams get a connection of their own, and the
 //!   retry of a game-lane request or move post goes to a fresh connection,
 //!   so one dead socket never holds a game. A move-post attempt gets at
-//!   most [`MOVE_ATTEMPT_TIMEOUT`].
+//!   most [`MOVE_ATTEMPT_TIMEOUT`], and half of what is left before its
+//!   deadline when that is short (at least a second), so a retry fits.
 //!
 //! Streams (`/api/stream/event`, game streams) come back as
 //! [`NdjsonStream`]s with the silence watchdog of [`ClientOptions`].

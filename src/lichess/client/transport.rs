@@ -12,6 +12,11 @@ pub(super) const MAX_BODY_LEN: usize = 4 << 20;
 
 /// The least time an urgent attempt gets, even past its deadline.
 const MIN_URGENT_ATTEMPT: Duration = Duration::from_millis(100);
+/// A move-post attempt gets half of what is left before its deadline,
+/// so that a retry on a fresh connection fits in the rest when the first
+/// hangs on a dead one, but not less than this (any round trip), unless
+/// the deadline is nearer.
+const MOVE_ATTEMPT_FLOOR: Duration = Duration::from_secs(1);
 
 /// How to retry a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,11 +157,15 @@ impl Client {
     fn attempt_timeout(&self, call: &Call) -> Duration {
         let timeout = self.inner.options.request_timeout;
         match call.lane {
-            Lane::Move { deadline } => deadline
-                .saturating_duration_since(Instant::now())
-                .max(MIN_URGENT_ATTEMPT)
-                .min(timeout)
-                .min(MOVE_ATTEMPT_TIMEOUT),
+            Lane::Move { deadline } => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                (left / 2)
+                    .max(MOVE_ATTEMPT_FLOOR)
+                    .min(left)
+                    .max(MIN_URGENT_ATTEMPT)
+                    .min(timeout)
+                    .min(MOVE_ATTEMPT_TIMEOUT)
+            }
             Lane::Queued | Lane::Game | Lane::Events => timeout,
         }
     }
