@@ -19,9 +19,9 @@
 
 use super::Token;
 use serde::Deserialize;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// What the online sources are and when they are asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,19 +222,48 @@ struct ChessDbJson {
 
 /// Consecutive failures of one online source, shared by every game, so
 /// that a dead or moved host is said once, loudly, instead of once per
-/// move at a low level (or not at all).
+/// move at a low level (or not at all); and its rest: after
+/// [`RESTS_AFTER`] failures in a row it is not asked for a while
+/// ([`REST_FIRST`], doubled with each failure after, up to [`REST_MAX`]),
+/// so a host that hangs does not cost every move its timeout. It is asked
+/// again after the rest; an answer ends it.
 #[derive(Debug, Default)]
-pub struct Health(AtomicU32);
+pub struct Health {
+    failures: AtomicU32,
+    rest_until: Mutex<Option<Instant>>,
+}
+
+/// Failures in a row after which a source rests.
+pub const RESTS_AFTER: u32 = 3;
+const REST_FIRST: Duration = Duration::from_secs(30);
+const REST_MAX: Duration = Duration::from_secs(600);
 
 impl Health {
     /// A request failed: the number of failures in a row, this one included.
     pub fn failed(&self) -> u32 {
-        self.0.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+        let n = self
+            .failures
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1);
+        if n >= RESTS_AFTER {
+            let doublings = (n - RESTS_AFTER).min(10);
+            let rest = (REST_FIRST * (1 << doublings)).min(REST_MAX);
+            *self.rest_until.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(Instant::now() + rest);
+        }
+        n
     }
 
     /// A request was answered: the failures in a row before it.
     pub fn answered(&self) -> u32 {
-        self.0.swap(0, Ordering::Relaxed)
+        *self.rest_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.failures.swap(0, Ordering::Relaxed)
+    }
+
+    /// Whether the source rests now (not to be asked).
+    pub fn resting(&self) -> bool {
+        let until = *self.rest_until.lock().unwrap_or_else(|e| e.into_inner());
+        until.is_some_and(|t| Instant::now() < t)
     }
 }
 
@@ -529,6 +558,21 @@ fn choose_explorer_move(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_failing_in_a_row_rests_until_it_answers() {
+        let h = Health::default();
+        for n in 1..RESTS_AFTER {
+            assert_eq!(h.failed(), n);
+            assert!(!h.resting(), "after {n}");
+        }
+        assert_eq!(h.failed(), RESTS_AFTER);
+        assert!(h.resting());
+        assert_eq!(h.answered(), RESTS_AFTER);
+        assert!(!h.resting());
+        assert_eq!(h.failed(), 1);
+        assert!(!h.resting());
+    }
 
     fn mv(uci: &str, white: u32, draws: u32, black: u32) -> ExplorerMoveJson {
         ExplorerMoveJson {

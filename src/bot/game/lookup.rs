@@ -88,8 +88,9 @@ impl Asked {
 /// The online sources that apply to the position, in the order they are
 /// asked (the first with a move answers): the tablebases in an ending no
 /// local table covers (Lichess's, then ChessDB's), else the opening
-/// explorer, ChessDB and the cloud evaluation early in the game. None
-/// when our clock (`clock`) cannot spare their timeouts.
+/// explorer, ChessDB and the cloud evaluation early in the game; not one
+/// that rests after failing in a row. None when our clock (`clock`)
+/// cannot spare their timeouts.
 fn online_queries(online: &Online, asked: &Asked, clock: Option<Duration>) -> Vec<Query> {
     let o = &online.options;
     let standard = matches!(
@@ -135,6 +136,9 @@ fn online_queries(online: &Online, asked: &Asked, clock: Option<Duration>) -> Ve
     if o.cloud_eval_url.is_some() && standard && asked.ply < o.cloud_eval_plies {
         queries.push(Query::CloudEval);
     }
+    // A source that keeps failing rests (its timeout would be lost on
+    // every move).
+    queries.retain(|&q| !health(online, q).resting());
     // Each may take its whole timeout: keep five to spare besides.
     let need = o.min_clock.max(o.timeout * (4 + queries.len() as u32));
     if clock.is_some_and(|c| c < need) {
@@ -574,6 +578,16 @@ mod tests {
         let short = Some(Duration::from_millis(3400));
         assert!(online_queries(&masters, &opening, short).is_empty());
         let enough = Some(Duration::from_millis(5000));
+        assert_eq!(online_queries(&masters, &opening, enough).len(), 3);
+        // A source failing in a row rests; the others are asked.
+        for _ in 0..crate::lichess::online::RESTS_AFTER {
+            masters.explorer_health.failed();
+        }
+        assert_eq!(
+            online_queries(&masters, &opening, enough),
+            [ChessDb, CloudEval]
+        );
+        masters.explorer_health.answered();
         assert_eq!(online_queries(&masters, &opening, enough).len(), 3);
     }
 
