@@ -1625,6 +1625,53 @@ async fn an_engine_move_not_legal_here_is_left_out_of_the_next_search() {
     assert!(!log.contains("no answer from the engine"), "{log}");
 }
 
+/// An external engine that answered its probe but does not start for the
+/// game (a spawn failure, a slow `readyok`): in chess the built-in engine
+/// plays instead of the game being aborted or resigned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_does_not_start_for_a_game_of_chess_leaves_it_to_the_built_in_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("once.sh");
+    let count = dir.path().join("count");
+    std::fs::write(
+        &script,
+        format!(
+            r#"n=0
+[ -f '{count}' ] && read -r n < '{count}'
+echo $((n+1)) > '{count}'
+[ "$n" -ge 1 ] && exit 1
+while IFS= read -r line; do
+  case "$line" in
+    uci) echo "id name Once"; echo uciok ;;
+    isready) echo readyok ;;
+    quit) exit 0 ;;
+  esac
+done
+"#,
+            count = count.display()
+        ),
+    )
+    .unwrap();
+    let fake = FakeLichess::start().await;
+    let extra = format!(
+        "[engines.once]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]",
+        script.display()
+    );
+    let bot = start(&fake, &extra).await;
+    let id = fake.send_challenge(ChallengeSpec {
+        resign_after: Some(6),
+        ..ChallengeSpec::default()
+            .challenger_color(Side::Black)
+            .autoplay(Some(quick_opponent()))
+    });
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    let log = bot.stop().await;
+    // Played to the end (the greedy opponent resigns, or is mated first).
+    assert_eq!(game.winner, Some(Color::White), "{game:?}\n{log}");
+    assert!(game.moves.len() >= 5, "{game:?}");
+    assert!(log.contains("the external engine did not start"), "{log}");
+}
+
 /// A game against a bot that came without our challenge (an arena's, one
 /// found after a restart) gets the engine configured for bots: lila names
 /// the opponent "BOT Name" in `gameStart`.

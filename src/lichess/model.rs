@@ -104,6 +104,15 @@ impl VariantKey {
             VariantKey::Unknown => "unknown",
         }
     }
+
+    /// Chess by the standard rules, from the usual start or another
+    /// (Chess960, a position): what the built-in engine plays.
+    pub fn is_chess(self) -> bool {
+        matches!(
+            self,
+            VariantKey::Standard | VariantKey::Chess960 | VariantKey::FromPosition
+        )
+    }
 }
 
 /// A variant as Lichess describes it (`Variant.yaml`).

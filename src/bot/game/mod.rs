@@ -488,43 +488,48 @@ pub fn position_error(variant: VariantKey, initial_fen: Option<&str>) -> Option<
 
 impl Game {
     async fn new(
-        ctx: GameContext,
+        mut ctx: GameContext,
         info: &GameInfo,
         notices: Notices,
     ) -> Result<(Game, Answers), String> {
-        let (player, answers, hash) = match &ctx.external {
-            Some(choice) => {
-                let variant = info.variant.as_ref().map(|v| v.key);
-                let uci_variant = variant
-                    .and_then(crate::bot::board::variant::uci_variant)
-                    .map(str::to_owned);
-                let chess960 = variant == Some(VariantKey::Chess960);
-                let (engine, events) = ExternalEngine::start(
-                    choice.spec.clone(),
-                    uci_variant,
-                    chess960,
-                    &info.game_id,
-                )
+        // The stream first: its lines keep the instant they came while an
+        // external engine starts (seconds), and the clock counts from it.
+        let reader = Reader::spawn(ctx.client.clone(), info.game_id.clone());
+        let variant = info.variant.as_ref().map(|v| v.key);
+        let mut external = None;
+        if let Some(choice) = &ctx.external {
+            let uci_variant = variant
+                .and_then(crate::bot::board::variant::uci_variant)
+                .map(str::to_owned);
+            let chess960 = variant == Some(VariantKey::Chess960);
+            let name = &choice.spec.name;
+            match ExternalEngine::start(choice.spec.clone(), uci_variant, chess960, &info.game_id)
                 .await
-                .map_err(|e| e.to_string())?;
-                tracing::info!(
-                    engine = %choice.spec.name,
-                    id = %engine.id().name,
-                    "external engine started"
-                );
-                (
-                    Player::External(engine),
-                    Answers::External(events),
-                    HashFile::default(),
-                )
+            {
+                Ok((engine, events)) => {
+                    tracing::info!(engine = %name, id = %engine.id().name, "external engine started");
+                    external = Some((engine, events));
+                }
+                // Chess of any kind: the built-in engine plays it.
+                Err(e) if variant.is_none_or(|v| v.is_chess()) => {
+                    tracing::error!(engine = %name, "the external engine did not start: {e}; the built-in engine plays");
+                    ctx.external = None;
+                }
+                Err(e) => return Err(e.to_string()),
             }
+        }
+        let (player, answers, hash) = match external {
+            Some((engine, events)) => (
+                Player::External(engine),
+                Answers::External(events),
+                HashFile::default(),
+            ),
             None => {
                 let (engine, events, hash) =
                     Game::built_in(&ctx, info).map_err(|e| format!("engine thread: {e}"))?;
                 (Player::BuiltIn(engine), Answers::BuiltIn(events), hash)
             }
         };
-        let ctx_client = ctx.client.clone();
         let greeted = !ctx.greet;
         let game = Game {
             id: info.game_id.clone(),
@@ -549,7 +554,7 @@ impl Game {
             tournament: info.tournament_id.clone(),
             lag: Lag::default(),
             chat_replies: (0, Instant::now()),
-            reader: Reader::spawn(ctx_client, info.game_id.clone()),
+            reader,
             hash,
             moves_posted: 0,
             handed_over: false,

@@ -222,11 +222,7 @@ impl Player {
     /// chess only, an external one what its section claims (the game was
     /// given it for this variant) in the rules the board knows.
     pub(super) fn plays(&self, variant: crate::lichess::model::VariantKey) -> bool {
-        use crate::lichess::model::VariantKey;
-        let chess = matches!(
-            variant,
-            VariantKey::Standard | VariantKey::Chess960 | VariantKey::FromPosition
-        );
+        let chess = variant.is_chess();
         match self {
             Player::BuiltIn(_) => chess,
             Player::External(_) => {
