@@ -224,7 +224,7 @@ struct ChessDbJson {
 /// that a dead or moved host is said once, loudly, instead of once per
 /// move at a low level (or not at all); and its rest: after
 /// [`RESTS_AFTER`] failures in a row it is not asked for a while
-/// ([`REST_FIRST`], doubled with each failure after, up to [`REST_MAX`]),
+/// (30 s, doubled with each failure after, up to 10 minutes),
 /// so a host that hangs does not cost every move its timeout. It is asked
 /// again after the rest; an answer ends it.
 #[derive(Debug, Default)]
