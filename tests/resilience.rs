@@ -950,6 +950,49 @@ async fn a_malformed_game_state_is_read_again() {
     assert!(log.contains("gameFull or gameState unreadable"), "{log}");
 }
 
+/// A move list our board could not follow was only logged: the
+/// opponent's move in it was lost, and the bot's clock ran out. The
+/// stream is read again, and its `gameFull` brings the moves as played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_list_that_does_not_fit_is_read_again() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    fake.unfit_move_lists(1);
+    let id = challenge(&fake, 20);
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert!(game.stream_connections >= 2, "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("does not fit the game"), "{log}");
+    assert!(!log.contains("still does not fit"), "{log}");
+}
+
+/// A move list that still does not fit when the stream is read again
+/// (a board that disagrees with Lichess's) gives the game up at once,
+/// not when the clock runs out. Both sides had moved: a resignation,
+/// though our board holds one move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_list_that_never_fits_gives_the_game_up() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "").await;
+    fake.unfit_move_lists(u32::MAX);
+    let id = fake.send_challenge(
+        ChallengeSpec::default()
+            .clock(60, 0)
+            .challenger_color(Side::Black)
+            .autoplay(Some(opponent(20))),
+    );
+    let game = fake
+        .wait_game_over(&id, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(game.bot_color, shakmaty::Color::White, "{game:?}");
+    assert_eq!(game.status, "resign", "{game:?}");
+    assert_eq!(game.winner, Some(shakmaty::Color::Black), "{game:?}");
+    let log = bot.stop().await;
+    assert!(log.contains("still does not fit the game"), "{log}");
+}
+
 /// `Instant + Duration` overflowed on a huge `Retry-After`: a panic. The
 /// pause is clamped (15 min), and a game started meanwhile is played.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

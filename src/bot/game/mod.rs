@@ -54,6 +54,7 @@ use super::chat::{self, Command, Room};
 use super::external::{self, ExternalEngine};
 use super::scheduler::{Permit, Scheduler};
 use crate::bot::board::Record;
+use crate::bot::board::standard::RecordError;
 use crate::bot::store::hashstore;
 use crate::chess;
 use crate::config::Config;
@@ -438,6 +439,9 @@ struct Game {
     timers: Timers,
     /// Resyncs after a failed move post, for the current move.
     resyncs: u32,
+    /// The last move list from the server did not fit our board, and the
+    /// stream was read again for it.
+    unfit: bool,
     /// Our moves the server refused in the current position.
     refused: Refused,
     /// The arena tournament of the game, if it is an arena pairing.
@@ -550,6 +554,7 @@ impl Game {
             claims: Claims::default(),
             timers: Timers::default(),
             resyncs: 0,
+            unfit: false,
             refused: Refused::default(),
             tournament: info.tournament_id.clone(),
             lag: Lag::default(),
@@ -712,7 +717,7 @@ impl Game {
                     if self.timers.park_at.is_some() => self.on_park_timer(),
                 command = commands.recv() => match command {
                     Some(GameCommand::Finished(info)) => self.on_finished(*info),
-                    Some(GameCommand::Resign) => self.resign_now(),
+                    Some(GameCommand::Resign) => self.resign_now("on request"),
                     Some(GameCommand::HandOver) => {
                         self.handed_over = true;
                         Flow::Over
@@ -1008,11 +1013,9 @@ impl Game {
         let before = record.ply();
         let new = match record.sync(&state.moves) {
             Ok(new) => new,
-            Err(e) => {
-                tracing::error!("server move list does not fit the game: {e}");
-                return Flow::Continue;
-            }
+            Err(e) => return self.unfit(state, arrived, &e),
         };
+        self.unfit = false;
         let ply = record.ply();
         if ply != before {
             // A new move: a fresh resync budget for it.
@@ -1414,18 +1417,49 @@ impl Game {
         tracing::error!("the engine is gone (a bug): giving the game up");
         self.search.thinking = None;
         self.search.suspended = None;
-        self.resign_now()
+        self.resign_now("the engine is gone")
     }
 
-    /// Resigns (or aborts, before both sides moved).
-    fn resign_now(&mut self) -> Flow {
-        self.stop_pondering("resigning");
+    /// A move list from the server that our board cannot follow: its
+    /// moves are lost to us, and with them the opponent's reply, so the
+    /// game would hang until our clock ran out. The stream is read again
+    /// once (a line mangled on its way); a list that still does not fit
+    /// (a board that disagrees with Lichess's) gives the game up at once
+    /// rather than on time. A state that ends the game ends it.
+    fn unfit(&mut self, state: GameState, arrived: Instant, e: &RecordError) -> Flow {
+        if !state.status.is_ongoing() {
+            tracing::error!("server move list does not fit the game: {e}; the game is over");
+            self.status = state.status;
+            self.winner = state.winner;
+            self.state = Some((state, arrived));
+            return Flow::Over;
+        }
+        if !self.unfit {
+            self.unfit = true;
+            tracing::error!("server move list does not fit the game: {e}; reading the game again");
+            return Flow::Resync;
+        }
+        tracing::error!("server move list still does not fit the game: {e}; giving the game up");
+        // The server's count of moves, not our board's: it decides
+        // whether the game can still be aborted.
+        let ply = state.moves.split_whitespace().count();
+        self.give_up_at(ply, "our board cannot follow the game")
+    }
+
+    /// Resigns (or aborts, before both sides moved), for `why`.
+    fn resign_now(&mut self, why: &str) -> Flow {
         let ply = self.record.as_ref().map_or(0, Record::ply);
+        self.give_up_at(ply, why)
+    }
+
+    /// Resigns, or aborts if fewer than two moves (`ply`) were played.
+    fn give_up_at(&mut self, ply: usize, why: &str) -> Flow {
+        self.stop_pondering("resigning");
         if ply < 2 && self.tournament.is_none() {
-            tracing::info!("aborting on request");
+            tracing::info!("aborting: {why}");
             self.spawn_action(|client, id| async move { client.abort(&id).await });
         } else {
-            tracing::info!("resigning on request");
+            tracing::info!("resigning: {why}");
             self.spawn_action(|client, id| async move { client.resign(&id).await });
         }
         Flow::Continue

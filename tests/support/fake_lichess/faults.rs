@@ -73,6 +73,10 @@ pub(super) struct Faults {
     pub(super) malformed_game_full: u32,
     /// This many `gameState` lines that give the bot the move do not parse.
     pub(super) malformed_turn_state: u32,
+    /// This many lines that give the bot the move (a `gameState`, or
+    /// the `gameFull` of a stream opened then) carry a move list whose
+    /// last move is not a legal one.
+    pub(super) unfit_moves: u32,
     /// This many claims made on the opponent's turn cross the opponent's
     /// move: the move is played first, so the claim comes on the bot's
     /// own turn.
@@ -265,6 +269,14 @@ impl FakeLichess {
     pub fn malformed_turn_states(&self, n: u32) {
         self.app
             .with(|world, _| world.faults.malformed_turn_state = n)
+    }
+
+    /// The next `n` lines that give the bot the move (a `gameState`, or
+    /// the `gameFull` of a stream opened while it is the bot's turn)
+    /// carry the moves with the last one replaced by one that is not
+    /// legal, as a board that disagrees with the bot's would.
+    pub fn unfit_move_lists(&self, n: u32) {
+        self.app.with(|world, _| world.faults.unfit_moves = n)
     }
 
     /// Sends the `challenge` event of challenge `id` again, as Lichess

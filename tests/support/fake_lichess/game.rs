@@ -112,6 +112,20 @@ impl Game {
         self.moves.len()
     }
 
+    /// The game is on, a move was played, and the bot is to move.
+    pub(super) fn bot_to_move(&self) -> bool {
+        self.started() && self.ply() > 0 && self.pos.turn() == self.bot_color
+    }
+
+    /// The streamed moves with the last one replaced by a move no piece
+    /// can make (from a square to itself).
+    pub(super) fn unfit_moves(&self) -> String {
+        let mut moves = self.streamed.clone();
+        moves.pop();
+        moves.push("a1a1".to_owned());
+        moves.join(" ")
+    }
+
     /// A draw offer of the bot's, now: whether it counts (lila's
     /// `playerCanOfferDraw`: from ply 2, and not within 20 plies of the
     /// last one), recorded either way.

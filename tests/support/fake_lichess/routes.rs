@@ -247,7 +247,13 @@ pub(super) async fn game_stream(State(app): State<App>, Path(id): Path<String>) 
                 b"{\"type\":\"gameFull\",\"id\":\"x\",\"white\":[]}\n",
             ));
         } else {
-            conn.send(&world.games[&id].full_json(&bot, first_move_ms));
+            let game = &world.games[&id];
+            let mut full = game.full_json(&bot, first_move_ms);
+            if game.bot_to_move() && world.faults.unfit_moves > 0 {
+                world.faults.unfit_moves -= 1;
+                full["state"]["moves"] = json!(game.unfit_moves());
+            }
+            conn.send(&full);
         }
         let Some(game) = world.games.get_mut(&id) else {
             return not_found();

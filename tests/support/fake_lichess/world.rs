@@ -324,14 +324,16 @@ impl World {
             expiration["millisToMove"] = json!(first_move_ms);
         }
         game.subscribers.retain(|c| !c.closed());
-        if game.started()
-            && game.ply() > 0
-            && game.pos.turn() == game.bot_color
+        if game.bot_to_move()
             && !game.subscribers.is_empty()
             && self.faults.malformed_turn_state > 0
         {
             self.faults.malformed_turn_state -= 1;
             state["wtime"] = json!("soon");
+        }
+        if game.bot_to_move() && !game.subscribers.is_empty() && self.faults.unfit_moves > 0 {
+            self.faults.unfit_moves -= 1;
+            state["moves"] = json!(game.unfit_moves());
         }
         if game.started()
             && game.ply() > 0
