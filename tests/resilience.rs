@@ -13,7 +13,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use support::bot::{Bot, check_log};
+use support::bot::{Bot, check_log, log_field};
 use support::fake_lichess::{
     AutoPlay, ChallengeSpec, FakeLichess, FakeTime, FakeVariant, GameRecord, IllegalMove, Policy,
     Side,
@@ -214,6 +214,47 @@ async fn a_stream_stuck_after_our_move_is_reopened_when_the_echo_is_late() {
         2,
         "{log}"
     );
+}
+
+/// The expected reply seen late (our move's echo stuck, the stream
+/// reopened when the echo was late, and slowly): the ponder search had our clock as it
+/// would be at a prompt reply, seconds more than Lichess's (whose clock
+/// ran meanwhile). Our move is searched on the real clock instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ponder_hit_seen_late_searches_on_the_real_clock() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "[engine]\nponder = true").await;
+    let id = by_hand(&fake, Side::Black, 30, 0);
+    wait_moves(&fake, &id, 1).await;
+    // Legal after any first move of White's.
+    fake.opponent_move(&id, "e7e5").unwrap();
+    fake.stick_game_streams_after_bot_moves(1);
+    wait_moves(&fake, &id, 3).await;
+    // The stream reopened for the late echo answers 3 s late: the reply
+    // is seen about 5 s after it was played, on a 30 s clock.
+    fake.delay_matching("/api/bot/game/stream/", 1, Duration::from_secs(3));
+    let pondering = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("pondering") && log_field::<usize>(l, "ply") == Some(4))
+            .find_map(|l| log_field::<String>(l, "expected"))
+    };
+    let deadline = Instant::now() + WAIT;
+    let expected = loop {
+        if let Some(expected) = pondering(&bot.log()) {
+            break expected;
+        }
+        assert!(Instant::now() < deadline, "no ponder search: {}", bot.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    fake.opponent_move(&id, &expected).unwrap();
+    wait_moves(&fake, &id, 5).await;
+    fake.opponent_resigns(&id).unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    let log = bot.stop().await;
+    assert!(log.contains("the echo of our move is late"), "{log}");
+    assert!(log.contains("late state for the expected reply"), "{log}");
+    assert!(!log.contains("ponder hit"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -148,6 +148,29 @@ pub(super) fn at_reply(limits: &Limits, us: chess::Color, clocks_run: bool) -> L
     limits
 }
 
+/// Our clock in `limits`.
+pub(super) fn ours(limits: &Limits, us: chess::Color) -> Option<Duration> {
+    match us {
+        chess::Color::White => limits.wtime,
+        chess::Color::Black => limits.btime,
+    }
+}
+
+/// How far our clock may be below the ponder search's when the expected
+/// reply comes, at least: normal lag, not a late state.
+const HIT_SLACK: Duration = Duration::from_millis(500);
+
+/// Whether a ponder hit may keep the ponder search's clock (`given`: our
+/// clock at the reply as we estimated it at the post, none without a
+/// clock). Our real clock (`real`, from the state that brought the
+/// reply) is below it by more than a tenth (at least [`HIT_SLACK`]) when
+/// the state came late (a reconnect, a stalled stream): the search would
+/// budget time we do not have, so it is stopped and our move searched
+/// on the real clock; the table keeps what the ponder search found.
+pub(super) fn hit_keeps_clock(given: Option<Duration>, real: Duration) -> bool {
+    given.is_none_or(|given| real + (given / 10).max(HIT_SLACK) >= given)
+}
+
 /// The clocks an external engine searching our move is told: ours less
 /// the overhead (at least [`EXTERNAL_MIN_TIME`]); with a `share` of a
 /// thread (games sharing them), that share of our clock and increment.
@@ -319,6 +342,21 @@ impl Game {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ponder_hit_keeps_its_clock_unless_ours_is_well_below_it() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // No clock (correspondence): nothing to compare.
+        assert!(hit_keeps_clock(None, s(0)));
+        // Lag within the slack, or a clock above the estimate.
+        assert!(hit_keeps_clock(Some(s(30)), s(27)));
+        assert!(hit_keeps_clock(Some(s(30)), s(31)));
+        assert!(hit_keeps_clock(Some(s(2)), ms(1500)));
+        // A state late by seconds.
+        assert!(!hit_keeps_clock(Some(s(30)), ms(26_900)));
+        assert!(!hit_keeps_clock(Some(s(2)), ms(1400)));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn lag_is_measured_and_bounds_the_overhead() {

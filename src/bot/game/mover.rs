@@ -12,6 +12,7 @@
 //! (`lookup`: books, tables, online) are asked; their moves are posted by
 //! the same [`Game::play`], logged with their source.
 
+use super::clock;
 use super::player::{Answer, Order, Player, Said, SearchRef};
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
 use super::spawn_here;
@@ -196,6 +197,9 @@ pub(super) struct Pondering {
     pub(super) key: u64,
     /// The expected reply, in UCI (for the log).
     pub(super) expected: String,
+    /// Our clock at the reply, as the search was given it (none without
+    /// a clock).
+    pub(super) clock_at_reply: Option<Duration>,
     pub(super) said: Option<Said>,
     pub(super) permit: Permit,
 }
@@ -659,6 +663,14 @@ impl Game {
             searchmoves: Vec::new(),
         };
         let clocks_run = record.ply() >= 2;
+        let clock_at_reply = clock::ours(
+            &clock::at_reply(
+                &clock::run_for(order.limits.clone(), us, arrived.elapsed()),
+                us,
+                clocks_run,
+            ),
+            us,
+        );
         let Some(id) = self.player.ponder(order, clocks_run) else {
             return;
         };
@@ -669,6 +681,7 @@ impl Game {
             after_ours,
             key,
             expected: reply.to_owned(),
+            clock_at_reply,
             said: None,
             permit,
         });
@@ -696,9 +709,30 @@ impl Game {
         };
         match outcome {
             None => {}
+            Some(None) if !self.hit_keeps_clock(state) => {
+                self.stop_pondering("our clock is well below the search's")
+            }
             Some(None) => self.ponder_hit(ply, state, arrived),
             Some(Some(why)) => self.stop_pondering(why),
         }
+    }
+
+    /// Whether our clock in `state` (which brought the expected reply)
+    /// lets the ponder search go on as the search for our move.
+    fn hit_keeps_clock(&self, state: &GameState) -> bool {
+        let (Some(p), Some(us)) = (&self.search.pondering, self.color) else {
+            return true;
+        };
+        let real = Duration::from_millis(state.time_left(super::to_model(us)));
+        let keeps = clock::hit_keeps_clock(p.clock_at_reply, real);
+        if !keeps {
+            tracing::info!(
+                given_ms = p.clock_at_reply.map(|d| d.as_millis() as u64),
+                real_ms = real.as_millis() as u64,
+                "late state for the expected reply: our move searched on the real clock"
+            );
+        }
+        keeps
     }
 
     /// The opponent played the expected reply (`state`, at `ply`): the

@@ -112,6 +112,19 @@ impl Game {
         self.moves.len()
     }
 
+    /// A side's clock now, as lila writes it in `gameFull` and
+    /// `gameState` (`Clock.remainingTime`): the clock of the side to move
+    /// runs from the last move once both sides have moved, so a stream
+    /// opened late sees it lower.
+    pub(super) fn remaining_ms(&self, color: Color) -> i64 {
+        let left = self.times[idx(color)];
+        if self.clock.is_some() && self.started() && self.ply() >= 2 && self.pos.turn() == color {
+            (left - self.last_move_at.elapsed().as_millis() as i64).max(0)
+        } else {
+            left
+        }
+    }
+
     /// The game is on, a move was played, and the bot is to move.
     pub(super) fn bot_to_move(&self) -> bool {
         self.started() && self.ply() > 0 && self.pos.turn() == self.bot_color
@@ -205,8 +218,8 @@ impl Game {
         let mut state = json!({
             "type": "gameState",
             "moves": self.streamed.join(" "),
-            "wtime": self.times[0],
-            "btime": self.times[1],
+            "wtime": self.remaining_ms(Color::White),
+            "btime": self.remaining_ms(Color::Black),
             "winc": winc,
             "binc": binc,
             "status": self.status,
