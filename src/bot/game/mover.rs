@@ -653,7 +653,10 @@ impl Game {
             tracing::debug!("not pondering: no free search thread");
             return;
         };
-        let (limits, _) = self.limits(state, us, false);
+        // Our clock as it stands now, after the post.
+        let limits = clock::run_for(self.limits(state, us, false).0, us, arrived.elapsed());
+        let clocks_run = record.ply() >= 2;
+        let clock_at_reply = clock::ours(&clock::at_reply(&limits, us, clocks_run), us);
         let order = Order {
             record,
             ahead: &ahead,
@@ -662,15 +665,6 @@ impl Game {
             arrived,
             searchmoves: Vec::new(),
         };
-        let clocks_run = record.ply() >= 2;
-        let clock_at_reply = clock::ours(
-            &clock::at_reply(
-                &clock::run_for(order.limits.clone(), us, arrived.elapsed()),
-                us,
-                clocks_run,
-            ),
-            us,
-        );
         let Some(id) = self.player.ponder(order, clocks_run) else {
             return;
         };

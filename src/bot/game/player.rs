@@ -176,9 +176,10 @@ impl Player {
     /// Starts a search on the opponent's time, of the position after
     /// `order.ahead` (our move and the expected reply), with the clocks as
     /// they will be at the reply (`clocks_run`: Lichess adds our
-    /// increment); `None` if the moves are not legal.
+    /// increment); `None` if the moves are not legal. `order.limits` hold
+    /// our clock as it stands now, after the post.
     pub(super) fn ponder(&mut self, order: Order, clocks_run: bool) -> Option<SearchRef> {
-        let limits = clock::run_for(order.limits.clone(), order.us, order.arrived.elapsed());
+        let limits = order.limits.clone();
         match self {
             Player::BuiltIn(engine) => {
                 let limits = clock::at_reply(&limits, order.us, clocks_run);
