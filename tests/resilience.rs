@@ -470,7 +470,9 @@ async fn a_token_refused_for_a_moment_is_waited_out() {
 async fn a_revoked_token_saves_the_game_for_the_next_run_and_exits_77() {
     let fake = FakeLichess::start().await;
     fake.replay_games_on_connect(false);
-    let mut bot = start(&fake, "").await;
+    // No abort of the game the opponent does not start: 20 s of refusals
+    // and the hand-over must come first even on a loaded machine.
+    let mut bot = start(&fake, "[bot]\nabort_time_secs = 600\n").await;
     // The bot White; the opponent never moves by itself.
     let id = by_hand(&fake, Side::Black, 600, 0);
     wait_moves(&fake, &id, 1).await;
@@ -876,6 +878,30 @@ async fn finish_then_stop(fake: &FakeLichess, bot: Bot, id: &str) {
     check_finished(&bot, &game).await;
     let log = bot.stop().await;
     check_log(&log, &fake.token());
+}
+
+/// Lichess refusing the game's stream mid-game (a 404 to reopening it)
+/// hands the game to a check of the games in progress, which takes it up
+/// again: the task used to end with the game on, and the bullet game was
+/// lost on time before the next periodic check (an hour away here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_404_to_reopening_the_game_stream_mid_game_takes_the_game_up_again() {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, "[bot]\nplaying_check_secs = 3600\n").await;
+    let id = bullet(&fake);
+    wait_moves(&fake, &id, 6).await;
+    fake.fail_matching_with_status(&format!("/api/bot/game/stream/{id}"), 1, 404);
+    fake.cut_game_stream(&id).unwrap();
+    let game = fake.wait_game_over(&id, GAME).await.unwrap();
+    check_finished(&bot, &game).await;
+    assert_eq!(
+        requests_containing(&fake, "/api/bot/game/stream/", Some(404)),
+        1
+    );
+    let log = bot.stop().await;
+    check_log(&log, &fake.token());
+    assert!(log.contains("refused the game's stream mid-game"), "{log}");
+    assert!(log.contains("resuming a game nobody watched"), "{log}");
 }
 
 /// A connection that silently stops forwarding (a NAT that forgot it):

@@ -96,6 +96,13 @@ impl Game {
             tracing::info!(plies = ply, "game handed over to the next run");
             return self.join_engine().await;
         }
+        if self.lost_track() {
+            tracing::warn!(
+                plies = ply,
+                "Lichess refused the game's stream mid-game: checking the games in progress"
+            );
+            return self.join_engine().await;
+        }
         let (result, termination) = result_of(self.status, self.winner);
         tracing::info!(
             status = ?self.status,

@@ -181,8 +181,9 @@ pub enum Exit {
     Ended,
     /// A correspondence game waits for the opponent (greeted already).
     Parked,
-    /// The task stopped with the game perhaps still on (a panic: a bug):
-    /// the daemon checks the games in progress soon to take it up again.
+    /// The task stopped with the game perhaps still on (a panic, a bug; or
+    /// its stream refused mid-game): the daemon checks the games in
+    /// progress soon to take it up again.
     Dropped,
 }
 
@@ -459,6 +460,10 @@ struct Game {
     /// Stopped for the next run of the daemon (a restart), which resumes
     /// the game: no goodbye, no PGN.
     handed_over: bool,
+    /// Lichess refused the game's stream (404, 410) after it had sent the
+    /// game: if the game is still on, the daemon's check of the games in
+    /// progress takes it up again (no goodbye, no PGN).
+    stream_refused: bool,
     /// The ply whose position an online source was last asked about (once
     /// per position).
     online_asked_at: Option<usize>,
@@ -563,6 +568,7 @@ impl Game {
             hash,
             moves_posted: 0,
             handed_over: false,
+            stream_refused: false,
             online_asked_at: None,
             notices,
         };
@@ -660,7 +666,11 @@ impl Game {
                     Some(Line::Event(event, arrived)) => self.on_event(event, arrived).await,
                     // Not ours to play (404 and the like), or the reader
                     // is gone.
-                    Some(Line::Refused) | None => Flow::Over,
+                    Some(Line::Refused) => {
+                        self.stream_refused = true;
+                        Flow::Over
+                    }
+                    None => Flow::Over,
                 },
                 answer = async { match answers.as_mut() {
                     Some(rx) => rx.recv().await,
@@ -756,9 +766,23 @@ impl Game {
                 Flow::Resync => self.reader.resync(),
             }
         }
-        let over = !self.status.is_ongoing();
+        let exit = if !self.status.is_ongoing() {
+            Exit::Over
+        } else if self.lost_track() {
+            Exit::Dropped
+        } else {
+            Exit::Ended
+        };
         self.wrap_up().await;
-        if over { Exit::Over } else { Exit::Ended }
+        exit
+    }
+
+    /// Whether Lichess stopped giving us the game's stream while, as far
+    /// as we know, the game goes on: it sent the game, then refused to
+    /// send it again (a 404 mid-game). The game may still be on; only the
+    /// list of games in progress can say.
+    fn lost_track(&self) -> bool {
+        self.stream_refused && self.record.is_some() && self.status.is_ongoing()
     }
 
     async fn on_event(&mut self, event: GameEvent, arrived: Instant) -> Flow {
