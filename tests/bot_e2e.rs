@@ -151,7 +151,7 @@ async fn plays_whole_games_as_white_and_black() {
         assert!(lines.iter().any(|l| l.contains("game end")), "{log}");
         let moves: Vec<&&str> = lines
             .iter()
-            .filter(|l| l.contains(" move ") || l.ends_with(" move"))
+            .filter(|l| l.contains("overhead_us="))
             .collect();
         assert!(!moves.is_empty(), "{log}");
         assert!(
@@ -1565,38 +1565,49 @@ async fn a_takeback_and_a_new_move_seen_together_stop_the_old_search() {
     assert!(!log.contains("not legal here"), "{log}");
 }
 
+/// A UCI engine, as a `/bin/sh` script in `dir`, that writes each `go`
+/// line into `dir/gos` (`$gos`) and then runs `on_go` (`$n`: the
+/// process's count of searches, `$sm`: the first move of `searchmoves`,
+/// if any). Returns the config section that makes it play standard
+/// chess, and the path of `gos`.
+fn scripted_engine(dir: &Path, on_go: &str) -> (String, std::path::PathBuf) {
+    let script = dir.join("engine.sh");
+    let gos = dir.join("gos");
+    std::fs::write(
+        &script,
+        format!(
+            r#"gos='{gos}'; n=0
+while IFS= read -r line; do
+  case "$line" in
+    uci) echo "id name Scripted"; echo uciok ;;
+    isready) echo readyok ;;
+    go*) echo "$line" >> "$gos"; n=$((n+1)); sm=
+         case "$line" in
+           *searchmoves*) set -- $line; while [ "$1" != searchmoves ]; do shift; done; sm=$2 ;;
+         esac
+         {on_go} ;;
+    quit) exit 0 ;;
+  esac
+done
+"#,
+            gos = gos.display()
+        ),
+    )
+    .unwrap();
+    let config = format!(
+        "[engines.scripted]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]",
+        script.display()
+    );
+    (config, gos)
+}
+
 /// A UCI engine, as a `/bin/sh` script in `dir`, that names a move not
 /// legal here (e2e5) unless given `searchmoves`, then the first of them;
 /// it writes each `go` line into `dir/gos`. Returns the config section
 /// that makes it play standard chess (against `opponents`).
 fn liar_engine(dir: &Path, opponents: &str) -> String {
-    let script = dir.join("liar.sh");
-    std::fs::write(
-        &script,
-        format!(
-            r#"while IFS= read -r line; do
-  case "$line" in
-    uci) echo "id name Liar"; echo uciok ;;
-    isready) echo readyok ;;
-    go*) echo "$line" >> '{gos}'
-         case "$line" in
-           *searchmoves*) set -- $line; while [ "$1" != searchmoves ]; do shift; done
-                          echo "bestmove $2" ;;
-           *) echo "bestmove e2e5" ;;
-         esac ;;
-    quit) exit 0 ;;
-  esac
-done
-"#,
-            gos = dir.join("gos").display()
-        ),
-    )
-    .unwrap();
-    format!(
-        "[engines.liar]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]\n\
-         opponents = \"{opponents}\"",
-        script.display()
-    )
+    let (config, _) = scripted_engine(dir, r#"echo "bestmove ${sm:-e2e5}""#);
+    format!("{config}\nopponents = \"{opponents}\"")
 }
 
 /// An engine that names a move not legal here (e2e5) unless given
@@ -1652,24 +1663,91 @@ done
         ),
     )
     .unwrap();
-    let fake = FakeLichess::start().await;
     let extra = format!(
         "[engines.once]\ncommand = \"/bin/sh\"\nargs = [\"{}\"]\nvariants = [\"standard\"]",
         script.display()
     );
-    let bot = start(&fake, &extra).await;
+    let (game, log) = won_as_white_with(&extra, 6).await;
+    assert!(game.moves.len() >= 5, "{game:?}");
+    assert!(log.contains("the external engine did not start"), "{log}");
+}
+
+/// A game of chess the bot plays as White with `engine` (a config
+/// section) against the greedy opponent, who resigns after `resign_after`
+/// moves: played to the end and won (the opponent resigns, or is mated
+/// first). Returns the game and the bot's log.
+async fn won_as_white_with(engine: &str, resign_after: u32) -> (GameRecord, String) {
+    let fake = FakeLichess::start().await;
+    let bot = start(&fake, engine).await;
     let id = fake.send_challenge(ChallengeSpec {
-        resign_after: Some(6),
+        resign_after: Some(resign_after),
         ..ChallengeSpec::default()
             .challenger_color(Side::Black)
             .autoplay(Some(quick_opponent()))
     });
     let game = fake.wait_game_over(&id, GAME).await.unwrap();
     let log = bot.stop().await;
-    // Played to the end (the greedy opponent resigns, or is mated first).
     assert_eq!(game.winner, Some(Color::White), "{game:?}\n{log}");
-    assert!(game.moves.len() >= 5, "{game:?}");
-    assert!(log.contains("the external engine did not start"), "{log}");
+    (game, log)
+}
+
+/// Plays a game of chess as White with `engine` (see
+/// [`won_as_white_with`]); checks that the built-in engine took it over
+/// and searched every move after, and returns the number of searches the
+/// external engine was asked for.
+async fn taken_over_by_the_built_in_engine(engine: &str, gos: &Path) -> usize {
+    let (_, log) = won_as_white_with(engine, 12).await;
+    let (_, after) = log
+        .split_once("the built-in engine plays the rest of the game")
+        .unwrap_or_else(|| panic!("no take-over: {log}"));
+    // Every move after the take-over was searched: none is a fallback.
+    let depths: Vec<usize> = after
+        .lines()
+        .filter(|l| l.contains("overhead_us="))
+        .filter_map(|l| log_field::<usize>(l, "depth"))
+        .collect();
+    assert!(depths.len() >= 4, "{depths:?}\n{log}");
+    assert!(depths.iter().all(|&d| d > 0), "{depths:?}\n{log}");
+    assert!(!log.contains("no answer from the engine in time"), "{log}");
+    std::fs::read_to_string(gos).unwrap().lines().count()
+}
+
+/// An external engine that crashes at every search after its first (a
+/// crash loop): after three failed searches for one move, the built-in
+/// engine plays the rest of the game of chess. Before, that move and
+/// every later one was the first legal move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_in_a_crash_loop_leaves_the_game_of_chess_to_the_built_in_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, gos) = scripted_engine(
+        dir.path(),
+        r#"[ "$(wc -l < "$gos")" -ge 2 ] && exit 1; echo "bestmove e2e4""#,
+    );
+    let searches = taken_over_by_the_built_in_engine(&engine, &gos).await;
+    // The first move, then three tries at the second.
+    assert_eq!(searches, 4);
+}
+
+/// An external engine that crashes once a move (each process answers one
+/// move, the restarted one the next): once the driver has no restart
+/// left, the next failure gives the game of chess to the built-in engine.
+/// Its own moves are named illegal first (b1a8), so that it plays the
+/// legal one `searchmoves` gives it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_out_of_restarts_leaves_the_game_of_chess_to_the_built_in_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, gos) = scripted_engine(
+        dir.path(),
+        r#"[ "$n" -ge 3 ] && exit 1; echo "bestmove ${sm:-b1a8}""#,
+    );
+    let searches = taken_over_by_the_built_in_engine(&engine, &gos).await;
+    // Three searches a process (a named illegal move, the legal one, the
+    // crash), then the last process's first: its illegal move fails
+    // with no restart left.
+    assert_eq!(
+        searches,
+        3 * kaissa::bot::external::MAX_RESTARTS as usize + 1
+    );
 }
 
 /// A game against a bot that came without our challenge (an arena's, one

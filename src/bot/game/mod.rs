@@ -534,8 +534,11 @@ impl Game {
                 HashFile::default(),
             ),
             None => {
-                let (engine, events, hash) =
-                    Game::built_in(&ctx, info).map_err(|e| format!("engine thread: {e}"))?;
+                let clock = info
+                    .seconds_left
+                    .map(|s| Duration::from_secs(s.max(0) as u64));
+                let (engine, events, hash) = Game::built_in(&ctx, &info.game_id, clock)
+                    .map_err(|e| format!("engine thread: {e}"))?;
                 (Player::BuiltIn(engine), Answers::BuiltIn(events), hash)
             }
         };
@@ -575,11 +578,13 @@ impl Game {
         Ok((game, answers))
     }
 
-    /// The built-in engine of a game: its thread, with the table an
-    /// earlier run of this game saved, if any, and the table's file.
+    /// The built-in engine of game `id`: its thread, with the table an
+    /// earlier run of this game saved, if any (and if our `clock` leaves
+    /// time to load it), and the table's file.
     fn built_in(
         ctx: &GameContext,
-        info: &GameInfo,
+        id: &str,
+        clock: Option<Duration>,
     ) -> std::io::Result<(Engine, mpsc::UnboundedReceiver<engine::Event>, HashFile)> {
         let options = EngineOptions {
             hash_mb: ctx
@@ -601,15 +606,12 @@ impl Game {
             .engine
             .state_dir
             .as_deref()
-            .and_then(|dir| hashstore::path(dir, &info.game_id));
+            .and_then(|dir| hashstore::path(dir, id));
         // A table saved by an earlier run of this game (a restart): loaded
         // before the first search, since the engine takes commands in order.
         // Only a file of our own table's size: another size would make the
         // engine allocate whatever the file says.
         if let Some(path) = hash_file.as_ref().filter(|p| p.exists()) {
-            let clock = info
-                .seconds_left
-                .map(|s| Duration::from_secs(s.max(0) as u64));
             if !hashstore::has_len(path, bytes) {
                 tracing::warn!(path = %path.display(), "hash file of another table size refused");
                 let _ = std::fs::remove_file(path);
@@ -740,6 +742,10 @@ impl Game {
                     None => Flow::Over,
                 },
             };
+            // The built-in engine took the game over: its answers now.
+            if let Some(taken_over) = self.search.taken_over.take() {
+                answers = Some(taken_over);
+            }
             // Our turn: the move sources first, then the search.
             let flow = match flow {
                 // No engine to search with any more (the game is given up).

@@ -6,14 +6,16 @@
 //! external) takes its orders and its answers come back the same way.
 //! An engine's move is checked against the rules of the game before it
 //! is posted; an engine that fails (an external process that died or
-//! hung is restarted by its driver) searches again, and after
-//! [`MAX_ENGINE_FAILURES`] failures for one move any legal move is played
-//! rather than lose on time. Before the engine, the move sources
+//! hung is restarted by its driver) searches again. An external engine
+//! that fails for good in a game of chess (no restart left, or
+//! [`MAX_ENGINE_FAILURES`] failures for one move) leaves the rest of the
+//! game to the built-in engine; in a variant, the first move of its last
+//! line or any legal move is played rather than lose on time. Before the engine, the move sources
 //! (`lookup`: books, tables, online) are asked; their moves are posted by
 //! the same [`Game::play`], logged with their source.
 
 use super::clock;
-use super::player::{Answer, Order, Player, Said, SearchRef};
+use super::player::{Answer, Answers, Order, Player, Said, SearchRef};
 use super::rules::{self, pv_san, score_cp, score_text, white_eval};
 use super::spawn_here;
 use super::{Flow, Game};
@@ -218,6 +220,9 @@ pub(super) struct Search {
     /// Ponder searches that ended in a hit / a miss (wrong guess).
     pub(super) ponder_hits: u32,
     pub(super) ponder_misses: u32,
+    /// The built-in engine's answers, once it took the game over from a
+    /// failed external engine: the run loop reads them from then on.
+    pub(super) taken_over: Option<Answers>,
 }
 
 impl Game {
@@ -372,15 +377,26 @@ impl Game {
 
     /// The engine gave no usable move: search again (the driver restarts
     /// a dead process) while the clock can pay for a search as long as
-    /// this one (a hung engine may hang again); after too many failures,
-    /// or without the time, play the first move of the line the engine
-    /// reported, else any legal move.
+    /// this one (a hung engine may hang again). An external engine with no
+    /// restart left, or out of tries or time for this move, gives a game
+    /// of chess to the built-in engine, which searches at once on what is
+    /// left of our clock; otherwise the first move of the line the engine
+    /// reported is played, else any legal move.
     async fn engine_failed(&mut self, thinking: Thinking, done: Instant) -> Flow {
         self.search.failures += 1;
         let spent = done.saturating_duration_since(thinking.started);
         let left = thinking.clock_left(done);
         let affordable = left.is_none_or(|left| left >= spent * 2 + RETRY_RESERVE);
-        if self.search.failures < MAX_ENGINE_FAILURES && affordable {
+        let retry = self.search.failures < MAX_ENGINE_FAILURES && affordable;
+        let exhausted =
+            matches!(&self.player, Player::External(e) if e.restarts() >= external::MAX_RESTARTS);
+        if (exhausted || !retry) && self.take_over(left) {
+            drop(thinking);
+            self.search.failures = 0;
+            self.moved_at_ply = None;
+            return Flow::Think;
+        }
+        if retry {
             drop(thinking);
             self.moved_at_ply = None;
             return Flow::Think;
@@ -409,6 +425,32 @@ impl Game {
             if from_line { "the first move of its last line" } else { "a legal move" });
         self.search.failures = 0;
         self.play(thinking, chosen, None, done).await
+    }
+
+    /// Gives a game of chess played by an external engine that failed
+    /// for good to the built-in engine, for the rest of the game (`left`:
+    /// our clock now, for loading a table an earlier run saved). False if
+    /// it cannot: a variant, the built-in engine already, no thread.
+    fn take_over(&mut self, left: Option<Duration>) -> bool {
+        let chess = self.facts.as_ref().is_some_and(|f| f.variant.is_chess());
+        if !chess || !matches!(self.player, Player::External(_)) {
+            return false;
+        }
+        let (engine, events, hash) = match Game::built_in(&self.ctx, &self.id, left) {
+            Ok(built_in) => built_in,
+            Err(e) => {
+                tracing::error!("the built-in engine cannot take the game over: {e}");
+                return false;
+            }
+        };
+        tracing::error!(engine = %self.engine_name(), "the external engine failed for good: the built-in engine plays the rest of the game");
+        self.stop_pondering("engine replaced");
+        // The old process is killed as its handle is dropped.
+        self.player = Player::BuiltIn(engine);
+        self.search.taken_over = Some(Answers::BuiltIn(events));
+        self.hash = hash;
+        self.ctx.external = None;
+        true
     }
 
     fn engine_name(&self) -> &str {
