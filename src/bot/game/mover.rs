@@ -10,9 +10,10 @@
 //! that fails for good in a game of chess (no restart left, or
 //! [`MAX_ENGINE_FAILURES`] failures for one move) leaves the rest of the
 //! game to the built-in engine; in a variant, the first move of its last
-//! line or any legal move is played rather than lose on time. Before the engine, the move sources
-//! (`lookup`: books, tables, online) are asked; their moves are posted by
-//! the same [`Game::play`], logged with their source.
+//! line or any legal move is played rather than lose on time. Before the
+//! engine, the move sources (`lookup`: books, tables, online) are asked;
+//! their moves are posted by the same [`Game::play`], logged with their
+//! source.
 
 use super::clock;
 use super::player::{Answer, Answers, Order, Player, Said, SearchRef};
