@@ -37,7 +37,8 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// The PGN result and termination of a finished game.
+/// The PGN result and termination of a finished game, with the
+/// termination names of Lichess's own PGN export.
 pub(super) fn result_of(status: GameStatus, winner: Option<Color>) -> (&'static str, &'static str) {
     let result = match (status, winner) {
         (_, Some(Color::White)) => "1-0",
@@ -50,7 +51,10 @@ pub(super) fn result_of(status: GameStatus, winner: Option<Color>) -> (&'static 
         GameStatus::Outoftime | GameStatus::Timeout => "Time forfeit",
         GameStatus::Aborted | GameStatus::NoStart => "Abandoned",
         GameStatus::Cheat => "Rules infraction",
-        GameStatus::Started | GameStatus::Created | GameStatus::Unknown => "Unterminated",
+        GameStatus::InsufficientMaterialClaim => "Insufficient material",
+        GameStatus::Started | GameStatus::Created => "Unterminated",
+        // A status unknown to us counts as finished (see `is_ongoing`).
+        GameStatus::UnknownFinish | GameStatus::Unknown => "Unknown",
         _ => "Normal",
     };
     (result, termination)
@@ -259,5 +263,21 @@ mod tests {
         assert_eq!(result_of(GameStatus::Stalemate, None).0, "1/2-1/2");
         assert_eq!(result_of(GameStatus::Outoftime, None).0, "1/2-1/2");
         assert_eq!(result_of(GameStatus::Aborted, None), ("*", "Abandoned"));
+        // A draw claimed after the opponent left is a timeout without a
+        // winner, as in Lichess's export.
+        assert_eq!(
+            result_of(GameStatus::Timeout, None),
+            ("1/2-1/2", "Time forfeit")
+        );
+        assert_eq!(
+            result_of(GameStatus::InsufficientMaterialClaim, None),
+            ("1/2-1/2", "Insufficient material")
+        );
+        assert_eq!(result_of(GameStatus::UnknownFinish, None).1, "Unknown");
+        assert_eq!(
+            result_of(GameStatus::Unknown, Some(Color::White)),
+            ("1-0", "Unknown")
+        );
+        assert_eq!(result_of(GameStatus::Started, None), ("*", "Unterminated"));
     }
 }
