@@ -128,6 +128,7 @@ fn hash_file_through_the_handle() {
     let pos = Position::startpos();
     let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(8)));
     let (first, _, fresh_nodes) = wait_best_nodes(&mut rx, id);
+    assert!(pos.is_legal(first.mv.expect("a move")));
     let info = engine
         .save_hash(&path)
         .blocking_recv()
@@ -151,7 +152,6 @@ fn hash_file_through_the_handle() {
     let id = engine.go(GoRequest::new(pos.clone(), vec![], Limits::depth(8)));
     let (again, _, loaded_nodes) = wait_best_nodes(&mut rx, id);
     assert!(pos.is_legal(again.mv.expect("a move")));
-    assert!(pos.is_legal(first.mv.expect("a move")));
     assert!(
         loaded_nodes < fresh_nodes,
         "{loaded_nodes} nodes with the loaded table, {fresh_nodes} without"
